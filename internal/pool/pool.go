@@ -1,0 +1,139 @@
+// Package pool holds the storage pool configuration (the driver's --datadir)
+// and the one function that turns a volume id into a directory inside a pool
+// and nowhere else.
+package pool
+
+import (
+	"fmt"
+	"path/filepath"
+	"sort"
+	"strings"
+)
+
+const (
+	// DefaultName is the pool used when a StorageClass has no storagePool
+	// parameter, as in the KubeVirt hostpath provisioner.
+	DefaultName = "legacy"
+	// MaxNameLen bounds pool names; they end up in StorageClass parameters,
+	// labels and log lines.
+	MaxNameLen = 50
+	// MaxPathLen bounds pool paths so that <path>/csi/<id> stays well inside
+	// PATH_MAX.
+	MaxPathLen = 255
+	// MaxIDLen is NAME_MAX: an id is one directory entry.
+	MaxIDLen = 255
+	// volumesSubdir is where CSI volumes live inside a pool; the legacy
+	// provisioner uses the pool path itself.
+	volumesSubdir = "csi"
+)
+
+// Pool is one entry of the --datadir JSON array.
+type Pool struct {
+	Name string `json:"name"`
+	Path string `json:"path"`
+	// ReservedBytes and ReservedPercent are ours (not in the KubeVirt
+	// format): headroom never offered to volumes; the larger of the two
+	// applies.
+	ReservedBytes   int64   `json:"reservedBytes,omitempty"`
+	ReservedPercent float64 `json:"reservedPercent,omitempty"`
+}
+
+// VolumesDir is the directory holding this pool's CSI volumes.
+func (p Pool) VolumesDir() string {
+	return filepath.Join(p.Path, volumesSubdir)
+}
+
+// VolumePath is the directory of CSI volume id in this pool; see ResolveIn.
+func (p Pool) VolumePath(id string) (string, error) {
+	return ResolveIn(p.VolumesDir(), id)
+}
+
+// Set is a validated, immutable list of pools.
+type Set struct {
+	pools  []Pool
+	byName map[string]int
+}
+
+// NewSet validates pools exactly as Parse does and returns every problem.
+func NewSet(pools []Pool) (*Set, error) {
+	if err := validatePools(pools); err != nil {
+		return nil, err
+	}
+	s := &Set{pools: append([]Pool(nil), pools...), byName: make(map[string]int, len(pools))}
+	for i, p := range s.pools {
+		s.byName[p.Name] = i
+	}
+	return s, nil
+}
+
+// All returns the pools in config order; the slice is a copy.
+func (s *Set) All() []Pool {
+	if s == nil {
+		return nil
+	}
+	return append([]Pool(nil), s.pools...)
+}
+
+// Get returns the pool called name.
+func (s *Set) Get(name string) (Pool, bool) {
+	if s == nil {
+		return Pool{}, false
+	}
+	i, ok := s.byName[name]
+	if !ok {
+		return Pool{}, false
+	}
+	return s.pools[i], true
+}
+
+// Select picks the pool for a StorageClass's storagePool parameter. An empty
+// parameter means the "legacy" pool, or the only pool, so that StorageClasses
+// written for the KubeVirt driver keep working.
+func (s *Set) Select(storagePool string) (Pool, error) {
+	const field = "parameters.storagePool"
+	if storagePool == "" {
+		if p, ok := s.Get(DefaultName); ok {
+			return p, nil
+		}
+		if s != nil && len(s.pools) == 1 {
+			return s.pools[0], nil
+		}
+		return Pool{}, fieldErr(field, "is not set, and with %s and no pool named %q the StorageClass must set storagePool to one of: %s",
+			s.countPools(), DefaultName, s.names())
+	}
+	if p, ok := s.Get(storagePool); ok {
+		return p, nil
+	}
+	return Pool{}, fieldErr(field, "%q is not a pool on this node; available pools: %s", storagePool, s.names())
+}
+
+func (s *Set) countPools() string {
+	n := 0
+	if s != nil {
+		n = len(s.pools)
+	}
+	if n == 1 {
+		return "1 pool"
+	}
+	return fmt.Sprintf("%d pools", n)
+}
+
+// names lists the pool names sorted, quoted, for error messages.
+func (s *Set) names() string {
+	if s == nil || len(s.pools) == 0 {
+		return "(none configured)"
+	}
+	names := make([]string, 0, len(s.pools))
+	for _, p := range s.pools {
+		names = append(names, fmt.Sprintf("%q", p.Name))
+	}
+	sort.Strings(names)
+	return strings.Join(names, ", ")
+}
+
+func sprintf(format string, args ...any) string {
+	if len(args) == 0 {
+		return format
+	}
+	return fmt.Sprintf(format, args...)
+}

@@ -1,0 +1,153 @@
+package pool
+
+import (
+	"errors"
+	"fmt"
+	"path/filepath"
+	"strings"
+	"unicode/utf8"
+)
+
+const nameRule = "letters, digits, '.', '_' and '-', starting with a letter or digit, at most 50 characters"
+
+func validatePools(pools []Pool) error {
+	if len(pools) == 0 {
+		return errors.Join(fieldErr(docField, "lists no pools; it must list at least one, like %s", example))
+	}
+	return errors.Join(validateEntries(pools, nil)...)
+}
+
+// validateEntries checks each pool on its own, then the pools against each
+// other (unique names, unique and non-nested paths). Entries in skip failed
+// to decode and were already reported.
+func validateEntries(pools []Pool, skip map[int]bool) []error {
+	var errs []error
+	for i, p := range pools {
+		if skip[i] {
+			continue
+		}
+		prefix := fmt.Sprintf("%s[%d]", docField, i)
+		errs = appendErr(errs, validateName(prefix+".name", p.Name))
+		errs = appendErr(errs, validatePath(prefix+".path", p.Path))
+		if p.ReservedBytes < 0 {
+			errs = append(errs, fieldErr(prefix+".reservedBytes", "%d must be zero or more", p.ReservedBytes))
+		}
+		if !(p.ReservedPercent >= 0 && p.ReservedPercent < 100) {
+			errs = append(errs, fieldErr(prefix+".reservedPercent", "%v must be at least 0 and less than 100", p.ReservedPercent))
+		}
+	}
+	return append(errs, crossCheck(pools, skip)...)
+}
+
+func appendErr(errs []error, err error) []error {
+	if err != nil {
+		return append(errs, err)
+	}
+	return errs
+}
+
+func validateName(field, name string) error {
+	switch {
+	case name == "":
+		return fieldErr(field, "is required (a pool name: %s)", nameRule)
+	case len(name) > MaxNameLen:
+		return fieldErr(field, "is %d characters long; at most %d are allowed", len(name), MaxNameLen)
+	case !isAlnum(name[0]):
+		return fieldErr(field, "%q must start with a letter or digit", name)
+	}
+	if c, ok := firstBad(name); ok {
+		return fieldErr(field, "%q contains %q; a pool name may only contain letters, digits, '.', '_' and '-'", name, c)
+	}
+	return nil
+}
+
+func validatePath(field, path string) error {
+	switch {
+	case path == "":
+		return fieldErr(field, "is required (an absolute directory path such as /var/hpvolumes)")
+	case len(path) > MaxPathLen:
+		return fieldErr(field, "is %d characters long; at most %d are allowed", len(path), MaxPathLen)
+	case strings.IndexByte(path, 0) >= 0:
+		return fieldErr(field, "%q must not contain a NUL byte", path)
+	case !filepath.IsAbs(path):
+		return fieldErr(field, "%q must be an absolute path", path)
+	case filepath.Clean(path) != path:
+		return fieldErr(field, "%q must be a clean path (%q): no trailing '/', '//', '.' or '..'", path, filepath.Clean(path))
+	case path == "/":
+		return fieldErr(field, "\"/\" is the whole root filesystem; a pool must be a directory below it")
+	}
+	return nil
+}
+
+// crossCheck reports each later pool that repeats or nests with an earlier
+// one; a nested pool would let one pool's volumes show up in the other.
+func crossCheck(pools []Pool, skip map[int]bool) []error {
+	var errs []error
+	for j := range pools {
+		if skip[j] {
+			continue
+		}
+		for i := 0; i < j; i++ {
+			if !skip[i] && pools[j].Name != "" && pools[i].Name == pools[j].Name {
+				errs = append(errs, fieldErr(fmt.Sprintf("%s[%d].name", docField, j),
+					"%q is already used by %s[%d]; pool names must be unique", pools[j].Name, docField, i))
+				break
+			}
+		}
+		for i := 0; i < j; i++ {
+			if skip[i] {
+				continue
+			}
+			if err := pathConflict(pools, i, j); err != nil {
+				errs = append(errs, err)
+				break
+			}
+		}
+	}
+	return errs
+}
+
+func pathConflict(pools []Pool, i, j int) error {
+	a, b := pools[i].Path, pools[j].Path
+	if validatePath("", a) != nil || validatePath("", b) != nil {
+		return nil // already reported on its own
+	}
+	field := fmt.Sprintf("%s[%d].path", docField, j)
+	switch {
+	case a == b:
+		return fieldErr(field, "%q is already used by %s[%d]; pool paths must be unique", b, docField, i)
+	case within(a, b):
+		return fieldErr(field, "%q is inside %s[%d].path %q; pools must not be nested", b, docField, i, a)
+	case within(b, a):
+		return fieldErr(field, "%q contains %s[%d].path %q; pools must not be nested", b, docField, i, a)
+	}
+	return nil
+}
+
+// within reports whether clean path p lies strictly below clean dir.
+func within(dir, p string) bool {
+	if dir == string(filepath.Separator) {
+		return len(p) > 1 && p[0] == filepath.Separator
+	}
+	return strings.HasPrefix(p, dir) && len(p) > len(dir) && p[len(dir)] == filepath.Separator
+}
+
+func isAlnum(c byte) bool {
+	return c >= 'a' && c <= 'z' || c >= 'A' && c <= 'Z' || c >= '0' && c <= '9'
+}
+
+func isNameByte(c byte) bool {
+	return isAlnum(c) || c == '.' || c == '_' || c == '-'
+}
+
+// firstBad returns the first character of s outside [A-Za-z0-9._-], as a
+// string so a multi-byte or invalid byte prints readably with %q.
+func firstBad(s string) (string, bool) {
+	for i := 0; i < len(s); i++ {
+		if !isNameByte(s[i]) {
+			_, size := utf8.DecodeRuneInString(s[i:])
+			return s[i : i+size], true
+		}
+	}
+	return "", false
+}
