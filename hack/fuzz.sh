@@ -1,0 +1,43 @@
+#!/usr/bin/env bash
+# Runs every Fuzz* target of every package in the modules that have them, for
+# FUZZTIME each (go test can fuzz only one target per invocation). Failing
+# inputs land in the package's testdata/fuzz and become regression cases.
+#
+# usage: hack/fuzz.sh FUZZTIME     e.g. hack/fuzz.sh 10s, hack/fuzz.sh 500x
+set -euo pipefail
+
+if [[ $# -ne 1 || ! $1 =~ ^[0-9]+(\.[0-9]+)?(ns|us|ms|s|m|h|x)$ ]]; then
+  echo "usage: $0 FUZZTIME (a duration such as 10s or 2m, or a count such as 500x)" >&2
+  exit 2
+fi
+fuzztime=$1
+root=$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)
+
+ran=0
+failed=()
+for module in internal test; do
+  [[ -f $root/$module/go.mod ]] || continue
+  # "<package dir> <target>" for each fuzz target, from the test sources.
+  targets=$(cd "$root/$module" &&
+    grep -rE --include='*_test.go' --exclude-dir=testdata --exclude-dir=vendor \
+      -o '^func Fuzz[A-Za-z0-9_]*\(' . |
+    sed -E 's#^(.*)/[^/]+_test\.go:func (Fuzz[A-Za-z0-9_]*)\($#\1 \2#' | sort -u) || true
+  while read -r pkg target; do
+    [[ -n ${pkg:-} ]] || continue
+    echo "==> fuzz $module/${pkg#./} $target for $fuzztime"
+    ran=$((ran + 1))
+    if ! (cd "$root/$module" && go test -run='^$' -fuzz="^${target}\$" -fuzztime="$fuzztime" "$pkg"); then
+      failed+=("$module/${pkg#./} $target")
+    fi
+  done <<<"$targets"
+done
+
+if [[ $ran -eq 0 ]]; then
+  echo "fuzz: no Fuzz targets found" >&2
+  exit 1
+fi
+if [[ ${#failed[@]} -gt 0 ]]; then
+  printf 'fuzz: FAILED %s\n' "${failed[@]}" >&2
+  exit 1
+fi
+echo "fuzz: $ran targets passed"
