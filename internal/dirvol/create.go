@@ -1,0 +1,132 @@
+package dirvol
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"io/fs"
+	"time"
+
+	"go.uber.org/zap"
+)
+
+// Create makes the volume directory for id, or returns the existing one.
+//
+// It is idempotent: when the directory exists, it returns that volume with
+// what its meta file says (created=false) and leaves both untouched; the
+// caller decides whether the existing volume is compatible with spec.
+//
+// It is atomic: the meta file is written first, the directory is built in
+// staging with its final mode and owner, and only then renamed into place, so
+// a crash at any point leaves either no volume (Recover drops the leftovers)
+// or a complete one.
+func (s *Store) Create(ctx context.Context, id string, spec Spec) (vol Volume, created bool, err error) {
+	path, err := s.resolve(id)
+	if err != nil {
+		return Volume{}, false, err
+	}
+	if err := spec.Validate(); err != nil {
+		return Volume{}, false, err
+	}
+	unlock := s.locks.lock(id)
+	defer unlock()
+	if err := ctx.Err(); err != nil {
+		return Volume{}, false, fmt.Errorf("create volume %q: %w", id, err)
+	}
+
+	vol, err = s.existing(id, path)
+	if err == nil {
+		return vol, false, nil
+	}
+	if !errors.Is(err, ErrNotFound) {
+		return Volume{}, false, fmt.Errorf("create volume %q: %w", id, err)
+	}
+
+	vol, err = s.build(id, path, spec)
+	if errors.Is(err, fs.ErrExist) {
+		// Another process created it between our check and the rename.
+		vol, err = s.existing(id, path)
+		if err != nil {
+			return Volume{}, false, fmt.Errorf("create volume %q: %w", id, err)
+		}
+		return vol, false, nil
+	}
+	if err != nil {
+		return Volume{}, false, fmt.Errorf("create volume %q: %w", id, err)
+	}
+	s.log.Info("volume created", zap.String("id", id), zap.String("path", path),
+		zap.Int64("capacityBytes", spec.CapacityBytes), zap.String("kind", vol.Kind),
+		zap.String("mode", fmt.Sprintf("%#o", uint32(spec.mode()))), zap.Int("uid", spec.UID), zap.Int("gid", spec.GID))
+	return vol, true, nil
+}
+
+// existing returns the volume at path, ErrNotFound (wrapped) if nothing is
+// there, or an error if something that is not a directory is.
+func (s *Store) existing(id, path string) (Volume, error) {
+	fi, err := s.fs.Lstat(path)
+	if errors.Is(err, fs.ErrNotExist) {
+		return Volume{}, fmt.Errorf("%s: %w", path, ErrNotFound)
+	}
+	if err != nil {
+		return Volume{}, fmt.Errorf("check volume: %w", err)
+	}
+	if !fi.IsDir() {
+		return Volume{}, fmt.Errorf("%s exists and is not a directory (mode %s)", path, fi.Mode())
+	}
+	return s.volume(id, path)
+}
+
+// build runs the create steps. On failure it removes what it made, so that
+// no half-built volume or orphan meta file is left (Recover covers crashes).
+// A lost rename race is returned as an error matching fs.ErrExist, with the
+// staging directory removed and the meta file left to the winner.
+func (s *Store) build(id, path string, spec Spec) (Volume, error) {
+	m := newMeta(id, spec, time.Now())
+	if err := s.writeMeta(m); err != nil {
+		_ = s.removeMeta(id)
+		return Volume{}, fmt.Errorf("write meta: %w", err)
+	}
+	tmp, err := s.stage(spec)
+	if err != nil {
+		_ = s.removeMeta(id)
+		return Volume{}, err
+	}
+	if err := s.fs.RenameNoReplace(tmp, path); err != nil {
+		_ = s.fs.RemoveAll(tmp)
+		if errors.Is(err, fs.ErrExist) {
+			return Volume{}, err
+		}
+		_ = s.removeMeta(id)
+		return Volume{}, fmt.Errorf("move into place: %w", err)
+	}
+	// The volume is complete from here on; a failed sync is reported but not
+	// undone, and a retry finds the volume in place.
+	if err := s.fs.SyncDir(s.root); err != nil {
+		return Volume{}, fmt.Errorf("sync root: %w", err)
+	}
+	return Volume{
+		ID: id, Path: path, CapacityBytes: m.CapacityBytes, Kind: m.Kind,
+		Attributes: m.Attributes, Created: m.Created, HasMeta: true,
+	}, nil
+}
+
+// stage makes the volume directory under a temporary name in staging, with
+// its final owner and mode. The explicit chmod is what makes the mode exact:
+// mkdir is narrowed by the process umask.
+func (s *Store) stage(spec Spec) (string, error) {
+	tmp, err := s.fs.MkdirTemp(s.stagingDir(), "create-*")
+	if err != nil {
+		return "", fmt.Errorf("make staging directory: %w", err)
+	}
+	if spec.UID >= 0 || spec.GID >= 0 {
+		if err := s.fs.Lchown(tmp, spec.UID, spec.GID); err != nil {
+			_ = s.fs.RemoveAll(tmp)
+			return "", fmt.Errorf("set owner %d:%d: %w", spec.UID, spec.GID, err)
+		}
+	}
+	if err := s.fs.Chmod(tmp, spec.mode()); err != nil {
+		_ = s.fs.RemoveAll(tmp)
+		return "", fmt.Errorf("set mode %#o: %w", uint32(spec.mode()), err)
+	}
+	return tmp, nil
+}

@@ -1,0 +1,72 @@
+package dirvol
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"io/fs"
+	"path/filepath"
+
+	"go.uber.org/zap"
+)
+
+// maxTrashIDLen keeps "<id>-<random>" within one directory entry.
+const maxTrashIDLen = nameMax - 1 - 16
+
+// Delete removes the volume of id and its meta file. It is idempotent (a
+// missing volume is success, and a stale meta file is dropped) and
+// crash-safe: the directory is first renamed into trash, which takes it out
+// of the pool in one step, and only then removed; a crash in between leaves
+// trash that Recover empties.
+func (s *Store) Delete(ctx context.Context, id string) error {
+	path, err := s.resolve(id)
+	if err != nil {
+		return err
+	}
+	unlock := s.locks.lock(id)
+	defer unlock()
+	if err := ctx.Err(); err != nil {
+		return fmt.Errorf("delete volume %q: %w", id, err)
+	}
+	if err := s.delete(id, path); err != nil {
+		return fmt.Errorf("delete volume %q: %w", id, err)
+	}
+	return nil
+}
+
+func (s *Store) delete(id, path string) error {
+	_, err := s.fs.Lstat(path)
+	if errors.Is(err, fs.ErrNotExist) {
+		if err := s.removeMeta(id); err != nil {
+			return fmt.Errorf("remove stale meta: %w", err)
+		}
+		return nil
+	}
+	if err != nil {
+		return fmt.Errorf("check volume: %w", err)
+	}
+	trashName := id
+	if len(trashName) > maxTrashIDLen {
+		trashName = trashName[:maxTrashIDLen]
+	}
+	trash := filepath.Join(s.trashDir(), trashName+"-"+randomSuffix())
+	if err := s.fs.Rename(path, trash); err != nil {
+		return fmt.Errorf("move to trash: %w", err)
+	}
+	// The rename must be durable before the meta file goes: otherwise a power
+	// loss could bring back a directory whose meta file is gone.
+	if err := s.fs.SyncDir(s.root); err != nil {
+		return fmt.Errorf("sync root: %w", err)
+	}
+	if err := s.fs.SyncDir(s.trashDir()); err != nil {
+		return fmt.Errorf("sync trash: %w", err)
+	}
+	if err := s.removeMeta(id); err != nil {
+		return fmt.Errorf("remove meta: %w", err)
+	}
+	if err := s.fs.RemoveAll(trash); err != nil {
+		return fmt.Errorf("remove trash entry (Recover finishes it): %w", err)
+	}
+	s.log.Info("volume deleted", zap.String("id", id), zap.String("path", path))
+	return nil
+}

@@ -1,0 +1,32 @@
+package dirvol
+
+import "io/fs"
+
+// FileSystem is every side effect the Store has on disk. Each method is one
+// step that a crash may interrupt, which is what lets tests stop (or fail) a
+// create or delete between any two of them. Errors must name the path, as
+// *fs.PathError and *os.LinkError do: the Store adds the step, not the path.
+type FileSystem interface {
+	MkdirAll(path string, perm fs.FileMode) error
+	// MkdirTemp creates a new directory with a random name in dir (see
+	// os.MkdirTemp) and returns its path.
+	MkdirTemp(dir, pattern string) (string, error)
+	Rename(oldpath, newpath string) error
+	// RenameNoReplace renames like Rename but fails with an error matching
+	// fs.ErrExist when newpath exists (even an empty directory, which rename(2)
+	// would silently replace).
+	RenameNoReplace(oldpath, newpath string) error
+	Remove(path string) error
+	RemoveAll(path string) error
+	Lstat(path string) (fs.FileInfo, error)
+	Chmod(path string, mode fs.FileMode) error
+	// Lchown changes owner and group; -1 leaves one unchanged.
+	Lchown(path string, uid, gid int) error
+	ReadDir(path string) ([]fs.DirEntry, error)
+	ReadFile(path string) ([]byte, error)
+	// WriteFileSync creates path (it must not exist), writes data and fsyncs
+	// it before returning.
+	WriteFileSync(path string, data []byte, perm fs.FileMode) error
+	// SyncDir fsyncs a directory, making renames and removals in it durable.
+	SyncDir(path string) error
+}

@@ -1,0 +1,105 @@
+package dirvol
+
+import (
+	"crypto/rand"
+	"fmt"
+	"io/fs"
+	"path/filepath"
+
+	"go.uber.org/zap"
+
+	"github.com/hostpath-provisioner/hpp/internal/pool"
+)
+
+// Names of hpp's private areas inside the root. They start with '.', which
+// pool.ValidateID refuses, so no volume id can name (or list as) one of them.
+const (
+	StagingDir = ".hpp-staging"
+	TrashDir   = ".hpp-trash"
+	MetaDir    = ".hpp-meta"
+)
+
+// rootMode is for the root and its parents: readable by everyone (pods see
+// only their own volume through a bind mount, but kubelet and tools walk it).
+const rootMode fs.FileMode = 0o755
+
+// privateMode keeps staging, trash and meta away from anyone but root:
+// trash holds deleted volume data until it is removed.
+const privateMode fs.FileMode = 0o700
+
+// Options configures a Store.
+type Options struct {
+	Logger *zap.Logger // nil: no logging
+	FS     FileSystem  // nil: the real OS
+}
+
+// Store manages the volumes in one root directory.
+type Store struct {
+	root  string
+	fs    FileSystem
+	log   *zap.Logger
+	locks idLocks
+}
+
+// Open prepares root (created with mode 0755, parents too) and its private
+// areas. It does not recover: call Recover once before serving.
+func Open(root string, opts Options) (*Store, error) {
+	if err := validatePath("root", root); err != nil {
+		return nil, err
+	}
+	s := &Store{root: root, fs: opts.FS, log: opts.Logger}
+	if s.fs == nil {
+		s.fs = OS()
+	}
+	if s.log == nil {
+		s.log = zap.NewNop()
+	}
+	if err := s.fs.MkdirAll(root, rootMode); err != nil {
+		return nil, fmt.Errorf("open volume root: create root: %w", err)
+	}
+	if err := s.checkDir(root); err != nil {
+		return nil, fmt.Errorf("open volume root: %w", err)
+	}
+	for _, name := range []string{StagingDir, TrashDir, MetaDir} {
+		p := filepath.Join(root, name)
+		if err := s.fs.MkdirAll(p, privateMode); err != nil {
+			return nil, fmt.Errorf("open volume root: create %s: %w", name, err)
+		}
+		// MkdirAll follows a symlink; a private area must be a real
+		// directory inside root or renames into it would leave the pool.
+		if err := s.checkDir(p); err != nil {
+			return nil, fmt.Errorf("open volume root: %w", err)
+		}
+	}
+	if err := s.fs.SyncDir(root); err != nil {
+		return nil, fmt.Errorf("open volume root: sync root: %w", err)
+	}
+	return s, nil
+}
+
+func (s *Store) checkDir(p string) error {
+	fi, err := s.fs.Lstat(p)
+	if err != nil {
+		return err
+	}
+	if !fi.IsDir() {
+		return fmt.Errorf("%s is not a directory (mode %s)", p, fi.Mode())
+	}
+	return nil
+}
+
+// Root returns the directory the volumes live in.
+func (s *Store) Root() string { return s.root }
+
+func (s *Store) stagingDir() string { return filepath.Join(s.root, StagingDir) }
+func (s *Store) trashDir() string   { return filepath.Join(s.root, TrashDir) }
+func (s *Store) metaDir() string    { return filepath.Join(s.root, MetaDir) }
+
+// resolve is the only way the Store turns an id into a path.
+func (s *Store) resolve(id string) (string, error) {
+	return pool.ResolveIn(s.root, id)
+}
+
+// randomSuffix names temporary and trash entries; crypto/rand needs no
+// package state and never repeats in practice.
+func randomSuffix() string { return rand.Text()[:16] }

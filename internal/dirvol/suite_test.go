@@ -1,0 +1,397 @@
+package dirvol_test
+
+import (
+	"bytes"
+	"context"
+	"errors"
+	"fmt"
+	"os"
+	"path/filepath"
+	"strings"
+	"syscall"
+	"testing"
+	"time"
+
+	"github.com/hostpath-provisioner/hpp/internal/dirvol"
+	"github.com/hostpath-provisioner/hpp/internal/testutil"
+)
+
+// behaviourSuite is the real-filesystem behaviour of a Store and DirUsage.
+// Unit tests run it on the test's temp dir; node tests on tmpfs and XFS.
+// base is a directory on the filesystem under test; each case gets a fresh
+// root below it.
+func behaviourSuite(t *testing.T, base string) {
+	n := 0
+	newRoot := func(t *testing.T) string {
+		n++
+		return filepath.Join(base, fmt.Sprintf("case%02d", n), "pool", "csi")
+	}
+	cases := []struct {
+		name string
+		fn   func(t *testing.T, root string)
+	}{
+		{"OpenCreatesRootAndPrivateAreas", testOpenCreatesRoot},
+		{"CreateAppliesModeDespiteUmask", testCreateMode},
+		{"CreateChownsAsRoot", testCreateChown},
+		{"CreateRecordsMeta", testCreateMeta},
+		{"CreateIsIdempotentAndKeepsFirstMeta", testCreateIdempotent},
+		{"CreateRefusesNonDirectory", testCreateNonDirectory},
+		{"CreateRefusesSymlinkedID", testCreateSymlink},
+		{"GetMissingAndWithoutMeta", testGet},
+		{"ListOnlyVolumes", testList},
+		{"DeleteTwice", testDeleteTwice},
+		{"DeleteDropsStaleMeta", testDeleteStaleMeta},
+		{"RecoverCleansLeftovers", testRecover},
+		{"LongIDUsesHashedMetaName", testLongID},
+		{"UsageOfKnownContent", testUsageKnown},
+		{"UsageCountsHardLinksOnce", testUsageHardLink},
+		{"UsageDoesNotFollowSymlinks", testUsageSymlink},
+		{"UsageStopsWhenCancelled", testUsageCancelled},
+	}
+	for _, c := range cases {
+		t.Run(c.name, func(t *testing.T) { c.fn(t, newRoot(t)) })
+	}
+}
+
+func testOpenCreatesRoot(t *testing.T, root string) {
+	s := open(t, root, nil)
+	if s.Root() != root {
+		t.Errorf("Root() = %q, want %q", s.Root(), root)
+	}
+	if mode, _, _ := stat(t, root); mode != os.ModeDir|0o755 {
+		t.Errorf("root mode %s, want drwxr-xr-x", mode)
+	}
+	for _, name := range []string{dirvol.StagingDir, dirvol.TrashDir, dirvol.MetaDir} {
+		if mode, _, _ := stat(t, filepath.Join(root, name)); mode != os.ModeDir|0o700 {
+			t.Errorf("%s mode %s, want drwx------", name, mode)
+		}
+	}
+	// Opening again is harmless and keeps volumes.
+	mustCreate(t, s, "v1", spec(0o750, 1))
+	requireIDs(t, open(t, root, nil), "v1")
+}
+
+func testCreateMode(t *testing.T, root string) {
+	old := syscall.Umask(0o077)
+	t.Cleanup(func() { syscall.Umask(old) })
+	s := open(t, root, nil)
+	for id, mode := range map[string]os.FileMode{"default": 0, "m777": 0o777, "m750": 0o750, "m700": 0o700, "m555": 0o555} {
+		vol := mustCreate(t, s, id, spec(mode, 0))
+		want := mode
+		if mode == 0 {
+			want = dirvol.DefaultMode
+		}
+		if got, _, _ := stat(t, vol.Path); got != os.ModeDir|want {
+			t.Errorf("%s: mode %s, want %s (umask 077 must not narrow it)", id, got, os.ModeDir|want)
+		}
+		if vol.Path != filepath.Join(root, id) {
+			t.Errorf("%s: path %q, want %q", id, vol.Path, filepath.Join(root, id))
+		}
+	}
+	requirePrivateAreasEmpty(t, root)
+}
+
+func testCreateChown(t *testing.T, root string) {
+	testutil.RequireRoot(t)
+	s := open(t, root, nil)
+	sp := dirvol.Spec{Ownership: dirvol.Ownership{UID: 1000, GID: 2000, Mode: 0o770}}
+	vol := mustCreate(t, s, "owned", sp)
+	mode, uid, gid := stat(t, vol.Path)
+	if uid != 1000 || gid != 2000 || mode != os.ModeDir|0o770 {
+		t.Errorf("owner %d:%d mode %s, want 1000:2000 drwxrwx---", uid, gid, mode)
+	}
+	// Only the group: the owner stays the process's.
+	vol = mustCreate(t, s, "group-only", dirvol.Spec{Ownership: dirvol.Ownership{UID: -1, GID: 2000}})
+	if _, uid, gid := stat(t, vol.Path); uid != uint32(os.Geteuid()) || gid != 2000 {
+		t.Errorf("group-only: owner %d:%d, want %d:2000", uid, gid, os.Geteuid())
+	}
+	m := readMeta(t, root, "owned")
+	if m["uid"] != 1000.0 || m["gid"] != 2000.0 || m["mode"] != "0770" {
+		t.Errorf("meta ownership uid=%v gid=%v mode=%v, want 1000 2000 0770", m["uid"], m["gid"], m["mode"])
+	}
+}
+
+func testCreateMeta(t *testing.T, root string) {
+	s := open(t, root, nil)
+	before := time.Now().UTC()
+	sp := spec(0o750, 5<<30)
+	sp.Kind = dirvol.KindEphemeral
+	sp.Attributes = map[string]string{"pod": "uid-1"}
+	vol := mustCreate(t, s, "pvc-1", sp)
+	after := time.Now().UTC()
+	if !vol.HasMeta || vol.CapacityBytes != 5<<30 || vol.Kind != dirvol.KindEphemeral || vol.Attributes["pod"] != "uid-1" {
+		t.Errorf("Create returned %+v", vol)
+	}
+	if vol.Created.Before(before) || vol.Created.After(after) {
+		t.Errorf("Created %v not within [%v, %v]", vol.Created, before, after)
+	}
+	m := readMeta(t, root, "pvc-1")
+	want := map[string]any{
+		"formatVersion": 1.0, "id": "pvc-1", "kind": "ephemeral", "capacityBytes": float64(5 << 30),
+		"uid": -1.0, "gid": -1.0, "mode": "0750", "attributes": map[string]any{"pod": "uid-1"},
+	}
+	for k, v := range want {
+		if got := m[k]; !equalJSON(got, v) {
+			t.Errorf("meta %s = %v, want %v", k, got, v)
+		}
+	}
+	if created, err := time.Parse(time.RFC3339Nano, m["created"].(string)); err != nil || !created.Equal(vol.Created) {
+		t.Errorf("meta created %v (%v), want %v", m["created"], err, vol.Created)
+	}
+	got, err := s.Get(context.Background(), "pvc-1")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if got.Path != vol.Path || !got.Created.Equal(vol.Created) || got.CapacityBytes != vol.CapacityBytes || got.Kind != vol.Kind || !got.HasMeta {
+		t.Errorf("Get = %+v, want %+v", got, vol)
+	}
+	// The default kind is persistent.
+	if vol := mustCreate(t, s, "pvc-2", spec(0, 0)); vol.Kind != dirvol.KindPersistent {
+		t.Errorf("default kind %q, want %q", vol.Kind, dirvol.KindPersistent)
+	}
+}
+
+func equalJSON(a, b any) bool {
+	am, aok := a.(map[string]any)
+	bm, bok := b.(map[string]any)
+	if aok && bok {
+		if len(am) != len(bm) {
+			return false
+		}
+		for k := range am {
+			if am[k] != bm[k] {
+				return false
+			}
+		}
+		return true
+	}
+	return a == b
+}
+
+func testCreateIdempotent(t *testing.T, root string) {
+	s := open(t, root, nil)
+	first := mustCreate(t, s, "pvc-x", spec(0o750, 1<<30))
+	metaBefore, err := os.ReadFile(metaPath(root, "pvc-x"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	writeFile(t, filepath.Join(first.Path, "data"), 10)
+
+	again, created, err := s.Create(context.Background(), "pvc-x", spec(0o700, 2<<30))
+	if err != nil || created {
+		t.Fatalf("second Create: created=%v err=%v, want false nil", created, err)
+	}
+	if again.Path != first.Path || again.CapacityBytes != 1<<30 || !again.Created.Equal(first.Created) {
+		t.Errorf("second Create = %+v, want the first volume %+v", again, first)
+	}
+	metaAfter, _ := os.ReadFile(metaPath(root, "pvc-x"))
+	if !bytes.Equal(metaBefore, metaAfter) {
+		t.Errorf("meta changed by the second Create:\n%s\n---\n%s", metaBefore, metaAfter)
+	}
+	if mode, _, _ := stat(t, first.Path); mode != os.ModeDir|0o750 {
+		t.Errorf("mode %s after second Create, want drwxr-x---", mode)
+	}
+	if !exists(t, filepath.Join(first.Path, "data")) {
+		t.Error("second Create lost the volume's data")
+	}
+	requirePrivateAreasEmpty(t, root)
+}
+
+func testCreateNonDirectory(t *testing.T, root string) {
+	s := open(t, root, nil)
+	p := filepath.Join(root, "afile")
+	writeFile(t, p, 1)
+	_, _, err := s.Create(context.Background(), "afile", spec(0, 0))
+	want := `create volume "afile": ` + p + " exists and is not a directory (mode -rw-r--r--)"
+	if err == nil || err.Error() != want {
+		t.Errorf("Create over a file: %v, want %s", err, want)
+	}
+	requirePrivateAreasEmpty(t, root)
+	if exists(t, metaPath(root, "afile")) {
+		t.Error("meta written for a refused create")
+	}
+}
+
+func testCreateSymlink(t *testing.T, root string) {
+	s := open(t, root, nil)
+	outside := filepath.Join(filepath.Dir(root), "outside")
+	if err := os.Mkdir(outside, 0o755); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.Symlink(outside, filepath.Join(root, "evil")); err != nil {
+		t.Fatal(err)
+	}
+	for name, op := range map[string]func() error{
+		"Create": func() error { _, _, err := s.Create(context.Background(), "evil", spec(0, 0)); return err },
+		"Get":    func() error { _, err := s.Get(context.Background(), "evil"); return err },
+		"Delete": func() error { return s.Delete(context.Background(), "evil") },
+	} {
+		err := op()
+		if err == nil || !strings.HasPrefix(err.Error(), `volume id: "evil" is a symbolic link that resolves outside the pool`) {
+			t.Errorf("%s through a symlink: %v", name, err)
+		}
+	}
+	if !exists(t, outside) {
+		t.Error("the symlink's target was removed")
+	}
+	requireIDs(t, s)
+}
+
+func testGet(t *testing.T, root string) {
+	s := open(t, root, nil)
+	_, err := s.Get(context.Background(), "nope")
+	if !errors.Is(err, dirvol.ErrNotFound) {
+		t.Errorf("Get(missing) = %v, want ErrNotFound", err)
+	}
+	if want := `get volume "nope": ` + filepath.Join(root, "nope") + ": volume not found"; err == nil || err.Error() != want {
+		t.Errorf("Get(missing) = %v, want %s", err, want)
+	}
+	// A directory made by the old KubeVirt provisioner has no meta file.
+	if err := os.Mkdir(filepath.Join(root, "pvc-old"), 0o777); err != nil {
+		t.Fatal(err)
+	}
+	vol, err := s.Get(context.Background(), "pvc-old")
+	if err != nil {
+		t.Fatal(err)
+	}
+	want := dirvol.Volume{ID: "pvc-old", Path: filepath.Join(root, "pvc-old")}
+	if vol.ID != want.ID || vol.Path != want.Path || vol.HasMeta || vol.CapacityBytes != 0 || vol.Kind != "" || !vol.Created.IsZero() {
+		t.Errorf("Get(no meta) = %+v, want %+v", vol, want)
+	}
+	// Create of such a directory returns it, without writing a meta file.
+	vol, created, err := s.Create(context.Background(), "pvc-old", spec(0o700, 7))
+	if err != nil || created || vol.HasMeta {
+		t.Errorf("Create(existing without meta) = %+v %v %v", vol, created, err)
+	}
+	if exists(t, metaPath(root, "pvc-old")) {
+		t.Error("Create wrote meta for an existing directory")
+	}
+}
+
+func testList(t *testing.T, root string) {
+	s := open(t, root, nil)
+	requireIDs(t, s)
+	for _, id := range []string{"pvc-b", "pvc-a", "c"} {
+		mustCreate(t, s, id, spec(0, 1))
+	}
+	for _, d := range []string{"lost+found", "csi", ".hidden", "bad name"} {
+		if err := os.Mkdir(filepath.Join(root, d), 0o700); err != nil {
+			t.Fatal(err)
+		}
+	}
+	writeFile(t, filepath.Join(root, "file"), 1)
+	if err := os.Symlink(filepath.Join(root, "pvc-a"), filepath.Join(root, "link")); err != nil {
+		t.Fatal(err)
+	}
+	// Leftovers in the private areas are not volumes either.
+	if err := os.Mkdir(filepath.Join(root, dirvol.StagingDir, "pvc-z"), 0o700); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.Mkdir(filepath.Join(root, dirvol.TrashDir, "pvc-y"), 0o700); err != nil {
+		t.Fatal(err)
+	}
+	requireIDs(t, s, "c", "pvc-a", "pvc-b")
+}
+
+func testDeleteTwice(t *testing.T, root string) {
+	s := open(t, root, nil)
+	vol := mustCreate(t, s, "pvc-d", spec(0o750, 1))
+	if err := os.MkdirAll(filepath.Join(vol.Path, "a", "b"), 0o500); err != nil {
+		t.Fatal(err)
+	}
+	writeFile(t, filepath.Join(vol.Path, "f"), 4096)
+	mustCreate(t, s, "keep", spec(0, 1))
+	for i := range 2 {
+		if err := s.Delete(context.Background(), "pvc-d"); err != nil {
+			t.Fatalf("Delete #%d: %v", i+1, err)
+		}
+	}
+	if exists(t, vol.Path) || exists(t, metaPath(root, "pvc-d")) {
+		t.Error("volume or meta still there after Delete")
+	}
+	requirePrivateAreasEmpty(t, root)
+	requireIDs(t, s, "keep")
+	if _, err := s.Get(context.Background(), "pvc-d"); !errors.Is(err, dirvol.ErrNotFound) {
+		t.Errorf("Get after Delete: %v, want ErrNotFound", err)
+	}
+	// The id can be used again.
+	mustCreate(t, s, "pvc-d", spec(0, 2))
+}
+
+func testDeleteStaleMeta(t *testing.T, root string) {
+	s := open(t, root, nil)
+	mustCreate(t, s, "pvc-s", spec(0, 1))
+	if err := os.Remove(filepath.Join(root, "pvc-s")); err != nil {
+		t.Fatal(err)
+	}
+	if err := s.Delete(context.Background(), "pvc-s"); err != nil {
+		t.Fatal(err)
+	}
+	if exists(t, metaPath(root, "pvc-s")) {
+		t.Error("stale meta left by Delete of a missing volume")
+	}
+}
+
+func testRecover(t *testing.T, root string) {
+	s := open(t, root, nil)
+	mustCreate(t, s, "live", spec(0, 1))
+	mustCreate(t, s, "orphan", spec(0, 1))
+	if err := os.Remove(filepath.Join(root, "orphan")); err != nil {
+		t.Fatal(err)
+	}
+	trash := filepath.Join(root, dirvol.TrashDir, "gone-123")
+	if err := os.MkdirAll(filepath.Join(trash, "deep", "er"), 0o755); err != nil {
+		t.Fatal(err)
+	}
+	writeFile(t, filepath.Join(trash, "deep", "f"), 100)
+	if err := os.Mkdir(filepath.Join(root, dirvol.StagingDir, "create-1"), 0o700); err != nil {
+		t.Fatal(err)
+	}
+	writeFile(t, filepath.Join(root, dirvol.StagingDir, "meta-1.json"), 10)
+	writeFile(t, filepath.Join(root, dirvol.MetaDir, "README"), 10)
+
+	rep, err := open(t, root, nil).Recover(context.Background())
+	if err != nil {
+		t.Fatal(err)
+	}
+	if want := (dirvol.RecoverReport{FinishedDeletes: 1, RemovedStaging: 2, RemovedOrphanMeta: 1}); rep != want {
+		t.Errorf("Recover = %+v, want %+v", rep, want)
+	}
+	requirePrivateAreasEmpty(t, root)
+	if got := names(t, filepath.Join(root, dirvol.MetaDir)); strings.Join(got, ",") != "README,live.json" {
+		t.Errorf("meta dir after Recover: %q, want README (foreign, left alone) and live.json", got)
+	}
+	rep, err = s.Recover(context.Background())
+	if err != nil || rep != (dirvol.RecoverReport{}) {
+		t.Errorf("second Recover = %+v, %v; want nothing to do", rep, err)
+	}
+}
+
+func testLongID(t *testing.T, root string) {
+	s := open(t, root, nil)
+	id := strings.Repeat("x", 255)
+	vol := mustCreate(t, s, id, spec(0, 3))
+	if got := names(t, filepath.Join(root, dirvol.MetaDir)); len(got) != 1 || !strings.HasPrefix(got[0], ".sha256-") {
+		t.Errorf("meta of a 255-byte id: %q, want one .sha256-*.json", got)
+	}
+	got, err := s.Get(context.Background(), id)
+	if err != nil || got.CapacityBytes != 3 || !got.HasMeta {
+		t.Errorf("Get(long id) = %+v, %v", got, err)
+	}
+	// Recover recognises the hashed meta file as belonging to a live volume.
+	if rep, err := s.Recover(context.Background()); err != nil || rep.RemovedOrphanMeta != 0 {
+		t.Errorf("Recover with a live long id: %+v, %v", rep, err)
+	}
+	if err := os.Remove(vol.Path); err != nil {
+		t.Fatal(err)
+	}
+	if rep, err := s.Recover(context.Background()); err != nil || rep.RemovedOrphanMeta != 1 {
+		t.Errorf("Recover with an orphan long-id meta: %+v, %v", rep, err)
+	}
+	mustCreate(t, s, id, spec(0, 3))
+	if err := s.Delete(context.Background(), id); err != nil {
+		t.Fatal(err)
+	}
+	requireEmpty(t, filepath.Join(root, dirvol.MetaDir))
+	requirePrivateAreasEmpty(t, root)
+}
