@@ -11,12 +11,17 @@ import (
 
 const idField = "volume id"
 
-// reservedIDs are directory entries that are never volumes: the ext4/XFS
+// reservedID says why a directory entry is never a volume: the ext4/XFS
 // recovery directory, and the CSI volumes directory of a pool whose path is
 // also a legacy PV_DIR.
-var reservedIDs = map[string]string{
-	"lost+found": "it is the filesystem's recovery directory",
-	"csi":        "it is the directory that holds a pool's CSI volumes",
+func reservedID(id string) (string, bool) {
+	switch id {
+	case "lost+found":
+		return "it is the filesystem's recovery directory", true
+	case volumesSubdir:
+		return "it is the directory that holds a pool's CSI volumes", true
+	}
+	return "", false
 }
 
 // ValidateID checks that id can be used as exactly one directory entry in a
@@ -29,7 +34,7 @@ func ValidateID(id string) error {
 	if len(id) > MaxIDLen {
 		return fieldErr(idField, "is %d bytes long; at most %d are allowed (one directory entry)", len(id), MaxIDLen)
 	}
-	if why, ok := reservedIDs[id]; ok {
+	if why, ok := reservedID(id); ok {
 		return fieldErr(idField, "%q is reserved: %s", id, why)
 	}
 	if strings.IndexByte(id, 0) >= 0 {

@@ -6,7 +6,6 @@ import (
 	"errors"
 	"fmt"
 	"sort"
-	"strings"
 )
 
 const docField = "datadir"
@@ -14,7 +13,7 @@ const docField = "datadir"
 // knownFields are the JSON keys of Pool. Keys are matched exactly: the
 // standard decoder's case-insensitive matching would let a typo such as
 // "Path" through silently.
-var knownFields = []string{"name", "path", "reservedBytes", "reservedPercent"}
+const knownFields = "name, path, reservedBytes, reservedPercent"
 
 // Parse reads the --datadir JSON array, e.g.
 // [{"name":"legacy","path":"/var/hpvolumes"}], and returns every problem at
@@ -90,7 +89,7 @@ func decodeEntry(i int, entry json.RawMessage, p *Pool) []error {
 		case "reservedPercent":
 			err = decodeValue(field, obj[k], &p.ReservedPercent, "a number")
 		default:
-			err = fieldErr(field, "is not a known field; allowed fields are %s", strings.Join(knownFields, ", "))
+			err = fieldErr(field, "is not a known field; allowed fields are %s", knownFields)
 		}
 		if err != nil {
 			errs = append(errs, err)
