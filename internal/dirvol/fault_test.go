@@ -168,7 +168,7 @@ func TestDeleteFailsSafelyAtEveryStep(t *testing.T) {
 
 func TestRecoverContinuesPastFailures(t *testing.T) {
 	root := filepath.Join(t.TempDir(), "root")
-	s := open(t, root, nil)
+	open(t, root, nil)
 	for _, name := range []string{"a-1", "b-2"} {
 		if err := os.Mkdir(filepath.Join(root, dirvol.TrashDir, name), 0o700); err != nil {
 			t.Fatal(err)
@@ -185,7 +185,6 @@ func TestRecoverContinuesPastFailures(t *testing.T) {
 		}
 		return nil
 	}}
-	_ = s
 	rep, err := open(t, root, h).Recover(context.Background())
 	if want := fmt.Sprintf("recover %s: %v", root, injected); err == nil || err.Error() != want {
 		t.Errorf("Recover = %v, want %s", err, want)

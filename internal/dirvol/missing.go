@@ -31,7 +31,12 @@ func (s *Store) Missing(ctx context.Context) ([]Volume, error) {
 		if err != nil {
 			continue
 		}
-		if _, err := s.fs.Lstat(path); !errors.Is(err, fs.ErrNotExist) {
+		// Under the id's lock: a Create in this process writes the meta
+		// file before renaming the directory in, which is not "missing".
+		unlock := s.locks.lock(id)
+		_, err = s.fs.Lstat(path)
+		unlock()
+		if !errors.Is(err, fs.ErrNotExist) {
 			continue
 		}
 		data, err := s.fs.ReadFile(filepath.Join(s.metaDir(), e.Name()))

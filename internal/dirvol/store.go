@@ -54,11 +54,11 @@ func Open(root string, opts Options) (*Store, error) {
 	if s.log == nil {
 		s.log = zap.NewNop()
 	}
+	// MkdirAll fails unless root ends up a directory. A root that is a
+	// symlink to a directory is fine (PV_DIR often is one); pool.ResolveIn
+	// resolves it when it checks ids.
 	if err := s.fs.MkdirAll(root, rootMode); err != nil {
 		return nil, fmt.Errorf("open volume root: create root: %w", err)
-	}
-	if err := s.checkDir(root); err != nil {
-		return nil, fmt.Errorf("open volume root: %w", err)
 	}
 	for _, name := range []string{StagingDir, TrashDir, MetaDir} {
 		p := filepath.Join(root, name)

@@ -40,6 +40,28 @@ func TestOpenRootIsFile(t *testing.T) {
 	}
 }
 
+// PV_DIR is often a symlink to the real disk; that is not an escape.
+func TestOpenSymlinkedRoot(t *testing.T) {
+	base := t.TempDir()
+	disk, root := filepath.Join(base, "disk"), filepath.Join(base, "pvdir")
+	if err := os.Mkdir(disk, 0o755); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.Symlink(disk, root); err != nil {
+		t.Fatal(err)
+	}
+	s := open(t, root, nil)
+	vol := mustCreate(t, s, "pvc-1", spec(0o750, 1))
+	if vol.Path != filepath.Join(root, "pvc-1") || !exists(t, filepath.Join(disk, "pvc-1")) {
+		t.Errorf("volume %q not in the symlinked root's target %s", vol.Path, disk)
+	}
+	requireIDs(t, s, "pvc-1")
+	if err := s.Delete(context.Background(), "pvc-1"); err != nil {
+		t.Fatal(err)
+	}
+	requireIDs(t, s)
+}
+
 func TestOpenRefusesSymlinkedPrivateArea(t *testing.T) {
 	base := t.TempDir()
 	root := filepath.Join(base, "root")

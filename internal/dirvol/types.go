@@ -22,7 +22,10 @@ const (
 	KindEphemeral  = "ephemeral"
 )
 
-// Ownership is applied to a new volume directory.
+// Ownership is applied to a new volume directory before it is renamed into
+// place. Moving a directory between parents needs write permission on it, so
+// a mode without the owner's write bit works only for a privileged process
+// (hpp runs as root).
 type Ownership struct {
 	UID, GID int         // -1 = leave as created (the process's)
 	Mode     os.FileMode // permission bits only; 0 means DefaultMode
