@@ -1,0 +1,128 @@
+package driver
+
+import (
+	"context"
+	"fmt"
+
+	"github.com/container-storage-interface/spec/lib/go/csi"
+	"google.golang.org/grpc/codes"
+	"google.golang.org/grpc/status"
+	"google.golang.org/protobuf/types/known/wrapperspb"
+
+	"github.com/hostpath-provisioner/hpp/internal/capacity"
+	"github.com/hostpath-provisioner/hpp/internal/dirvol"
+)
+
+// poolCapacity is what a pool can offer to new volumes right now.
+type poolCapacity struct {
+	stats capacity.Stats
+	// offered is free space minus headroom and, when reservation-aware,
+	// minus what live volumes requested but have not written yet.
+	offered  int64
+	reserved int64
+}
+
+func (d *Driver) poolCapacity(ctx context.Context, p *poolState, store *dirvol.Store) (poolCapacity, error) {
+	st, err := d.deps.FS.Statfs(p.cfg.Path)
+	if err != nil {
+		return poolCapacity{}, fmt.Errorf("statfs of pool %q at %s: %w", p.name(), p.cfg.Path, err)
+	}
+	c := poolCapacity{stats: st, offered: capacity.Offered(st, p.headroom)}
+	if d.cfg.ReservationAware && store != nil {
+		vols, err := store.List(ctx)
+		if err != nil {
+			return poolCapacity{}, fmt.Errorf("listing volumes of pool %q: %w", p.name(), err)
+		}
+		for _, v := range vols {
+			c.reserved += d.unwritten(v)
+		}
+		c.offered = max(0, c.offered-c.reserved)
+	}
+	return c, nil
+}
+
+// unwritten is the part of a volume's request it has not used yet, from the
+// last measured usage (a volume never measured counts in full: being
+// conservative only delays a placement, overcommitting fails a pod).
+func (d *Driver) unwritten(v dirvol.Volume) int64 {
+	if v.CapacityBytes <= 0 {
+		return 0
+	}
+	used, ok := d.stats.peek(v.Path)
+	if !ok {
+		return v.CapacityBytes
+	}
+	return max(0, v.CapacityBytes-used.Bytes)
+}
+
+// checkFits refuses a volume the pool cannot hold: OutOfRange when it could
+// never fit (larger than the filesystem), ResourceExhausted when it does not
+// fit now.
+func (d *Driver) checkFits(ctx context.Context, p *poolState, store *dirvol.Store, size int64) error {
+	if size == 0 {
+		return nil
+	}
+	c, err := d.poolCapacity(ctx, p, store)
+	if err != nil {
+		return toStatus("checking pool capacity", err)
+	}
+	if size > c.stats.TotalBytes {
+		return status.Errorf(codes.OutOfRange, "requested %d bytes exceeds the total size %d bytes of storage pool %q on node %s",
+			size, c.stats.TotalBytes, p.name(), d.cfg.NodeID)
+	}
+	if size > c.offered {
+		return status.Errorf(codes.ResourceExhausted, "storage pool %q on node %s can offer %d bytes now (free %d, headroom %d, reserved by volumes %d), less than the requested %d bytes",
+			p.name(), d.cfg.NodeID, c.offered, c.stats.AvailableBytes, p.headroom.Reserved(c.stats.TotalBytes), c.reserved, size)
+	}
+	return nil
+}
+
+func (d *Driver) GetCapacity(ctx context.Context, req *csi.GetCapacityRequest) (*csi.GetCapacityResponse, error) {
+	for _, c := range req.GetVolumeCapabilities() {
+		if checkCapability(c) != "" {
+			// Nothing of this kind can be provisioned here.
+			return &csi.GetCapacityResponse{}, nil
+		}
+	}
+	if seg := req.GetAccessibleTopology().GetSegments(); seg != nil {
+		if node, ok := seg[TopologyKey]; !ok || node != d.cfg.NodeID {
+			// Another node's segment: this node offers nothing there.
+			return &csi.GetCapacityResponse{}, nil
+		}
+	}
+	params, err := parseParams(req.GetParameters())
+	if err != nil {
+		return nil, err
+	}
+	if params.storagePool != "" {
+		if _, ok := d.pool(params.storagePool); !ok {
+			// Pools differ between nodes; a class for a pool this node
+			// lacks simply has no capacity here.
+			return &csi.GetCapacityResponse{}, nil
+		}
+	}
+	p, err := d.selectPool(params.storagePool)
+	if err != nil {
+		// No pool can be chosen for such a class (several pools, none
+		// named legacy), so CreateVolume would refuse it: it has no
+		// capacity here. An error would only make the capacity
+		// controller retry forever.
+		return &csi.GetCapacityResponse{}, nil
+	}
+	store, err := d.openPool(ctx, p)
+	if err != nil {
+		// A pool that is not mounted offers nothing; that is an answer,
+		// not an error the capacity controller should retry.
+		return &csi.GetCapacityResponse{}, nil
+	}
+	c, err := d.poolCapacity(ctx, p, store)
+	if err != nil {
+		return nil, toStatus("GetCapacity", err)
+	}
+	return &csi.GetCapacityResponse{
+		AvailableCapacity: c.offered,
+		// The largest volume that fits now is exactly what is offered; the
+		// filesystem's total would let the scheduler overcommit.
+		MaximumVolumeSize: wrapperspb.Int64(c.offered),
+	}, nil
+}

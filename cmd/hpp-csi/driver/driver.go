@@ -1,0 +1,165 @@
+// Package driver is hpp-csi: the node-local CSI driver that serves Identity,
+// Controller and Node on one socket, one process per node.
+package driver
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"os"
+	"time"
+
+	"github.com/container-storage-interface/spec/lib/go/csi"
+	"go.uber.org/zap"
+
+	"github.com/hostpath-provisioner/hpp/internal/capacity"
+	"github.com/hostpath-provisioner/hpp/internal/dirvol"
+	"github.com/hostpath-provisioner/hpp/internal/pool"
+	"github.com/hostpath-provisioner/hpp/internal/selinux"
+)
+
+// Names fixed by the compatibility contract with the KubeVirt driver.
+const (
+	DefaultDriverName = "kubevirt.io.hostpath-provisioner"
+	TopologyKey       = "topology.hostpath.csi/node"
+	// VolumeContextPool tells the node side which pool holds a volume.
+	VolumeContextPool = ParamStoragePool
+	// Kubernetes sets this in the volume context of inline ephemeral volumes.
+	ephemeralContextKey = "csi.storage.k8s.io/ephemeral"
+	podUIDContextKey    = "csi.storage.k8s.io/pod.uid"
+)
+
+// Config is the validated configuration of one driver instance.
+type Config struct {
+	DriverName string
+	NodeID     string
+	Pools      *pool.Set
+	// MaxVolumesPerNode is reported by NodeGetInfo; 0 lets the CO decide.
+	MaxVolumesPerNode int64
+	// ReservationAware makes offered capacity also subtract what live
+	// volumes requested but have not written yet.
+	ReservationAware bool
+	// StatsCacheTTL bounds how stale NodeGetVolumeStats usage may be;
+	// StatsTimeout bounds one directory walk.
+	StatsCacheTTL time.Duration
+	StatsTimeout  time.Duration
+}
+
+// Validate reports every problem at once.
+func (c Config) Validate() error {
+	var errs []error
+	if c.DriverName == "" {
+		errs = append(errs, errors.New("--drivername: required"))
+	}
+	if c.NodeID == "" {
+		errs = append(errs, errors.New("--nodeid: required (the Kubernetes node name)"))
+	}
+	if c.Pools == nil {
+		errs = append(errs, errors.New("--datadir: required (JSON list of pools, or env PV_DIR)"))
+	}
+	if c.MaxVolumesPerNode < 0 {
+		errs = append(errs, fmt.Errorf("--max-volumes: %d must not be negative", c.MaxVolumesPerNode))
+	}
+	if c.StatsCacheTTL < 0 {
+		errs = append(errs, fmt.Errorf("--stats-cache-ttl: %v must not be negative", c.StatsCacheTTL))
+	}
+	if c.StatsTimeout <= 0 {
+		errs = append(errs, fmt.Errorf("--stats-timeout: %v must be positive", c.StatsTimeout))
+	}
+	return errors.Join(errs...)
+}
+
+// Mounter does the node's mount work; the Linux one uses mount syscalls.
+type Mounter interface {
+	// BindMount mounts source at target, read-only if asked, with the
+	// given (already validated) per-mount flags.
+	BindMount(source, target string, readOnly bool, flags []string) error
+	Unmount(target string) error
+	IsMountPoint(path string) (bool, error)
+	// BindTargets lists where source is bind mounted now.
+	BindTargets(source string) ([]string, error)
+}
+
+// HostFS is the filesystem access the driver needs outside dirvol.
+type HostFS interface {
+	Statfs(path string) (capacity.Stats, error)
+	// DeviceOf returns the device id of path's filesystem; errors wrap
+	// fs.ErrNotExist when path is missing.
+	DeviceOf(path string) (uint64, error)
+	// SameFile reports whether a and b are the same inode (a bind mount
+	// target and its source are).
+	SameFile(a, b string) (bool, error)
+	MkdirAll(path string, perm os.FileMode) error
+	Remove(path string) error
+	Exists(path string) (bool, error)
+	Usage(ctx context.Context, path string) (dirvol.Usage, error)
+}
+
+// Deps are the driver's side effects, injected so handlers are testable.
+type Deps struct {
+	Mounter Mounter
+	Labeler selinux.Labeler
+	FS      HostFS
+	Now     func() time.Time
+	Logger  *zap.Logger
+	Metrics *Metrics
+}
+
+// Driver implements the CSI Identity, Controller and Node services.
+type Driver struct {
+	csi.UnimplementedIdentityServer
+	csi.UnimplementedControllerServer
+	csi.UnimplementedNodeServer
+
+	cfg   Config
+	deps  Deps
+	log   *zap.Logger
+	pools []*poolState
+	locks *volumeLocks
+	stats *usageCache
+}
+
+// New builds a driver; it touches no disk until the first call.
+func New(cfg Config, deps Deps) (*Driver, error) {
+	if err := cfg.Validate(); err != nil {
+		return nil, err
+	}
+	if deps.Mounter == nil || deps.Labeler == nil || deps.FS == nil {
+		return nil, errors.New("driver.New: Mounter, Labeler and FS are required")
+	}
+	if deps.Logger == nil {
+		deps.Logger = zap.NewNop()
+	}
+	if deps.Now == nil {
+		deps.Now = time.Now
+	}
+	if deps.Metrics == nil {
+		deps.Metrics = NewMetrics()
+	}
+	d := &Driver{cfg: cfg, deps: deps, log: deps.Logger, locks: newVolumeLocks()}
+	d.stats = newUsageCache(deps.FS.Usage, deps.Now, cfg.StatsCacheTTL, cfg.StatsTimeout)
+	for _, p := range cfg.Pools.All() {
+		d.pools = append(d.pools, &poolState{
+			cfg:      p,
+			headroom: capacity.Headroom{Bytes: p.ReservedBytes, Percent: p.ReservedPercent},
+		})
+	}
+	deps.Metrics.registerPools(d)
+	return d, nil
+}
+
+// OpenPools opens every pool that is usable now and reports those that are
+// not; the driver serves anyway and Probe says not-ready until all are.
+func (d *Driver) OpenPools(ctx context.Context) error {
+	var errs []error
+	for _, p := range d.pools {
+		if _, err := d.openPool(ctx, p); err != nil {
+			errs = append(errs, err)
+		}
+	}
+	return errors.Join(errs...)
+}
+
+func (d *Driver) topology() *csi.Topology {
+	return &csi.Topology{Segments: map[string]string{TopologyKey: d.cfg.NodeID}}
+}

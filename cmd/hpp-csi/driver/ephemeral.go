@@ -1,0 +1,80 @@
+package driver
+
+import (
+	"context"
+
+	"github.com/container-storage-interface/spec/lib/go/csi"
+	"go.uber.org/zap"
+	"google.golang.org/grpc/codes"
+	"google.golang.org/grpc/status"
+
+	"github.com/hostpath-provisioner/hpp/internal/dirvol"
+)
+
+// Inline ephemeral volumes are directories that live exactly as long as the
+// pod. They are told apart from persistent volumes by the Kind recorded in
+// their metadata when they are made, never by the shape of their id: a
+// persistent volume whose id happens to look like kubelet's "csi-<hash>"
+// must never be deleted by an unpublish.
+
+func (d *Driver) ensureEphemeral(ctx context.Context, req *csi.NodePublishVolumeRequest) (dirvol.Volume, error) {
+	id := req.GetVolumeId()
+	params, err := parseParams(req.GetVolumeContext())
+	if err != nil {
+		return dirvol.Volume{}, err
+	}
+	p, err := d.selectPool(params.storagePool)
+	if err != nil {
+		return dirvol.Volume{}, err
+	}
+	store, err := d.openPool(ctx, p)
+	if err != nil {
+		return dirvol.Volume{}, toStatus("opening pool", err)
+	}
+	if err := d.refuseSameNameElsewhere(ctx, id, p); err != nil {
+		return dirvol.Volume{}, err
+	}
+	vol, created, err := store.Create(ctx, id, dirvol.Spec{
+		Ownership:  params.ownership,
+		Kind:       dirvol.KindEphemeral,
+		Attributes: map[string]string{podUIDContextKey: req.GetVolumeContext()[podUIDContextKey]},
+	})
+	if err != nil {
+		return dirvol.Volume{}, toStatus("creating ephemeral volume directory", err)
+	}
+	if !created && vol.Kind != dirvol.KindEphemeral {
+		return dirvol.Volume{}, status.Errorf(codes.AlreadyExists,
+			"volume %q already exists as a persistent volume in storage pool %q; refusing to use it as an inline ephemeral volume", id, p.name())
+	}
+	if created {
+		if err := d.deps.Labeler.Relabel(ctx, vol.Path); err != nil {
+			_ = store.Delete(ctx, id)
+			return dirvol.Volume{}, toStatus("labelling ephemeral volume for SELinux", err)
+		}
+		d.log.Info("ephemeral volume created", zap.String("volume", id), zap.String("pool", p.name()), zap.String("path", vol.Path))
+	}
+	return vol, nil
+}
+
+func (d *Driver) deleteIfEphemeral(ctx context.Context, id string) error {
+	p, vol, err := d.findVolume(ctx, id, "")
+	if isNotFound(err) {
+		return nil
+	}
+	if err != nil {
+		return err
+	}
+	if vol.Kind != dirvol.KindEphemeral {
+		return nil
+	}
+	store, err := d.openPool(ctx, p)
+	if err != nil {
+		return toStatus("opening pool", err)
+	}
+	if err := store.Delete(ctx, id); err != nil {
+		return toStatus("deleting ephemeral volume", err)
+	}
+	d.stats.forget(vol.Path)
+	d.log.Info("ephemeral volume deleted", zap.String("volume", id), zap.String("pool", p.name()))
+	return nil
+}

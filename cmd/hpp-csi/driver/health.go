@@ -1,0 +1,236 @@
+package driver
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"io/fs"
+
+	"github.com/container-storage-interface/spec/lib/go/csi"
+
+	"github.com/hostpath-provisioner/hpp/internal/capacity"
+	"github.com/hostpath-provisioner/hpp/internal/dirvol"
+)
+
+// Reasons are CamelCase per the CSI spec; messages say what to do.
+const (
+	reasonPoolPathMissing  = "PoolPathMissing"
+	reasonPoolMountLost    = "PoolMountLost"
+	reasonPoolFull         = "PoolFull"
+	reasonPoolNoInodes     = "PoolOutOfInodes"
+	reasonVolumeDirMissing = "VolumeDirectoryMissing"
+	reasonTargetNotMounted = "TargetNotMounted"
+)
+
+// problem is one adverse condition; unreachable ones make volumes
+// INACCESSIBLE, the others DEGRADED.
+type problem struct {
+	unreachable bool
+	reason      string
+	message     string
+}
+
+// poolProblems inspects a pool as it is now: its directory, whether it is
+// still on the filesystem it was opened on, free space and inodes.
+func (d *Driver) poolProblems(p *poolState) []problem {
+	dev, err := d.deps.FS.DeviceOf(p.cfg.Path)
+	if err != nil {
+		msg := fmt.Sprintf("storage pool %q: cannot stat %s: %v", p.name(), p.cfg.Path, err)
+		if errors.Is(err, fs.ErrNotExist) {
+			msg = fmt.Sprintf("storage pool %q: directory %s is missing; mount the pool's disk", p.name(), p.cfg.Path)
+		}
+		return []problem{{unreachable: true, reason: reasonPoolPathMissing, message: msg}}
+	}
+	p.mu.Lock()
+	opened := p.device
+	p.mu.Unlock()
+	if opened != 0 && dev != opened {
+		return []problem{{unreachable: true, reason: reasonPoolMountLost, message: fmt.Sprintf(
+			"storage pool %q: %s is now on another filesystem (device %d, was %d); its mount disappeared and writes would land on the wrong disk",
+			p.name(), p.cfg.Path, dev, opened)}}
+	}
+	st, err := d.deps.FS.Statfs(p.cfg.Path)
+	if err != nil {
+		return []problem{{unreachable: true, reason: reasonPoolPathMissing, message: fmt.Sprintf("storage pool %q: statfs %s: %v", p.name(), p.cfg.Path, err)}}
+	}
+	return spaceProblems(p, st)
+}
+
+func spaceProblems(p *poolState, st capacity.Stats) []problem {
+	var out []problem
+	if st.AvailableBytes == 0 {
+		out = append(out, problem{reason: reasonPoolFull, message: fmt.Sprintf("storage pool %q is full: 0 of %d bytes free; writes fail with ENOSPC", p.name(), st.TotalBytes)})
+	} else if capacity.Offered(st, p.headroom) == 0 {
+		out = append(out, problem{reason: reasonPoolFull, message: fmt.Sprintf("storage pool %q is inside its reserved headroom: %d bytes free, %d reserved; no new volume fits",
+			p.name(), st.AvailableBytes, p.headroom.Reserved(st.TotalBytes))})
+	}
+	if st.TotalInodes > 0 && st.FreeInodes == 0 {
+		out = append(out, problem{reason: reasonPoolNoInodes, message: fmt.Sprintf("storage pool %q has no free inodes (%d in use); creating files fails", p.name(), st.UsedInodes)})
+	}
+	return out
+}
+
+func volumeHealth(id string, problems []problem) *csi.VolumeHealth {
+	h := &csi.VolumeHealth{VolumeId: id}
+	for _, pr := range problems {
+		st := csi.VolumeHealthErrorType_DEGRADED
+		if pr.unreachable {
+			st = csi.VolumeHealthErrorType_INACCESSIBLE
+		}
+		h.HealthStatuses = append(h.HealthStatuses, &csi.VolumeHealth_VolumeHealthEntry{Status: st, Reason: pr.reason, Message: pr.message})
+	}
+	return h
+}
+
+// volumeProblems finds what is wrong with one volume: its pool's problems
+// plus its own directory. A volume whose metadata survives but whose
+// directory is gone was removed behind the driver's back.
+func (d *Driver) volumeProblems(ctx context.Context, id string) ([]problem, error) {
+	p, _, err := d.findVolume(ctx, id, "")
+	if err == nil {
+		return d.poolProblems(p), nil
+	}
+	if !isNotFound(err) {
+		return nil, err
+	}
+	for _, p := range d.pools {
+		store, oerr := d.openPool(ctx, p)
+		if oerr != nil {
+			continue
+		}
+		missing, merr := store.Missing(ctx)
+		if merr != nil {
+			return nil, toStatus("listing missing volumes", merr)
+		}
+		for _, m := range missing {
+			if m.ID == id {
+				return append(d.poolProblems(p), missingDirProblem(p, m)), nil
+			}
+		}
+	}
+	return nil, err
+}
+
+func missingDirProblem(p *poolState, v dirvol.Volume) problem {
+	return problem{unreachable: true, reason: reasonVolumeDirMissing, message: fmt.Sprintf(
+		"volume %q: its directory %s in storage pool %q is gone (removed outside hpp?); its data is lost", v.ID, v.Path, p.name())}
+}
+
+func (d *Driver) ControllerGetVolumeHealth(ctx context.Context, req *csi.ControllerGetVolumeHealthRequest) (*csi.ControllerGetVolumeHealthResponse, error) {
+	if err := validateVolumeID(req.GetVolumeId()); err != nil {
+		return nil, err
+	}
+	problems, err := d.volumeProblems(ctx, req.GetVolumeId())
+	if err != nil {
+		return nil, err
+	}
+	return &csi.ControllerGetVolumeHealthResponse{VolumeHealth: volumeHealth(req.GetVolumeId(), problems)}, nil
+}
+
+// ControllerListVolumeHealth returns only volumes with a problem, as the
+// spec asks, paged with the same tokens as ListVolumes.
+func (d *Driver) ControllerListVolumeHealth(ctx context.Context, req *csi.ControllerListVolumeHealthRequest) (*csi.ControllerListVolumeHealthResponse, error) {
+	var abnormal []listed
+	byID := map[string][]problem{}
+	for _, p := range d.pools {
+		store, err := d.openPool(ctx, p)
+		if err != nil {
+			continue
+		}
+		poolProblems := d.poolProblems(p)
+		vols, err := store.List(ctx)
+		if err != nil {
+			return nil, toStatus("listing volumes of pool "+p.name(), err)
+		}
+		missing, err := store.Missing(ctx)
+		if err != nil {
+			return nil, toStatus("listing missing volumes of pool "+p.name(), err)
+		}
+		for _, v := range mergeByID(vols, missing) {
+			problems := append([]problem(nil), poolProblems...)
+			if v.missing {
+				problems = append(problems, missingDirProblem(p, v.Volume))
+			}
+			if len(problems) > 0 {
+				abnormal = append(abnormal, listed{pool: p, vol: v.Volume})
+				byID[v.ID] = problems
+			}
+		}
+	}
+	entries, next, err := d.page(abnormal, req.GetMaxEntries(), req.GetStartingToken())
+	if err != nil {
+		return nil, err
+	}
+	resp := &csi.ControllerListVolumeHealthResponse{NextToken: next}
+	for _, e := range entries {
+		resp.Entries = append(resp.Entries, volumeHealth(e.vol.ID, byID[e.vol.ID]))
+	}
+	return resp, nil
+}
+
+type maybeMissing struct {
+	dirvol.Volume
+	missing bool
+}
+
+// mergeByID merges two id-sorted lists so paging stays in id order.
+func mergeByID(present, missing []dirvol.Volume) []maybeMissing {
+	out := make([]maybeMissing, 0, len(present)+len(missing))
+	i, j := 0, 0
+	for i < len(present) || j < len(missing) {
+		if j >= len(missing) || i < len(present) && present[i].ID < missing[j].ID {
+			out = append(out, maybeMissing{Volume: present[i]})
+			i++
+			continue
+		}
+		out = append(out, maybeMissing{Volume: missing[j], missing: true})
+		j++
+	}
+	return out
+}
+
+func (d *Driver) NodeGetVolumeHealth(ctx context.Context, req *csi.NodeGetVolumeHealthRequest) (*csi.NodeGetVolumeHealthResponse, error) {
+	if err := validateVolumeID(req.GetVolumeId()); err != nil {
+		return nil, err
+	}
+	problems, err := d.volumeProblems(ctx, req.GetVolumeId())
+	if err != nil {
+		return nil, err
+	}
+	if target := req.GetVolumePublishPath(); target != "" {
+		if err := validatePath("volume_publish_path", target); err != nil {
+			return nil, err
+		}
+		if exists, _ := d.deps.FS.Exists(target); exists {
+			if mounted, merr := d.deps.Mounter.IsMountPoint(target); merr == nil && !mounted {
+				problems = append(problems, problem{unreachable: true, reason: reasonTargetNotMounted, message: fmt.Sprintf(
+					"volume %q: %s is not mounted; the pod writes to the node's disk instead of the volume", req.GetVolumeId(), target)})
+			}
+		}
+	}
+	return &csi.NodeGetVolumeHealthResponse{VolumeHealth: volumeHealth(req.GetVolumeId(), problems)}, nil
+}
+
+func (d *Driver) NodeGetStorageHealth(context.Context, *csi.NodeGetStorageHealthRequest) (*csi.NodeGetStorageHealthResponse, error) {
+	// The spec forbids two entries with the same (status, reason), so
+	// pools with the same problem share one entry naming all of them.
+	resp := &csi.NodeGetStorageHealthResponse{}
+	index := map[string]*csi.NodeGetStorageHealthResponse_StorageBackendHealth{}
+	for _, p := range d.pools {
+		for _, pr := range d.poolProblems(p) {
+			st := csi.StorageHealthErrorType_STORAGE_DEGRADED
+			if pr.unreachable {
+				st = csi.StorageHealthErrorType_STORAGE_UNREACHABLE
+			}
+			key := st.String() + "/" + pr.reason
+			if e, ok := index[key]; ok {
+				e.Message += "; " + pr.message
+				continue
+			}
+			e := &csi.NodeGetStorageHealthResponse_StorageBackendHealth{Status: st, Reason: pr.reason, Message: pr.message}
+			index[key] = e
+			resp.BackendHealth = append(resp.BackendHealth, e)
+		}
+	}
+	return resp, nil
+}

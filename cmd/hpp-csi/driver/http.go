@@ -1,0 +1,61 @@
+package driver
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"net"
+	"net/http"
+	"time"
+
+	"github.com/prometheus/client_golang/prometheus/promhttp"
+	"go.uber.org/zap"
+)
+
+// HealthHandler serves /healthz like the livenessprobe sidecar: 200 when
+// Probe says ready (and kubelet has not refused the registration), else 503
+// with the reason.
+func HealthHandler(d *Driver, reg *Registrar) http.Handler {
+	mux := http.NewServeMux()
+	mux.HandleFunc("/healthz", func(w http.ResponseWriter, r *http.Request) {
+		ctx, cancel := context.WithTimeout(r.Context(), 10*time.Second)
+		defer cancel()
+		err := d.Ready(ctx)
+		if err == nil && reg != nil {
+			err = reg.Healthy()
+		}
+		if err != nil {
+			http.Error(w, "not healthy: "+err.Error(), http.StatusServiceUnavailable)
+			return
+		}
+		fmt.Fprintln(w, "ok")
+	})
+	return mux
+}
+
+// MetricsHandler serves /metrics from the driver's registry.
+func MetricsHandler(m *Metrics) http.Handler {
+	mux := http.NewServeMux()
+	mux.Handle("/metrics", promhttp.HandlerFor(m.Registry, promhttp.HandlerOpts{}))
+	return mux
+}
+
+// ServeHTTP serves h on addr until ctx ends.
+func ServeHTTP(ctx context.Context, log *zap.Logger, what, addr string, h http.Handler) error {
+	lis, err := net.Listen("tcp", addr)
+	if err != nil {
+		return fmt.Errorf("%s address %q: %w", what, addr, err)
+	}
+	srv := &http.Server{Handler: h, ReadHeaderTimeout: 10 * time.Second}
+	go func() {
+		<-ctx.Done()
+		sctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
+		defer cancel()
+		_ = srv.Shutdown(sctx)
+	}()
+	log.Info("serving HTTP", zap.String("what", what), zap.String("address", lis.Addr().String()))
+	if err := srv.Serve(lis); err != nil && !errors.Is(err, http.ErrServerClosed) {
+		return fmt.Errorf("%s server: %w", what, err)
+	}
+	return nil
+}

@@ -1,0 +1,53 @@
+package driver
+
+import (
+	"context"
+	"errors"
+	"strings"
+
+	"github.com/container-storage-interface/spec/lib/go/csi"
+	"google.golang.org/protobuf/types/known/wrapperspb"
+
+	"github.com/hostpath-provisioner/hpp/internal/version"
+)
+
+func (d *Driver) GetPluginInfo(context.Context, *csi.GetPluginInfoRequest) (*csi.GetPluginInfoResponse, error) {
+	return &csi.GetPluginInfoResponse{Name: d.cfg.DriverName, VendorVersion: version.Version}, nil
+}
+
+func (d *Driver) GetPluginCapabilities(context.Context, *csi.GetPluginCapabilitiesRequest) (*csi.GetPluginCapabilitiesResponse, error) {
+	service := func(t csi.PluginCapability_Service_Type) *csi.PluginCapability {
+		return &csi.PluginCapability{Type: &csi.PluginCapability_Service_{Service: &csi.PluginCapability_Service{Type: t}}}
+	}
+	return &csi.GetPluginCapabilitiesResponse{Capabilities: []*csi.PluginCapability{
+		service(csi.PluginCapability_Service_CONTROLLER_SERVICE),
+		service(csi.PluginCapability_Service_VOLUME_ACCESSIBILITY_CONSTRAINTS),
+	}}, nil
+}
+
+// Probe is ready only when every pool is usable: a node whose pool disk is
+// not mounted must not be offered volumes.
+func (d *Driver) Probe(ctx context.Context, _ *csi.ProbeRequest) (*csi.ProbeResponse, error) {
+	return &csi.ProbeResponse{Ready: wrapperspb.Bool(d.Ready(ctx) == nil)}, nil
+}
+
+// Ready returns nil when every pool is open and healthy enough to serve, or
+// an error naming each pool that is not (for /healthz and logs).
+func (d *Driver) Ready(ctx context.Context) error {
+	var problems []string
+	for _, p := range d.pools {
+		if _, err := d.openPool(ctx, p); err != nil {
+			problems = append(problems, err.Error())
+			continue
+		}
+		for _, pr := range d.poolProblems(p) {
+			if pr.unreachable {
+				problems = append(problems, pr.message)
+			}
+		}
+	}
+	if len(problems) > 0 {
+		return errors.New(strings.Join(problems, "; "))
+	}
+	return nil
+}

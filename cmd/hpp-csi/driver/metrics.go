@@ -1,0 +1,102 @@
+package driver
+
+import (
+	"time"
+
+	"github.com/prometheus/client_golang/prometheus"
+	"github.com/prometheus/client_golang/prometheus/collectors"
+	"google.golang.org/grpc/codes"
+
+	"github.com/hostpath-provisioner/hpp/internal/capacity"
+)
+
+// Metrics is the driver's Prometheus registry. It is not the global one, so
+// tests and several drivers in one process never collide.
+type Metrics struct {
+	Registry   *prometheus.Registry
+	operations *prometheus.CounterVec
+	latency    *prometheus.HistogramVec
+	registered prometheus.Gauge
+}
+
+func NewMetrics() *Metrics {
+	m := &Metrics{
+		Registry: prometheus.NewRegistry(),
+		operations: prometheus.NewCounterVec(prometheus.CounterOpts{
+			Name: "hpp_csi_operations_total", Help: "CSI calls served, by method and gRPC code.",
+		}, []string{"method", "code"}),
+		latency: prometheus.NewHistogramVec(prometheus.HistogramOpts{
+			Name:    "hpp_csi_operation_duration_seconds",
+			Help:    "CSI call latency, by method and gRPC code.",
+			Buckets: []float64{0.0005, 0.001, 0.0025, 0.005, 0.01, 0.025, 0.1, 0.5, 1, 5, 30},
+		}, []string{"method", "code"}),
+		registered: prometheus.NewGauge(prometheus.GaugeOpts{
+			Name: "hpp_csi_kubelet_registered", Help: "1 when kubelet confirmed the plugin registration, 0 when it refused or has not asked yet.",
+		}),
+	}
+	m.Registry.MustRegister(m.operations, m.latency, m.registered,
+		collectors.NewGoCollector(), collectors.NewProcessCollector(collectors.ProcessCollectorOpts{}))
+	return m
+}
+
+func (m *Metrics) observe(method string, code codes.Code, took time.Duration) {
+	m.operations.WithLabelValues(method, code.String()).Inc()
+	m.latency.WithLabelValues(method, code.String()).Observe(took.Seconds())
+}
+
+// SetRegistered records kubelet's answer to the plugin registration.
+func (m *Metrics) SetRegistered(ok bool) {
+	if ok {
+		m.registered.Set(1)
+		return
+	}
+	m.registered.Set(0)
+}
+
+func (m *Metrics) registerPools(d *Driver) {
+	m.Registry.MustRegister(&poolCollector{d: d})
+}
+
+// poolCollector reads pool figures at scrape time: statfs is cheap, and a
+// cached figure would hide a pool filling up between scrapes.
+type poolCollector struct{ d *Driver }
+
+var (
+	poolCapacityDesc  = prometheus.NewDesc("hpp_pool_capacity_bytes", "Size of the pool's filesystem.", []string{"pool"}, nil)
+	poolUsedDesc      = prometheus.NewDesc("hpp_pool_used_bytes", "Bytes used on the pool's filesystem.", []string{"pool"}, nil)
+	poolAvailableDesc = prometheus.NewDesc("hpp_pool_available_bytes", "Bytes offered to new volumes: free space minus the reserved headroom.", []string{"pool"}, nil)
+	poolFreeDesc      = prometheus.NewDesc("hpp_pool_free_bytes", "Free bytes on the pool's filesystem (as seen by non-root).", []string{"pool"}, nil)
+	poolSharesOSDesc  = prometheus.NewDesc("hpp_pool_shares_os_filesystem", "1 when the pool lives on the same filesystem as the node's root filesystem.", []string{"pool"}, nil)
+	poolHealthyDesc   = prometheus.NewDesc("hpp_pool_healthy", "1 when the pool has no known problem.", []string{"pool"}, nil)
+)
+
+func (c *poolCollector) Describe(ch chan<- *prometheus.Desc) {
+	for _, d := range []*prometheus.Desc{poolCapacityDesc, poolUsedDesc, poolAvailableDesc, poolFreeDesc, poolSharesOSDesc, poolHealthyDesc} {
+		ch <- d
+	}
+}
+
+func (c *poolCollector) Collect(ch chan<- prometheus.Metric) {
+	for _, p := range c.d.pools {
+		healthy := 1.0
+		if len(c.d.poolProblems(p)) > 0 {
+			healthy = 0
+		}
+		ch <- prometheus.MustNewConstMetric(poolHealthyDesc, prometheus.GaugeValue, healthy, p.name())
+		st, err := c.d.deps.FS.Statfs(p.cfg.Path)
+		if err != nil {
+			continue
+		}
+		ch <- prometheus.MustNewConstMetric(poolCapacityDesc, prometheus.GaugeValue, float64(st.TotalBytes), p.name())
+		ch <- prometheus.MustNewConstMetric(poolUsedDesc, prometheus.GaugeValue, float64(st.UsedBytes), p.name())
+		ch <- prometheus.MustNewConstMetric(poolFreeDesc, prometheus.GaugeValue, float64(st.AvailableBytes), p.name())
+		ch <- prometheus.MustNewConstMetric(poolAvailableDesc, prometheus.GaugeValue, float64(capacity.Offered(st, p.headroom)), p.name())
+		if shares, err := capacity.SharesRootFilesystem(p.cfg.Path); err == nil {
+			v := 0.0
+			if shares {
+				v = 1
+			}
+			ch <- prometheus.MustNewConstMetric(poolSharesOSDesc, prometheus.GaugeValue, v, p.name())
+		}
+	}
+}

@@ -1,0 +1,121 @@
+package driver
+
+import (
+	"context"
+	"fmt"
+	"sync"
+	"time"
+
+	"github.com/container-storage-interface/spec/lib/go/csi"
+	"golang.org/x/sync/singleflight"
+	"google.golang.org/grpc/status"
+
+	"github.com/hostpath-provisioner/hpp/internal/capacity"
+	"github.com/hostpath-provisioner/hpp/internal/dirvol"
+)
+
+// usageCache keeps each volume's measured usage for ttl. Walking a volume
+// with 100,000 files takes a while; kubelet asks every minute for every
+// mounted volume, so walks are shared (singleflight) and bounded in time.
+type usageCache struct {
+	walk    func(ctx context.Context, path string) (dirvol.Usage, error)
+	now     func() time.Time
+	ttl     time.Duration
+	timeout time.Duration
+	group   singleflight.Group
+
+	mu      sync.Mutex
+	entries map[string]usageEntry
+}
+
+type usageEntry struct {
+	usage dirvol.Usage
+	at    time.Time
+}
+
+func newUsageCache(walk func(context.Context, string) (dirvol.Usage, error), now func() time.Time, ttl, timeout time.Duration) *usageCache {
+	return &usageCache{walk: walk, now: now, ttl: ttl, timeout: timeout, entries: map[string]usageEntry{}}
+}
+
+// get returns a fresh-enough usage of path, walking it when needed.
+func (c *usageCache) get(ctx context.Context, path string) (dirvol.Usage, error) {
+	c.mu.Lock()
+	e, ok := c.entries[path]
+	c.mu.Unlock()
+	if ok && c.now().Sub(e.at) < c.ttl {
+		return e.usage, nil
+	}
+	v, err, _ := c.group.Do(path, func() (any, error) {
+		// The walk is not bounded by the caller's context alone: one
+		// impatient caller must not waste the walk others wait for.
+		wctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), c.timeout)
+		defer cancel()
+		u, err := c.walk(wctx, path)
+		if err != nil {
+			return dirvol.Usage{}, err
+		}
+		c.mu.Lock()
+		c.entries[path] = usageEntry{usage: u, at: c.now()}
+		c.mu.Unlock()
+		return u, nil
+	})
+	if err != nil {
+		if ok {
+			// A stale figure beats none when the walk timed out.
+			return e.usage, nil
+		}
+		return dirvol.Usage{}, err
+	}
+	return v.(dirvol.Usage), nil
+}
+
+// peek returns the last measured usage without walking.
+func (c *usageCache) peek(path string) (dirvol.Usage, bool) {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	e, ok := c.entries[path]
+	return e.usage, ok
+}
+
+func (c *usageCache) forget(path string) {
+	c.mu.Lock()
+	delete(c.entries, path)
+	c.mu.Unlock()
+}
+
+func (d *Driver) NodeGetVolumeStats(ctx context.Context, req *csi.NodeGetVolumeStatsRequest) (*csi.NodeGetVolumeStatsResponse, error) {
+	if err := validateVolumeID(req.GetVolumeId()); err != nil {
+		return nil, err
+	}
+	if req.GetVolumePath() == "" {
+		return nil, invalidArg("volume_path: required")
+	}
+	if err := validatePath("volume_path", req.GetVolumePath()); err != nil {
+		// The spec's answer for a path where no volume is: NotFound.
+		return nil, notFound("volume_path %q is not where volume %q is published: %v", req.GetVolumePath(), req.GetVolumeId(), status.Convert(err).Message())
+	}
+	exists, err := d.deps.FS.Exists(req.GetVolumePath())
+	if err != nil {
+		return nil, internal("checking volume_path", err)
+	}
+	if !exists {
+		return nil, notFound("volume_path %s does not exist on node %s", req.GetVolumePath(), d.cfg.NodeID)
+	}
+	p, vol, err := d.findVolume(ctx, req.GetVolumeId(), "")
+	if err != nil {
+		return nil, err
+	}
+	used, err := d.stats.get(ctx, vol.Path)
+	if err != nil {
+		return nil, toStatus("measuring volume usage", err)
+	}
+	st, err := d.deps.FS.Statfs(p.cfg.Path)
+	if err != nil {
+		return nil, internal(fmt.Sprintf("statfs of pool %q", p.name()), err)
+	}
+	available := capacity.Offered(st, p.headroom)
+	return &csi.NodeGetVolumeStatsResponse{Usage: []*csi.VolumeUsage{
+		{Unit: csi.VolumeUsage_BYTES, Used: used.Bytes, Available: available, Total: used.Bytes + available},
+		{Unit: csi.VolumeUsage_INODES, Used: used.Inodes, Available: st.FreeInodes, Total: used.Inodes + st.FreeInodes},
+	}}, nil
+}

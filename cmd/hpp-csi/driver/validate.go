@@ -1,0 +1,142 @@
+package driver
+
+import (
+	"fmt"
+	"path/filepath"
+	"strings"
+
+	"github.com/container-storage-interface/spec/lib/go/csi"
+
+	"github.com/hostpath-provisioner/hpp/internal/pool"
+)
+
+// Pure request validation: every function here returns InvalidArgument (or
+// nil) and touches nothing, so handlers can run it before taking a lock.
+
+func validateVolumeID(id string) error {
+	if id == "" {
+		return invalidArg("volume_id: required")
+	}
+	if err := pool.ValidateID(id); err != nil {
+		return invalidArg("volume_id: %v", err)
+	}
+	return nil
+}
+
+// supportedAccessMode reports whether a hostpath directory can honour m, and
+// why not. Multi-node modes are refused: the directory exists on one node
+// only, so a second node could never see the same data.
+func supportedAccessMode(m csi.VolumeCapability_AccessMode_Mode) (bool, string) {
+	switch m {
+	case csi.VolumeCapability_AccessMode_SINGLE_NODE_WRITER,
+		csi.VolumeCapability_AccessMode_SINGLE_NODE_READER_ONLY,
+		csi.VolumeCapability_AccessMode_SINGLE_NODE_SINGLE_WRITER,
+		csi.VolumeCapability_AccessMode_SINGLE_NODE_MULTI_WRITER:
+		return true, ""
+	case csi.VolumeCapability_AccessMode_UNKNOWN:
+		return false, "access mode is required"
+	default:
+		return false, fmt.Sprintf("access mode %s is not supported: a hostpath volume lives on one node (use ReadWriteOnce or ReadWriteOncePod)", m)
+	}
+}
+
+// checkCapability explains why one capability cannot be served, or "".
+func checkCapability(c *csi.VolumeCapability) string {
+	if c == nil {
+		return "capability is empty"
+	}
+	if c.GetBlock() != nil {
+		return "block access is not supported: hostpath volumes are filesystem volumes (use volumeMode: Filesystem)"
+	}
+	m := c.GetMount()
+	if m == nil {
+		return "access type is required (mount)"
+	}
+	if m.GetFsType() != "" {
+		return fmt.Sprintf("fs_type %q is not supported: a hostpath volume is a directory on the pool's filesystem (leave csi.storage.k8s.io/fstype unset)", m.GetFsType())
+	}
+	if _, err := parseMountFlags(m.GetMountFlags()); err != nil {
+		return err.Error()
+	}
+	if ok, why := supportedAccessMode(c.GetAccessMode().GetMode()); !ok {
+		return why
+	}
+	return ""
+}
+
+func validateCapabilities(caps []*csi.VolumeCapability) error {
+	if len(caps) == 0 {
+		return invalidArg("volume_capabilities: at least one capability is required")
+	}
+	for i, c := range caps {
+		if why := checkCapability(c); why != "" {
+			return invalidArg("volume_capabilities[%d]: %s", i, why)
+		}
+	}
+	return nil
+}
+
+// Bind mounts honour only per-mount flags; anything else would be silently
+// ignored by the kernel, so it is refused instead.
+var mountFlagsSupported = map[string]bool{
+	"ro": true, "rw": true, "nosuid": true, "nodev": true, "noexec": true,
+	"noatime": true, "nodiratime": true, "relatime": true, "strictatime": true,
+	"bind": true, "rbind": true, "defaults": true,
+}
+
+func parseMountFlags(flags []string) ([]string, error) {
+	var out []string
+	for _, f := range flags {
+		for _, part := range strings.Split(f, ",") {
+			part = strings.TrimSpace(part)
+			if part == "" {
+				continue
+			}
+			if !mountFlagsSupported[part] {
+				return nil, fmt.Errorf("mount flag %q is not supported for a hostpath bind mount (supported: ro, nosuid, nodev, noexec, noatime, nodiratime, relatime, strictatime)", part)
+			}
+			out = append(out, part)
+		}
+	}
+	return out, nil
+}
+
+func validatePath(field, p string) error {
+	if p == "" {
+		return invalidArg("%s: required", field)
+	}
+	if !filepath.IsAbs(p) || filepath.Clean(p) != p && filepath.Clean(p)+"/" != p {
+		return invalidArg("%s: %q must be an absolute, clean path", field, p)
+	}
+	if strings.ContainsRune(p, 0) {
+		return invalidArg("%s: contains a NUL byte", field)
+	}
+	return nil
+}
+
+// wantsThisNode checks CreateVolume's topology. Only WaitForFirstConsumer is
+// supported: then the CO names the node the scheduler picked. A request with
+// no topology comes from an Immediate StorageClass (csi-provisioner in
+// node-deployment mode sends one after a delay) and would land on whichever
+// node asked first, so it is refused with what to change.
+func (d *Driver) wantsThisNode(req *csi.TopologyRequirement) error {
+	if req == nil || (len(req.GetRequisite()) == 0 && len(req.GetPreferred()) == 0) {
+		return invalidArg("accessibility_requirements: missing; hostpath volumes need WaitForFirstConsumer binding " +
+			"(set volumeBindingMode: WaitForFirstConsumer on the StorageClass) so the volume is created on the pod's node")
+	}
+	var named []string
+	for _, list := range [][]*csi.Topology{req.GetRequisite(), req.GetPreferred()} {
+		for _, t := range list {
+			node, ok := t.GetSegments()[TopologyKey]
+			if !ok {
+				continue
+			}
+			if node == d.cfg.NodeID {
+				return nil
+			}
+			named = append(named, node)
+		}
+	}
+	return invalidArg("accessibility_requirements: names node(s) %v under %s, not this node %q",
+		named, TopologyKey, d.cfg.NodeID)
+}

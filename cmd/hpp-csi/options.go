@@ -1,0 +1,107 @@
+package main
+
+import (
+	"errors"
+	"fmt"
+	"path/filepath"
+	"time"
+
+	"github.com/spf13/pflag"
+
+	"github.com/hostpath-provisioner/hpp/cmd/hpp-csi/driver"
+	"github.com/hostpath-provisioner/hpp/internal/cli"
+	"github.com/hostpath-provisioner/hpp/internal/logging"
+	"github.com/hostpath-provisioner/hpp/internal/pool"
+)
+
+type options struct {
+	logging logging.Options
+
+	endpoint         string
+	driverName       string
+	nodeID           string
+	datadir          string
+	maxVolumes       int64
+	reservationAware bool
+	statsCacheTTL    time.Duration
+	statsTimeout     time.Duration
+	shutdownGrace    time.Duration
+
+	kubeletRegistrationPath string
+	pluginRegistryDir       string
+	healthAddress           string
+	metricsAddress          string
+
+	// filled by complete
+	socketPath string
+	pools      *pool.Set
+}
+
+func newOptions() *options { return &options{} }
+
+func (o *options) addFlags(fs *pflag.FlagSet) {
+	o.logging.AddFlags(fs)
+	fs.StringVar(&o.endpoint, "endpoint", "unix:///csi/csi.sock", "CSI socket: unix:///path or /path (env CSI_ENDPOINT)")
+	fs.StringVar(&o.driverName, "drivername", driver.DefaultDriverName, "CSI driver name")
+	fs.StringVar(&o.nodeID, "nodeid", "", "this node's name, as in its Node object (required; env NODE_NAME)")
+	fs.StringVar(&o.datadir, "datadir", "", `storage pools as JSON: [{"name":"legacy","path":"/var/hpvolumes"}] (required; env PV_DIR); optional per pool: reservedBytes, reservedPercent`)
+	fs.Int64Var(&o.maxVolumes, "max-volumes", 0, "volumes this node may hold, reported to the scheduler (0: no limit)")
+	fs.BoolVar(&o.reservationAware, "reservation-aware-capacity", false, "offered capacity also subtracts what live volumes requested but have not written yet")
+	fs.DurationVar(&o.statsCacheTTL, "stats-cache-ttl", time.Minute, "how long a volume's measured usage is reused by NodeGetVolumeStats")
+	fs.DurationVar(&o.statsTimeout, "stats-timeout", 30*time.Second, "time bound of one volume usage walk")
+	fs.DurationVar(&o.shutdownGrace, "shutdown-grace", 30*time.Second, "on SIGTERM, how long in-flight calls may take to finish")
+	fs.StringVar(&o.kubeletRegistrationPath, "kubelet-registration-path", "", "register with kubelet: the CSI socket path as kubelet sees it, e.g. /var/lib/kubelet/plugins/kubevirt.io.hostpath-provisioner/csi.sock (empty: a node-driver-registrar sidecar does it)")
+	fs.StringVar(&o.pluginRegistryDir, "plugin-registration-dir", "/var/lib/kubelet/plugins_registry", "kubelet's plugin registry directory, where the registration socket goes")
+	fs.StringVar(&o.healthAddress, "health-address", "", "serve /healthz here, e.g. :9808 (empty: off)")
+	fs.StringVar(&o.metricsAddress, "metrics-address", "", "serve Prometheus /metrics here, e.g. :8080 (empty: off)")
+}
+
+// complete applies environment fallbacks and validates everything, naming
+// every problem in one error.
+func (o *options) complete(fs *pflag.FlagSet) error {
+	var errs []error
+	for flag, env := range map[string]string{"nodeid": "NODE_NAME", "datadir": "PV_DIR", "endpoint": "CSI_ENDPOINT"} {
+		if err := cli.EnvDefault(fs, flag, env); err != nil {
+			errs = append(errs, err)
+		}
+	}
+	errs = append(errs, o.logging.Validate()...)
+	var err error
+	if o.socketPath, err = driver.ParseEndpoint(o.endpoint); err != nil {
+		errs = append(errs, err)
+	}
+	if o.datadir == "" {
+		errs = append(errs, errors.New("--datadir: required (JSON list of pools; env PV_DIR)"))
+	} else if o.pools, err = pool.Parse([]byte(o.datadir)); err != nil {
+		errs = append(errs, fmt.Errorf("--datadir: %w", err))
+	}
+	if o.kubeletRegistrationPath != "" && !filepath.IsAbs(o.kubeletRegistrationPath) {
+		errs = append(errs, fmt.Errorf("--kubelet-registration-path: %q must be an absolute path", o.kubeletRegistrationPath))
+	}
+	if o.kubeletRegistrationPath != "" && !filepath.IsAbs(o.pluginRegistryDir) {
+		errs = append(errs, fmt.Errorf("--plugin-registration-dir: %q must be an absolute path", o.pluginRegistryDir))
+	}
+	if o.shutdownGrace <= 0 {
+		errs = append(errs, fmt.Errorf("--shutdown-grace: %v must be positive", o.shutdownGrace))
+	}
+	cfg := o.driverConfig()
+	if cfg.Pools == nil {
+		cfg.Pools = &pool.Set{} // already reported above, once
+	}
+	if err := cfg.Validate(); err != nil {
+		errs = append(errs, err)
+	}
+	return cli.Usage(errs...)
+}
+
+func (o *options) driverConfig() driver.Config {
+	return driver.Config{
+		DriverName:        o.driverName,
+		NodeID:            o.nodeID,
+		Pools:             o.pools,
+		MaxVolumesPerNode: o.maxVolumes,
+		ReservationAware:  o.reservationAware,
+		StatsCacheTTL:     o.statsCacheTTL,
+		StatsTimeout:      o.statsTimeout,
+	}
+}

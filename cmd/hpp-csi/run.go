@@ -1,0 +1,61 @@
+package main
+
+import (
+	"context"
+	"fmt"
+
+	"go.uber.org/zap"
+	"golang.org/x/sync/errgroup"
+
+	"github.com/hostpath-provisioner/hpp/cmd/hpp-csi/driver"
+	"github.com/hostpath-provisioner/hpp/internal/selinux"
+	"github.com/hostpath-provisioner/hpp/internal/version"
+)
+
+// run builds the real dependencies and serves until ctx is cancelled.
+func run(ctx context.Context, o *options) error {
+	log, err := o.logging.Build()
+	if err != nil {
+		return err
+	}
+	defer func() { _ = log.Sync() }()
+	log.Info("starting", zap.Stringer("version", version.Get("hpp-csi")), zap.String("node", o.nodeID),
+		zap.Int("pools", len(o.pools.All())))
+
+	metrics := driver.NewMetrics()
+	d, err := driver.New(o.driverConfig(), driver.Deps{
+		Mounter: driver.SyscallMounter{},
+		Labeler: selinux.New(log.Named("selinux")),
+		FS:      driver.OSHostFS{},
+		Logger:  log,
+		Metrics: metrics,
+	})
+	if err != nil {
+		return fmt.Errorf("configuring driver: %w", err)
+	}
+	if err := d.OpenPools(ctx); err != nil {
+		// Not fatal: the pool's disk may be mounted later. Probe and
+		// /healthz say not-ready until it is.
+		log.Warn("some storage pools are not usable yet", zap.Error(err))
+	}
+
+	g, gctx := errgroup.WithContext(ctx)
+	g.Go(func() error { return d.Serve(gctx, o.socketPath, o.shutdownGrace) })
+	var reg *driver.Registrar
+	if o.kubeletRegistrationPath != "" {
+		reg = &driver.Registrar{
+			DriverName: o.driverName, CSISocket: o.kubeletRegistrationPath, RegistryDir: o.pluginRegistryDir,
+			Log: log.Named("registration"), Metrics: metrics,
+		}
+		g.Go(func() error { return reg.Run(gctx) })
+	}
+	if o.healthAddress != "" {
+		g.Go(func() error { return driver.ServeHTTP(gctx, log, "health", o.healthAddress, driver.HealthHandler(d, reg)) })
+	}
+	if o.metricsAddress != "" {
+		g.Go(func() error { return driver.ServeHTTP(gctx, log, "metrics", o.metricsAddress, driver.MetricsHandler(metrics)) })
+	}
+	err = g.Wait()
+	log.Info("stopped")
+	return err
+}
