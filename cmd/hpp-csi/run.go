@@ -50,10 +50,14 @@ func run(ctx context.Context, o *options) error {
 		g.Go(func() error { return reg.Run(gctx) })
 	}
 	if o.healthAddress != "" {
-		g.Go(func() error { return driver.ServeHTTP(gctx, log, "health", o.healthAddress, driver.HealthHandler(d, reg)) })
+		g.Go(func() error {
+			return driver.ServeHTTP(gctx, log, "health", o.healthAddress, driver.HealthHandler(d, reg))
+		})
 	}
 	if o.metricsAddress != "" {
-		g.Go(func() error { return driver.ServeHTTP(gctx, log, "metrics", o.metricsAddress, driver.MetricsHandler(metrics)) })
+		g.Go(func() error {
+			return driver.ServeHTTP(gctx, log, "metrics", o.metricsAddress, driver.MetricsHandler(metrics))
+		})
 	}
 	err = g.Wait()
 	log.Info("stopped")

@@ -15,7 +15,7 @@ import (
 )
 
 type options struct {
-	logging logging.Options
+	logging  logging.Options
 	source   string
 	target   string
 	nodeName string
@@ -48,7 +48,6 @@ func main() {
 	}
 	os.Exit(cli.Main(cmd, os.Args[1:], os.Stderr))
 }
-
 
 func (o *options) addFlags(cmd *cobra.Command) {
 	fs := cmd.Flags()

@@ -15,7 +15,7 @@ import (
 )
 
 type options struct {
-	logging logging.Options
+	logging        logging.Options
 	metricsAddress string
 	healthAddress  string
 	webhookPort    int
@@ -42,7 +42,6 @@ func main() {
 	}
 	os.Exit(cli.Main(cmd, os.Args[1:], os.Stderr))
 }
-
 
 func (o *options) addFlags(cmd *cobra.Command) {
 	fs := cmd.Flags()
