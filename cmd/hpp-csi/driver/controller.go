@@ -7,6 +7,7 @@ import (
 	"go.uber.org/zap"
 
 	"github.com/hostpath-provisioner/hpp/internal/dirvol"
+	"github.com/hostpath-provisioner/hpp/internal/pool"
 )
 
 func (d *Driver) ControllerGetCapabilities(context.Context, *csi.ControllerGetCapabilitiesRequest) (*csi.ControllerGetCapabilitiesResponse, error) {
@@ -62,7 +63,7 @@ func (d *Driver) CreateVolume(ctx context.Context, req *csi.CreateVolumeRequest)
 	if name == "" {
 		return nil, invalidArg("name: required")
 	}
-	if err := validateVolumeID(name); err != nil {
+	if err := pool.ValidateID(name); err != nil {
 		return nil, invalidArg("name: %v", err)
 	}
 	if err := validateCapabilities(req.GetVolumeCapabilities()); err != nil {
