@@ -1,17 +1,19 @@
-// Package csitest runs the real hpp-csi binary for tests: built from the
-// workspace (or taken from $HPP_CSI_BIN), serving on a real unix socket, with
-// its log kept for the failing test.
+// Package csitest runs the real hpp-csi binary for tests and benchmarks:
+// built from the workspace (or taken from $HPP_CSI_BIN), serving on a real
+// unix socket, with its log kept for the failing test.
 package csitest
 
 import (
 	"bytes"
 	"context"
 	"encoding/json"
+	"errors"
 	"fmt"
 	"net"
 	"os"
 	"os/exec"
 	"path/filepath"
+	"regexp"
 	"runtime"
 	"sync"
 	"syscall"
@@ -27,17 +29,19 @@ type Pool struct {
 	ReservedPercent float64 `json:"reservedPercent,omitempty"`
 }
 
+// startTimeout bounds how long a driver may take to serve its socket.
+const startTimeout = 30 * time.Second
+
 var (
 	buildOnce sync.Once
 	buildPath string
 	buildErr  error
 )
 
-// Binary returns the hpp-csi binary, building it once per test process.
-func Binary(t testing.TB) string {
-	t.Helper()
+// BuildBinary returns the hpp-csi binary, building it once per process.
+func BuildBinary() (string, error) {
 	if p := os.Getenv("HPP_CSI_BIN"); p != "" {
-		return p
+		return p, nil
 	}
 	buildOnce.Do(func() {
 		_, file, _, _ := runtime.Caller(0)
@@ -48,7 +52,9 @@ func Binary(t testing.TB) string {
 			return
 		}
 		buildPath = filepath.Join(dir, "hpp-csi")
-		cmd := exec.Command("go", "build", "-o", buildPath, ".")
+		ctx, cancel := context.WithTimeout(context.Background(), 10*time.Minute)
+		defer cancel()
+		cmd := exec.CommandContext(ctx, "go", "build", "-o", buildPath, ".")
 		cmd.Dir = src
 		var stderr bytes.Buffer
 		cmd.Stderr = &stderr
@@ -56,43 +62,84 @@ func Binary(t testing.TB) string {
 			buildErr = fmt.Errorf("go build hpp-csi: %v: %s", err, stderr.String())
 		}
 	})
-	if buildErr != nil {
-		t.Fatal(buildErr)
-	}
-	return buildPath
+	return buildPath, buildErr
 }
 
-// Driver is a running hpp-csi process.
+// Binary is BuildBinary for tests: a build failure fails the test.
+func Binary(t testing.TB) string {
+	t.Helper()
+	p, err := BuildBinary()
+	if err != nil {
+		t.Fatal(err)
+	}
+	return p
+}
+
+// Config describes one driver process.
+type Config struct {
+	NodeID string
+	Pools  []Pool
+	// Dir holds the socket; it must exist.
+	Dir string
+	// LogLevel of the driver; "" means debug (every call logged).
+	LogLevel string
+	// Extra flags, appended last.
+	Extra []string
+}
+
+// Driver is a running (or stopped, restartable) hpp-csi process.
 type Driver struct {
 	Socket string
 	Pools  []Pool
 	NodeID string
 	Args   []string
-	cmd    *exec.Cmd
-	log    *bytes.Buffer
-	done   chan error
-	t      testing.TB
+
+	bin string
+	log *syncBuffer
+
+	mu      sync.Mutex
+	cmd     *exec.Cmd
+	exited  chan struct{} // closed when the current process has exited
+	waitErr error
 }
 
-// Start runs hpp-csi with the pools and extra flags and waits for its socket.
+// Launch starts hpp-csi and waits until its socket accepts connections.
+func Launch(bin string, cfg Config) (*Driver, error) {
+	datadir, err := json.Marshal(cfg.Pools)
+	if err != nil {
+		return nil, err
+	}
+	level := cfg.LogLevel
+	if level == "" {
+		level = "debug"
+	}
+	d := &Driver{
+		Socket: filepath.Join(cfg.Dir, "csi.sock"),
+		Pools:  cfg.Pools,
+		NodeID: cfg.NodeID,
+		bin:    bin,
+		log:    &syncBuffer{},
+	}
+	d.Args = append([]string{"--endpoint", "unix://" + d.Socket, "--nodeid", cfg.NodeID,
+		"--datadir", string(datadir), "--log-format", "text", "--log-level", level}, cfg.Extra...)
+	if err := d.start(); err != nil {
+		return nil, err
+	}
+	return d, nil
+}
+
+// Start runs hpp-csi with the pools and extra flags for the test, waits for
+// its socket, and stops it (printing its log if the test failed) at cleanup.
 func Start(t testing.TB, nodeID string, pools []Pool, extra ...string) *Driver {
 	t.Helper()
-	dir := t.TempDir()
-	datadir, err := json.Marshal(pools)
+	d, err := Launch(Binary(t), Config{NodeID: nodeID, Pools: pools, Dir: t.TempDir(), Extra: extra})
 	if err != nil {
 		t.Fatal(err)
 	}
-	d := &Driver{
-		Socket: filepath.Join(dir, "csi.sock"),
-		Pools:  pools,
-		NodeID: nodeID,
-		t:      t,
-	}
-	d.Args = append([]string{"--endpoint", "unix://" + d.Socket, "--nodeid", nodeID,
-		"--datadir", string(datadir), "--log-format", "text", "--log-level", "debug"}, extra...)
-	d.start()
 	t.Cleanup(func() {
-		d.Stop()
+		if err := d.Stop(); err != nil {
+			t.Errorf("stopping hpp-csi: %v", err)
+		}
 		if t.Failed() {
 			t.Logf("hpp-csi log:\n%s", d.Log())
 		}
@@ -100,75 +147,192 @@ func Start(t testing.TB, nodeID string, pools []Pool, extra ...string) *Driver {
 	return d
 }
 
-func (d *Driver) start() {
-	d.t.Helper()
-	d.cmd = exec.Command(Binary(d.t), d.Args...)
-	d.log = &bytes.Buffer{}
-	d.cmd.Stdout, d.cmd.Stderr = d.log, d.log
-	d.cmd.SysProcAttr = &syscall.SysProcAttr{Pdeathsig: syscall.SIGKILL}
-	if err := d.cmd.Start(); err != nil {
-		d.t.Fatalf("starting hpp-csi: %v", err)
+func (d *Driver) start() error {
+	cmd := exec.Command(d.bin, d.Args...)
+	cmd.Stdout, cmd.Stderr = d.log, d.log
+	// The driver must not outlive a test binary that dies.
+	cmd.SysProcAttr = &syscall.SysProcAttr{Pdeathsig: syscall.SIGKILL}
+	if err := cmd.Start(); err != nil {
+		return fmt.Errorf("starting hpp-csi: %w", err)
 	}
-	d.done = make(chan error, 1)
-	go func() { d.done <- d.cmd.Wait() }()
-	deadline := time.Now().Add(30 * time.Second)
+	exited := make(chan struct{})
+	d.mu.Lock()
+	d.cmd, d.exited, d.waitErr = cmd, exited, nil
+	d.mu.Unlock()
+	go func() {
+		err := cmd.Wait()
+		d.mu.Lock()
+		d.waitErr = err
+		d.mu.Unlock()
+		close(exited)
+	}()
+	deadline := time.Now().Add(startTimeout)
 	for time.Now().Before(deadline) {
 		if c, err := net.Dial("unix", d.Socket); err == nil {
 			_ = c.Close()
-			return
+			return nil
 		}
 		select {
-		case err := <-d.done:
-			d.t.Fatalf("hpp-csi exited at start: %v\n%s", err, d.log.String())
-		case <-time.After(20 * time.Millisecond):
+		case <-exited:
+			return fmt.Errorf("hpp-csi exited at start: %v\n%s", d.exitErr(), d.log.String())
+		case <-time.After(10 * time.Millisecond):
 		}
 	}
-	d.t.Fatalf("hpp-csi socket %s did not appear in 30s\n%s", d.Socket, d.log.String())
+	_ = d.Kill()
+	return fmt.Errorf("hpp-csi socket %s did not appear in %v\n%s", d.Socket, startTimeout, d.log.String())
 }
 
-// Log returns what the driver printed so far.
+func (d *Driver) exitErr() error {
+	d.mu.Lock()
+	defer d.mu.Unlock()
+	return d.waitErr
+}
+
+// Log returns what the driver printed so far, over all restarts.
 func (d *Driver) Log() string { return d.log.String() }
 
-// Pid of the running process.
-func (d *Driver) Pid() int { return d.cmd.Process.Pid }
+// LogLen is the current length of the log, to read only what follows with
+// LogSince.
+func (d *Driver) LogLen() int { return d.log.Len() }
 
-// Kill sends SIGKILL and waits: a crash, not a shutdown.
-func (d *Driver) Kill() {
-	if d.cmd == nil || d.cmd.ProcessState != nil {
-		return
-	}
-	_ = d.cmd.Process.Kill()
-	<-d.done
-	d.cmd = nil
-}
+// LogSince returns the log from offset on.
+func (d *Driver) LogSince(offset int) string { return d.log.StringFrom(offset) }
 
-// Restart starts the same driver again after Kill or Stop.
-func (d *Driver) Restart() { d.start() }
-
-// Stop sends SIGTERM and waits for a graceful exit (SIGKILL after 30s).
-func (d *Driver) Stop() error {
+// Pid of the running process, 0 when none runs.
+func (d *Driver) Pid() int {
+	d.mu.Lock()
+	defer d.mu.Unlock()
 	if d.cmd == nil {
-		return nil
+		return 0
 	}
-	_ = d.cmd.Process.Signal(syscall.SIGTERM)
-	var err error
-	select {
-	case err = <-d.done:
-	case <-time.After(30 * time.Second):
-		_ = d.cmd.Process.Kill()
-		err = <-d.done
-		err = fmt.Errorf("did not stop on SIGTERM within 30s (killed): %v", err)
-	}
-	d.cmd = nil
-	return err
+	return d.cmd.Process.Pid
 }
 
-// Wait for the process to exit on its own (after Stop was signalled elsewhere).
+// Signal sends sig to the running process without waiting.
+func (d *Driver) Signal(sig os.Signal) error {
+	d.mu.Lock()
+	cmd := d.cmd
+	d.mu.Unlock()
+	if cmd == nil {
+		return errors.New("hpp-csi is not running")
+	}
+	return cmd.Process.Signal(sig)
+}
+
+// Wait for the current process to exit on its own (after Signal), and
+// return its exit error (nil for exit status 0).
 func (d *Driver) Wait(ctx context.Context) error {
+	d.mu.Lock()
+	exited := d.exited
+	d.mu.Unlock()
+	if exited == nil {
+		return errors.New("hpp-csi was never started")
+	}
 	select {
-	case err := <-d.done:
-		return err
+	case <-exited:
+		d.mu.Lock()
+		d.cmd = nil
+		d.mu.Unlock()
+		return d.exitErr()
 	case <-ctx.Done():
 		return ctx.Err()
 	}
+}
+
+// Kill sends SIGKILL and waits: a crash, not a shutdown.
+func (d *Driver) Kill() error {
+	if err := d.Signal(syscall.SIGKILL); err != nil {
+		return nil // nothing runs
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+	defer cancel()
+	err := d.Wait(ctx)
+	var exit *exec.ExitError
+	if errors.As(err, &exit) {
+		return nil // killed, as asked
+	}
+	return err
+}
+
+// Restart starts the same driver again after Kill or Stop.
+func (d *Driver) Restart() error {
+	d.log.WriteString("--- csitest: restarting hpp-csi ---\n")
+	return d.start()
+}
+
+// Stop sends SIGTERM and waits for a graceful exit (SIGKILL after 30s). It
+// returns the process's exit error: a clean stop returns nil.
+func (d *Driver) Stop() error {
+	if err := d.Signal(syscall.SIGTERM); err != nil {
+		return nil
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+	defer cancel()
+	err := d.Wait(ctx)
+	if errors.Is(err, context.DeadlineExceeded) {
+		_ = d.Kill()
+		return errors.New("did not stop on SIGTERM within 30s (killed)")
+	}
+	return err
+}
+
+var httpAddrRE = regexp.MustCompile(`serving HTTP.*"what": ?"([a-z]+)", ?"address": ?"([^"]+)"`)
+
+// HTTPAddress returns where the driver serves what ("health" or "metrics"),
+// as it logged it (so --health-address 127.0.0.1:0 works), waiting for the
+// log line up to 10s.
+func (d *Driver) HTTPAddress(what string) (string, error) {
+	deadline := time.Now().Add(10 * time.Second)
+	for {
+		for _, m := range httpAddrRE.FindAllStringSubmatch(d.Log(), -1) {
+			if m[1] == what {
+				return m[2], nil
+			}
+		}
+		if time.Now().After(deadline) {
+			return "", fmt.Errorf("hpp-csi did not log a %q HTTP address", what)
+		}
+		time.Sleep(10 * time.Millisecond)
+	}
+}
+
+// syncBuffer is a bytes.Buffer safe for the process's writes and the test's
+// reads at the same time.
+type syncBuffer struct {
+	mu  sync.Mutex
+	buf bytes.Buffer
+}
+
+func (b *syncBuffer) Write(p []byte) (int, error) {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	return b.buf.Write(p)
+}
+
+func (b *syncBuffer) WriteString(s string) {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	b.buf.WriteString(s)
+}
+
+func (b *syncBuffer) String() string {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	return b.buf.String()
+}
+
+func (b *syncBuffer) Len() int {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	return b.buf.Len()
+}
+
+func (b *syncBuffer) StringFrom(offset int) string {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	s := b.buf.String()
+	if offset > len(s) {
+		return ""
+	}
+	return s[offset:]
 }

@@ -1,0 +1,72 @@
+package csitest
+
+import (
+	"github.com/container-storage-interface/spec/lib/go/csi"
+)
+
+// Names fixed by the compatibility contract.
+const (
+	TopologyKey     = "topology.hostpath.csi/node"
+	EphemeralKey    = "csi.storage.k8s.io/ephemeral"
+	PodUIDKey       = "csi.storage.k8s.io/pod.uid"
+	StoragePoolKey  = "storagePool"
+	DirectoryUID    = "directoryUID"
+	DirectoryGID    = "directoryGID"
+	DirectoryMode   = "directoryMode"
+	VolumesSubdir   = "csi"
+	MetaDir         = ".hpp-meta"
+	StagingDir      = ".hpp-staging"
+	TrashDir        = ".hpp-trash"
+	DefaultNodeName = "node-a"
+)
+
+// Segment is node's topology segment.
+func Segment(node string) *csi.Topology {
+	return &csi.Topology{Segments: map[string]string{TopologyKey: node}}
+}
+
+// Topology is what csi-provisioner sends for WaitForFirstConsumer: the
+// selected node, requisite and preferred.
+func Topology(node string) *csi.TopologyRequirement {
+	return &csi.TopologyRequirement{Requisite: []*csi.Topology{Segment(node)}, Preferred: []*csi.Topology{Segment(node)}}
+}
+
+// MountCapability is a filesystem volume capability with the access mode
+// and mount flags.
+func MountCapability(mode csi.VolumeCapability_AccessMode_Mode, flags ...string) *csi.VolumeCapability {
+	return &csi.VolumeCapability{
+		AccessType: &csi.VolumeCapability_Mount{Mount: &csi.VolumeCapability_MountVolume{MountFlags: flags}},
+		AccessMode: &csi.VolumeCapability_AccessMode{Mode: mode},
+	}
+}
+
+// RWO is the usual ReadWriteOnce capability.
+func RWO() *csi.VolumeCapability {
+	return MountCapability(csi.VolumeCapability_AccessMode_SINGLE_NODE_WRITER)
+}
+
+// CreateRequest asks node for a volume of bytes in the pool named by params.
+func CreateRequest(name, node string, bytes int64, params map[string]string) *csi.CreateVolumeRequest {
+	return &csi.CreateVolumeRequest{
+		Name:                      name,
+		CapacityRange:             &csi.CapacityRange{RequiredBytes: bytes},
+		VolumeCapabilities:        []*csi.VolumeCapability{RWO()},
+		Parameters:                params,
+		AccessibilityRequirements: Topology(node),
+	}
+}
+
+// PublishRequest publishes id read-write at target.
+func PublishRequest(id, target string, volumeContext map[string]string) *csi.NodePublishVolumeRequest {
+	return &csi.NodePublishVolumeRequest{
+		VolumeId:         id,
+		TargetPath:       target,
+		VolumeCapability: RWO(),
+		VolumeContext:    volumeContext,
+	}
+}
+
+// PoolParams returns StorageClass parameters selecting the pool name.
+func PoolParams(name string) map[string]string {
+	return map[string]string{StoragePoolKey: name}
+}
