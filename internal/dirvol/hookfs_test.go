@@ -126,9 +126,3 @@ func (h *hookFS) WriteFileSync(p string, data []byte, perm fs.FileMode) error {
 func (h *hookFS) SyncDir(p string) error {
 	return h.do("SyncDir", func() error { return h.FileSystem.SyncDir(p) }, p)
 }
-
-// recordFS returns a FileSystem that appends every successful mutating call
-// to *calls.
-func recordFS(calls *[]call) *hookFS {
-	return &hookFS{FileSystem: dirvol.OS(), after: func(c call) { *calls = append(*calls, c) }}
-}

@@ -109,8 +109,8 @@ func crossCheck(pools []Pool, skip map[int]bool) []error {
 
 func pathConflict(pools []Pool, i, j int) error {
 	a, b := pools[i].Path, pools[j].Path
-	if validatePath("", a) != nil || validatePath("", b) != nil {
-		return nil // already reported on its own
+	if !validPath(a) || !validPath(b) {
+		return nil // a bad path is already reported on its own
 	}
 	field := fmt.Sprintf("%s[%d].path", docField, j)
 	switch {
@@ -151,3 +151,5 @@ func firstBad(s string) (string, bool) {
 	}
 	return "", false
 }
+
+func validPath(p string) bool { return validatePath("", p) == nil }

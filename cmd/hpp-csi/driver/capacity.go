@@ -107,13 +107,13 @@ func (d *Driver) GetCapacity(ctx context.Context, req *csi.GetCapacityRequest) (
 		// named legacy), so CreateVolume would refuse it: it has no
 		// capacity here. An error would only make the capacity
 		// controller retry forever.
-		return &csi.GetCapacityResponse{}, nil
+		return &csi.GetCapacityResponse{}, nil //nolint:nilerr // zero capacity is the answer
 	}
 	store, err := d.openPool(ctx, p)
 	if err != nil {
 		// A pool that is not mounted offers nothing; that is an answer,
 		// not an error the capacity controller should retry.
-		return &csi.GetCapacityResponse{}, nil
+		return &csi.GetCapacityResponse{}, nil //nolint:nilerr // zero capacity is the answer
 	}
 	c, err := d.poolCapacity(ctx, p, store)
 	if err != nil {

@@ -85,7 +85,7 @@ func (r *Registrar) Run(ctx context.Context) error {
 			return err
 		}
 		if ctx.Err() != nil {
-			return nil
+			return nil //nolint:nilerr // cancellation is the normal way to stop
 		}
 		r.Log.Warn("registration socket disappeared; re-creating it", zap.String("socket", r.SocketPath()))
 	}
