@@ -44,12 +44,19 @@ build-standalone: ## build every module with GOWORK=off, as per-component images
 deps: ## install the Debian packages the tests need (root; skipped when present)
 	@$(ROOT)/hack/install-deps.sh
 
+# The test module's heavy packages (sanity, node/abuse, e2e, benchmarks) have
+# their own targets; `unit` runs the rest of it.
+HEAVY_TEST_PKGS := /(sanity|e2e|csinode|csiabuse|bench)(/|$$)
+
 .PHONY: unit
-unit: ## unit tests in every module (no root needed)
-	@for m in $(MODULES); do \
+unit: ## unit tests in every module (root-only tests inside them skip without root)
+	@for m in $(filter-out test,$(MODULES)); do \
 	  echo "==> go test $$m"; \
-	  (cd $(ROOT)/$$m && HPP_TEST_TIER=unit go test -count=1 ./...); \
+	  (cd $(ROOT)/$$m && go test -count=1 ./...); \
 	done
+	@echo "==> go test test (harness packages)"
+	@cd $(ROOT)/test && pkgs=$$(go list ./... | grep -Ev '$(HEAVY_TEST_PKGS)' || true); \
+	  if [ -n "$$pkgs" ]; then go test -count=1 $$pkgs; fi
 
 .PHONY: fuzz
 fuzz: ## run every fuzz target for FUZZTIME each
