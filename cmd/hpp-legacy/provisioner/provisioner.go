@@ -1,0 +1,188 @@
+// Package provisioner is the legacy hostPath provisioner's logic: which node
+// serves a claim, the directory it gets, the PersistentVolume that points at
+// it, and when a directory may be removed. It plugs into
+// sig-storage-lib-external-provisioner's controller, which owns the work
+// queues, retries and PV creation; every side effect here (directories,
+// SELinux labels, statfs, the Node object) sits behind an interface so the
+// logic is tested with fakes.
+package provisioner
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"path/filepath"
+	"sync"
+	"time"
+
+	"go.uber.org/zap"
+	v1 "k8s.io/api/core/v1"
+	storagev1 "k8s.io/api/storage/v1"
+	"k8s.io/client-go/kubernetes"
+
+	"github.com/hostpath-provisioner/hpp/internal/capacity"
+	"github.com/hostpath-provisioner/hpp/internal/dirvol"
+	"github.com/hostpath-provisioner/hpp/internal/pool"
+	"github.com/hostpath-provisioner/hpp/internal/selinux"
+)
+
+// Names shared with the KubeVirt hostpath provisioner (DESIGN.md §1). PVs it
+// made carry the same annotations, so either provisioner can delete the
+// other's volumes after a switch in either direction.
+const (
+	// Name is the provisioner name StorageClasses refer to.
+	Name = "kubevirt.io/hostpath-provisioner"
+	// AnnProvisionOnNode on a claim picks the node; on a PV it names the
+	// node that owns (and alone may delete) the directory.
+	AnnProvisionOnNode = "kubevirt.io/provisionOnNode"
+	// AnnIdentity marks a PV as made by this provisioner family; its value
+	// is Name.
+	AnnIdentity = "hostPathProvisionerIdentity"
+	// AnnSelectedNode is set by the scheduler on WaitForFirstConsumer claims.
+	AnnSelectedNode = "volume.kubernetes.io/selected-node"
+)
+
+// NodeGetter reads a Node (a lister from an informer in production).
+type NodeGetter interface {
+	Get(name string) (*v1.Node, error)
+}
+
+// ClassGetter reads a StorageClass (a lister from an informer in production).
+type ClassGetter interface {
+	Get(name string) (*storagev1.StorageClass, error)
+}
+
+// Volumes is the directory store for PV_DIR (*dirvol.Store).
+type Volumes interface {
+	Create(ctx context.Context, id string, spec dirvol.Spec) (dirvol.Volume, bool, error)
+	Get(ctx context.Context, id string) (dirvol.Volume, error)
+	Delete(ctx context.Context, id string) error
+}
+
+// StatFunc reports the filesystem figures of a path (capacity.Statfs).
+type StatFunc func(path string) (capacity.Stats, error)
+
+// Config is everything a Provisioner needs; all fields are required except
+// Logger, Metrics and Now.
+type Config struct {
+	NodeName        string
+	PVDir           string // absolute and clean
+	UseNamingPrefix bool
+	Headroom        capacity.Headroom
+
+	Client  kubernetes.Interface // claim updates and events
+	Nodes   NodeGetter
+	Classes ClassGetter
+	Volumes Volumes
+	Labeler selinux.Labeler
+	Statfs  StatFunc
+
+	Logger  *zap.Logger
+	Metrics *Metrics
+	Now     func() time.Time
+}
+
+// Provisioner implements the library's Provisioner, Qualifier and
+// DeletionGuard for one node.
+type Provisioner struct {
+	node     string
+	pvDir    string
+	prefix   bool
+	headroom capacity.Headroom
+
+	client  kubernetes.Interface
+	nodes   NodeGetter
+	classes ClassGetter
+	volumes Volumes
+	labeler selinux.Labeler
+	statfs  StatFunc
+	log     *zap.Logger
+	metrics *Metrics
+	events  *eventSink
+
+	inflight sync.WaitGroup
+}
+
+// New checks cfg and returns a Provisioner.
+func New(cfg Config) (*Provisioner, error) {
+	if err := cfg.validate(); err != nil {
+		return nil, err
+	}
+	log := cfg.Logger
+	if log == nil {
+		log = zap.NewNop()
+	}
+	m := cfg.Metrics
+	if m == nil {
+		m = NewMetrics()
+	}
+	now := cfg.Now
+	if now == nil {
+		now = time.Now
+	}
+	return &Provisioner{
+		node:     cfg.NodeName,
+		pvDir:    cfg.PVDir,
+		prefix:   cfg.UseNamingPrefix,
+		headroom: cfg.Headroom,
+		client:   cfg.Client,
+		nodes:    cfg.Nodes,
+		classes:  cfg.Classes,
+		volumes:  cfg.Volumes,
+		labeler:  cfg.Labeler,
+		statfs:   cfg.Statfs,
+		log:      log,
+		metrics:  m,
+		events:   newEventSink(cfg.Client, cfg.NodeName, now, log),
+	}, nil
+}
+
+func (c Config) validate() error {
+	var errs []error
+	field := func(name, reason string) { errs = append(errs, &pool.FieldError{Field: name, Reason: reason}) }
+	if c.NodeName == "" {
+		field("NodeName", "must not be empty")
+	}
+	switch {
+	case c.PVDir == "":
+		field("PVDir", "must not be empty")
+	case !filepath.IsAbs(c.PVDir) || filepath.Clean(c.PVDir) != c.PVDir:
+		field("PVDir", fmt.Sprintf("%q must be an absolute, clean path", c.PVDir))
+	case c.PVDir == "/":
+		field("PVDir", "must not be the root directory")
+	}
+	if err := c.Headroom.Validate("Headroom"); err != nil {
+		errs = append(errs, err)
+	}
+	for name, missing := range map[string]bool{
+		"Client": c.Client == nil, "Nodes": c.Nodes == nil, "Classes": c.Classes == nil,
+		"Volumes": c.Volumes == nil, "Labeler": c.Labeler == nil, "Statfs": c.Statfs == nil,
+	} {
+		if missing {
+			field(name, "must be set")
+		}
+	}
+	return errors.Join(errs...)
+}
+
+// Wait blocks until every Provision and Delete in flight has returned, or
+// ctx ends. The library's Run returns on shutdown without waiting for its
+// workers; this lets main finish their work before the process exits.
+func (p *Provisioner) Wait(ctx context.Context) error {
+	done := make(chan struct{})
+	go func() {
+		p.inflight.Wait()
+		close(done)
+	}()
+	select {
+	case <-done:
+		return nil
+	case <-ctx.Done():
+		return fmt.Errorf("waiting for volume operations in flight: %w", ctx.Err())
+	}
+}
+
+func (p *Provisioner) track() func() {
+	p.inflight.Add(1)
+	return p.inflight.Done
+}
