@@ -1,0 +1,18 @@
+# hpp-csi node and abuse tests, and the benchmarks (all need root; without it
+# the tests skip with the reason and the CSI benchmark says it skipped).
+# BENCH_CSI_FLAGS passes flags to the CSI benchmark, e.g. "-ops 5000 -max-time 60s".
+
+# bench-e2e is defined by the cluster harness (mk/cluster.mk) when present;
+# checked when the recipe runs, after every mk file has been read.
+HAS_BENCH_E2E = $(shell grep -qsE '^bench-e2e[[:space:]]*:' $(ROOT)/Makefile $(ROOT)/mk/*.mk && echo yes)
+
+.PHONY: csi-tests
+csi-tests: ## hpp-csi node tests (real mounts, tmpfs, XFS on loop) and abuse tests over the real socket (root)
+	@echo "==> hpp-csi node and abuse tests"
+	@cd $(ROOT)/test && go test -count=1 ./csinode/ ./csiabuse/
+
+.PHONY: bench
+bench: ## benchmarks: hpp-csi over its real socket (table + JSON on stdout; root), then bench-e2e if defined
+	@echo "==> hpp-csi benchmark (cd test && go run ./bench/csi)"
+	@cd $(ROOT)/test && go run ./bench/csi $(BENCH_CSI_FLAGS)
+	$(if $(HAS_BENCH_E2E),@$(MAKE) --no-print-directory bench-e2e,@echo "==> bench-e2e: not defined (mk/cluster.mk); skipped")

@@ -1,0 +1,461 @@
+package main
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"os"
+	"path/filepath"
+	"runtime"
+	"strings"
+	"time"
+
+	"github.com/container-storage-interface/spec/lib/go/csi"
+	"golang.org/x/sys/unix"
+
+	"github.com/hostpath-provisioner/hpp/test/csitest"
+)
+
+const (
+	nodeID    = "bench-node"
+	diskPool  = "disk"
+	tmpfsPool = "tmpfs"
+	warmup    = 20
+	// Targets from the hpp-csi issue; reported, never asserted.
+	targetCreateDeleteP99Ms = 2
+	targetIdleRSSMiB        = 30
+	targetCachedStatsMs     = 1
+)
+
+type result struct {
+	Command          string      `json:"command"`
+	Host             hostInfo    `json:"host"`
+	CreateDelete     []series    `json:"createDelete"`
+	PublishUnpublish []series    `json:"publishUnpublish"`
+	VolumeStats      statsResult `json:"volumeStats"`
+	IdleRSS          rssResult   `json:"idleRSS"`
+	Targets          []target    `json:"targets"`
+}
+
+type hostInfo struct {
+	CPUs      int    `json:"cpus"`
+	Kernel    string `json:"kernel"`
+	GoVersion string `json:"goVersion"`
+	DiskFS    string `json:"diskPoolFilesystem"`
+	// The machine may be shared: its load average at the start and the
+	// end says how much the figures were disturbed.
+	LoadAvgStart string `json:"loadAverageStart"`
+	LoadAvgEnd   string `json:"loadAverageEnd"`
+}
+
+type statsResult struct {
+	Files       int     `json:"files"`
+	Directories int     `json:"directories"`
+	InodesSeen  int64   `json:"inodesReported"`
+	FirstCallMs float64 `json:"firstCallMs"`
+	Cached      series  `json:"cached"`
+}
+
+type rssResult struct {
+	Volumes            int     `json:"volumes"`
+	NoVolumesMiB       float64 `json:"noVolumesMiB"`
+	AfterCreatingMiB   float64 `json:"afterCreatingMiB"`
+	PeakMiB            float64 `json:"peakMiB"`
+	AfterRestartMiB    float64 `json:"afterRestartAndListMiB"`
+	ListedAfterRestart int     `json:"listedAfterRestart"`
+}
+
+type target struct {
+	What     string  `json:"what"`
+	Limit    float64 `json:"limit"`
+	Unit     string  `json:"unit"`
+	Measured float64 `json:"measured"`
+	Met      bool    `json:"met"`
+}
+
+// bench holds what the scenarios share.
+type bench struct {
+	o     options
+	work  string
+	pools map[string]string // name -> path
+	d     *csitest.Driver
+	c     *csitest.Client
+}
+
+func run(ctx context.Context, o options) (*result, error) {
+	bin, err := csitest.BuildBinary()
+	if err != nil {
+		return nil, err
+	}
+	b := &bench{o: o, pools: map[string]string{}}
+	if b.work, err = os.MkdirTemp(o.workDir, "hpp-csi-bench-"); err != nil {
+		return nil, err
+	}
+	defer b.cleanup()
+	if err := b.setupPools(); err != nil {
+		return nil, err
+	}
+	b.d, err = csitest.Launch(bin, csitest.Config{
+		NodeID: nodeID, Dir: b.work, LogLevel: "info",
+		Pools: []csitest.Pool{{Name: diskPool, Path: b.pools[diskPool]}, {Name: tmpfsPool, Path: b.pools[tmpfsPool]}},
+	})
+	if err != nil {
+		return nil, err
+	}
+	if b.c, err = csitest.Connect(b.d.Socket); err != nil {
+		return nil, err
+	}
+
+	res := &result{Command: "cd test && go run ./bench/csi " + strings.Join(os.Args[1:], " "), Host: b.host()}
+	fmt.Fprintln(os.Stderr, "bench-csi: measuring idle RSS with no volumes")
+	if res.IdleRSS.NoVolumesMiB, _, err = b.idleRSS(ctx); err != nil {
+		return nil, err
+	}
+	for _, pool := range []string{tmpfsPool, diskPool} {
+		fmt.Fprintf(os.Stderr, "bench-csi: CreateVolume+DeleteVolume on the %s pool\n", pool)
+		s, err := b.createDelete(ctx, pool)
+		if err != nil {
+			return nil, err
+		}
+		res.CreateDelete = append(res.CreateDelete, s...)
+	}
+	fmt.Fprintln(os.Stderr, "bench-csi: NodePublishVolume+NodeUnpublishVolume")
+	if res.PublishUnpublish, err = b.publishUnpublish(ctx); err != nil {
+		return nil, err
+	}
+	fmt.Fprintf(os.Stderr, "bench-csi: NodeGetVolumeStats on %d files\n", o.files)
+	if res.VolumeStats, err = b.volumeStats(ctx); err != nil {
+		return nil, err
+	}
+	fmt.Fprintf(os.Stderr, "bench-csi: idle RSS with %d volumes\n", o.volumes)
+	if res.IdleRSS, err = b.rssWithVolumes(ctx, res.IdleRSS); err != nil {
+		return nil, err
+	}
+	res.Targets = targets(res)
+	res.Host.LoadAvgEnd = loadAvg()
+	return res, nil
+}
+
+func (b *bench) setupPools() error {
+	b.pools[diskPool] = filepath.Join(b.work, "disk-pool")
+	b.pools[tmpfsPool] = filepath.Join(b.work, "tmpfs-pool")
+	for _, p := range b.pools {
+		if err := os.Mkdir(p, 0o755); err != nil {
+			return err
+		}
+	}
+	if err := unix.Mount("tmpfs", b.pools[tmpfsPool], "tmpfs", unix.MS_NOSUID|unix.MS_NODEV, "size=1g,mode=0755"); err != nil {
+		return fmt.Errorf("mount tmpfs pool: %w", err)
+	}
+	return nil
+}
+
+// cleanup stops the driver and removes everything the run made, unmounting
+// first so nothing is removed through a mount.
+func (b *bench) cleanup() {
+	if b.c != nil {
+		_ = b.c.Close()
+	}
+	if b.d != nil {
+		if err := b.d.Stop(); err != nil {
+			fmt.Fprintln(os.Stderr, "bench-csi: stopping hpp-csi:", err)
+		}
+	}
+	mounts, err := csitest.Mounts()
+	if err != nil {
+		fmt.Fprintln(os.Stderr, "bench-csi: cleanup:", err)
+		return
+	}
+	// Deepest first: targets, then the tmpfs pool.
+	for i := len(mounts) - 1; i >= 0; i-- {
+		if strings.HasPrefix(mounts[i].MountPoint, b.work+"/") {
+			if err := unix.Unmount(mounts[i].MountPoint, unix.MNT_DETACH); err != nil {
+				fmt.Fprintln(os.Stderr, "bench-csi: cleanup: unmount", mounts[i].MountPoint, err)
+				return
+			}
+		}
+	}
+	if err := os.RemoveAll(b.work); err != nil {
+		fmt.Fprintln(os.Stderr, "bench-csi: cleanup:", err)
+	}
+}
+
+func (b *bench) host() hostInfo {
+	h := hostInfo{CPUs: runtime.NumCPU(), GoVersion: runtime.Version(), DiskFS: fsName(b.pools[diskPool]), LoadAvgStart: loadAvg()}
+	var u unix.Utsname
+	if unix.Uname(&u) == nil {
+		h.Kernel = unix.ByteSliceToString(u.Release[:])
+	}
+	return h
+}
+
+// loadAvg is the 1, 5 and 15 minute load average.
+func loadAvg() string {
+	data, err := os.ReadFile("/proc/loadavg")
+	if err != nil {
+		return "unknown"
+	}
+	return strings.Join(strings.Fields(string(data))[:3], " ")
+}
+
+func fsName(path string) string {
+	var st unix.Statfs_t
+	if err := unix.Statfs(path, &st); err != nil {
+		return "unknown"
+	}
+	switch st.Type {
+	case unix.EXT4_SUPER_MAGIC:
+		return "ext4"
+	case unix.TMPFS_MAGIC:
+		return "tmpfs"
+	case unix.XFS_SUPER_MAGIC:
+		return "xfs"
+	case unix.BTRFS_SUPER_MAGIC:
+		return "btrfs"
+	case unix.OVERLAYFS_SUPER_MAGIC:
+		return "overlay"
+	}
+	return fmt.Sprintf("0x%x", st.Type)
+}
+
+func createReq(name, pool string, size int64) *csi.CreateVolumeRequest {
+	return csitest.CreateRequest(name, nodeID, size, csitest.PoolParams(pool))
+}
+
+// timed runs f until n results or maxTime, after warmup unrecorded runs.
+func (b *bench) timed(ctx context.Context, n int, f func(i int) ([]time.Duration, error)) ([][]time.Duration, error) {
+	for i := range warmup {
+		if _, err := f(-1 - i); err != nil {
+			return nil, err
+		}
+	}
+	var out [][]time.Duration
+	deadline := time.Now().Add(b.o.maxTime)
+	for i := 0; i < n && time.Now().Before(deadline); i++ {
+		if err := ctx.Err(); err != nil {
+			return nil, err
+		}
+		d, err := f(i)
+		if err != nil {
+			return nil, err
+		}
+		for len(out) < len(d) {
+			out = append(out, nil)
+		}
+		for k, x := range d {
+			out[k] = append(out[k], x)
+		}
+	}
+	return out, nil
+}
+
+func (b *bench) createDelete(ctx context.Context, pool string) ([]series, error) {
+	lat, err := b.timed(ctx, b.o.ops, func(i int) ([]time.Duration, error) {
+		name := fmt.Sprintf("bench-cd-%s-%d", pool, i)
+		t0 := time.Now()
+		if _, err := b.c.CreateVolume(ctx, createReq(name, pool, 1<<20)); err != nil {
+			return nil, fmt.Errorf("CreateVolume %s: %w", name, err)
+		}
+		t1 := time.Now()
+		if _, err := b.c.DeleteVolume(ctx, &csi.DeleteVolumeRequest{VolumeId: name}); err != nil {
+			return nil, fmt.Errorf("DeleteVolume %s: %w", name, err)
+		}
+		t2 := time.Now()
+		return []time.Duration{t2.Sub(t0), t1.Sub(t0), t2.Sub(t1)}, nil
+	})
+	if err != nil {
+		return nil, err
+	}
+	fs := fsName(b.pools[pool])
+	out := []series{summarize("create+delete", lat[0]), summarize("create", lat[1]), summarize("delete", lat[2])}
+	for i := range out {
+		out[i].Pool, out[i].Filesystem = pool, fs
+	}
+	return out, nil
+}
+
+func (b *bench) publishUnpublish(ctx context.Context) ([]series, error) {
+	vol, err := b.c.CreateVolume(ctx, createReq("bench-publish", diskPool, 1<<20))
+	if err != nil {
+		return nil, fmt.Errorf("CreateVolume: %w", err)
+	}
+	targets := filepath.Join(b.work, "targets")
+	if err := os.Mkdir(targets, 0o750); err != nil {
+		return nil, err
+	}
+	lat, err := b.timed(ctx, b.o.publishOps, func(i int) ([]time.Duration, error) {
+		// A fresh target each time, as kubelet gives each pod its own.
+		target := filepath.Join(targets, fmt.Sprintf("pod-%d", i))
+		t0 := time.Now()
+		if _, err := b.c.NodePublishVolume(ctx, csitest.PublishRequest("bench-publish", target, vol.GetVolume().GetVolumeContext())); err != nil {
+			return nil, fmt.Errorf("NodePublishVolume: %w", err)
+		}
+		t1 := time.Now()
+		if _, err := b.c.NodeUnpublishVolume(ctx, &csi.NodeUnpublishVolumeRequest{VolumeId: "bench-publish", TargetPath: target}); err != nil {
+			return nil, fmt.Errorf("NodeUnpublishVolume: %w", err)
+		}
+		t2 := time.Now()
+		return []time.Duration{t2.Sub(t0), t1.Sub(t0), t2.Sub(t1)}, nil
+	})
+	if err != nil {
+		return nil, err
+	}
+	fs := fsName(b.pools[diskPool])
+	out := []series{summarize("publish+unpublish", lat[0]), summarize("publish", lat[1]), summarize("unpublish", lat[2])}
+	for i := range out {
+		out[i].Pool, out[i].Filesystem = diskPool, fs
+	}
+	return out, nil
+}
+
+// filesPerDir spreads the stats volume's files over directories, as real
+// volumes have them.
+const filesPerDir = 1000
+
+func (b *bench) volumeStats(ctx context.Context) (statsResult, error) {
+	r := statsResult{Files: b.o.files}
+	vol, err := b.c.CreateVolume(ctx, createReq("bench-stats", diskPool, 1<<30))
+	if err != nil {
+		return r, fmt.Errorf("CreateVolume: %w", err)
+	}
+	dir := filepath.Join(b.pools[diskPool], "csi", "bench-stats")
+	for i := 0; i < b.o.files; i++ {
+		sub := filepath.Join(dir, fmt.Sprintf("d%03d", i/filesPerDir))
+		if i%filesPerDir == 0 {
+			if err := os.Mkdir(sub, 0o755); err != nil {
+				return r, err
+			}
+			r.Directories++
+		}
+		fd, err := unix.Open(filepath.Join(sub, fmt.Sprintf("f%d", i)), unix.O_CREAT|unix.O_WRONLY|unix.O_CLOEXEC, 0o644)
+		if err != nil {
+			return r, err
+		}
+		_ = unix.Close(fd)
+	}
+	target := filepath.Join(b.work, "stats-target")
+	if _, err := b.c.NodePublishVolume(ctx, csitest.PublishRequest("bench-stats", target, vol.GetVolume().GetVolumeContext())); err != nil {
+		return r, fmt.Errorf("NodePublishVolume: %w", err)
+	}
+	defer func() {
+		_, _ = b.c.NodeUnpublishVolume(context.WithoutCancel(ctx), &csi.NodeUnpublishVolumeRequest{VolumeId: "bench-stats", TargetPath: target})
+	}()
+	req := &csi.NodeGetVolumeStatsRequest{VolumeId: "bench-stats", VolumePath: target}
+	t0 := time.Now()
+	resp, err := b.c.NodeGetVolumeStats(ctx, req)
+	if err != nil {
+		return r, fmt.Errorf("NodeGetVolumeStats: %w", err)
+	}
+	r.FirstCallMs = ms(time.Since(t0))
+	for _, u := range resp.GetUsage() {
+		if u.GetUnit() == csi.VolumeUsage_INODES {
+			r.InodesSeen = u.GetUsed()
+		}
+	}
+	if want := int64(b.o.files + r.Directories + 1); r.InodesSeen != want {
+		return r, fmt.Errorf("NodeGetVolumeStats reported %d inodes; the volume has %d", r.InodesSeen, want)
+	}
+	var lat []time.Duration
+	for range b.o.statsCalls {
+		t0 := time.Now()
+		if _, err := b.c.NodeGetVolumeStats(ctx, req); err != nil {
+			return r, fmt.Errorf("NodeGetVolumeStats: %w", err)
+		}
+		lat = append(lat, time.Since(t0))
+	}
+	r.Cached = summarize("NodeGetVolumeStats (cached)", lat)
+	return r, nil
+}
+
+// idleRSS lets the driver sit idle, then reads its resident and peak
+// memory from /proc.
+func (b *bench) idleRSS(ctx context.Context) (rss, peak float64, err error) {
+	select {
+	case <-ctx.Done():
+		return 0, 0, ctx.Err()
+	case <-time.After(b.o.idleWait):
+	}
+	return procMemory(b.d.Pid())
+}
+
+func (b *bench) rssWithVolumes(ctx context.Context, r rssResult) (rssResult, error) {
+	r.Volumes = b.o.volumes
+	for i := range b.o.volumes {
+		name := fmt.Sprintf("bench-rss-%04d", i)
+		if _, err := b.c.CreateVolume(ctx, createReq(name, tmpfsPool, 1<<20)); err != nil {
+			return r, fmt.Errorf("CreateVolume %s: %w", name, err)
+		}
+	}
+	var err error
+	if r.AfterCreatingMiB, r.PeakMiB, err = b.idleRSS(ctx); err != nil {
+		return r, err
+	}
+	// A fresh process finding the volumes on disk, after kubelet-like
+	// calls that touch them all.
+	if err := b.d.Stop(); err != nil {
+		return r, fmt.Errorf("stopping hpp-csi: %w", err)
+	}
+	if err := b.d.Restart(); err != nil {
+		return r, err
+	}
+	token := ""
+	for {
+		resp, err := b.c.ListVolumes(ctx, &csi.ListVolumesRequest{MaxEntries: 100, StartingToken: token})
+		if err != nil {
+			return r, fmt.Errorf("ListVolumes: %w", err)
+		}
+		r.ListedAfterRestart += len(resp.GetEntries())
+		if token = resp.GetNextToken(); token == "" {
+			break
+		}
+	}
+	if r.ListedAfterRestart < b.o.volumes {
+		return r, fmt.Errorf("ListVolumes after restart listed %d volumes; %d exist", r.ListedAfterRestart, b.o.volumes)
+	}
+	for _, pool := range []string{diskPool, tmpfsPool} {
+		if _, err := b.c.GetCapacity(ctx, &csi.GetCapacityRequest{Parameters: csitest.PoolParams(pool), AccessibleTopology: csitest.Segment(nodeID)}); err != nil {
+			return r, fmt.Errorf("GetCapacity: %w", err)
+		}
+	}
+	r.AfterRestartMiB, _, err = b.idleRSS(ctx)
+	return r, err
+}
+
+// procMemory reads VmRSS and VmHWM of pid in MiB.
+func procMemory(pid int) (rss, peak float64, err error) {
+	data, err := os.ReadFile(fmt.Sprintf("/proc/%d/status", pid))
+	if err != nil {
+		return 0, 0, err
+	}
+	for _, line := range strings.Split(string(data), "\n") {
+		var kib float64
+		switch {
+		case strings.HasPrefix(line, "VmRSS:"):
+			if _, err := fmt.Sscanf(strings.TrimPrefix(line, "VmRSS:"), "%f kB", &kib); err == nil {
+				rss = round(kib / 1024)
+			}
+		case strings.HasPrefix(line, "VmHWM:"):
+			if _, err := fmt.Sscanf(strings.TrimPrefix(line, "VmHWM:"), "%f kB", &kib); err == nil {
+				peak = round(kib / 1024)
+			}
+		}
+	}
+	if rss == 0 {
+		return 0, 0, errors.New("no VmRSS in /proc/" + fmt.Sprint(pid) + "/status")
+	}
+	return rss, peak, nil
+}
+
+func targets(r *result) []target {
+	var out []target
+	for _, s := range r.CreateDelete {
+		if s.Name == "create+delete" {
+			out = append(out, target{What: "create+delete p99, " + s.Pool + " pool (" + s.Filesystem + ")", Limit: targetCreateDeleteP99Ms, Unit: "ms", Measured: s.P99Ms, Met: s.P99Ms < targetCreateDeleteP99Ms})
+		}
+	}
+	out = append(out,
+		target{What: fmt.Sprintf("idle RSS with %d volumes", r.IdleRSS.Volumes), Limit: targetIdleRSSMiB, Unit: "MiB", Measured: max(r.IdleRSS.AfterCreatingMiB, r.IdleRSS.AfterRestartMiB), Met: max(r.IdleRSS.AfterCreatingMiB, r.IdleRSS.AfterRestartMiB) < targetIdleRSSMiB},
+		target{What: fmt.Sprintf("cached NodeGetVolumeStats p99, %d files", r.VolumeStats.Files), Limit: targetCachedStatsMs, Unit: "ms", Measured: r.VolumeStats.Cached.P99Ms, Met: r.VolumeStats.Cached.P99Ms < targetCachedStatsMs},
+	)
+	return out
+}
