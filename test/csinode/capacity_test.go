@@ -8,6 +8,7 @@ import (
 	"golang.org/x/sys/unix"
 	"google.golang.org/grpc/codes"
 
+	"github.com/hostpath-provisioner/hpp/internal/testutil"
 	"github.com/hostpath-provisioner/hpp/test/csitest"
 )
 
@@ -101,6 +102,7 @@ func TestCreateVolumeLargerThanPool(t *testing.T) {
 // With --reservation-aware-capacity, a volume's request counts against the
 // pool until it is written; without it, only written data does.
 func TestReservationAwareCapacity(t *testing.T) {
+	testutil.RequireRoot(t)
 	for _, aware := range []bool{false, true} {
 		name := "plain"
 		var extra []string

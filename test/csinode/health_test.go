@@ -227,10 +227,22 @@ func TestHealthPoolMountLost(t *testing.T) {
 	t.Run("volume health", func(t *testing.T) {
 		wantOne(t, "ControllerGetVolumeHealth", volumeHealth(t, e, "pvc-lost"), "INACCESSIBLE", "PoolMountLost", poolName)
 	})
+	t.Run("list volume health still answers", func(t *testing.T) {
+		// The lost pool's volumes cannot be listed, but the call must not
+		// fail for every pool because of one.
+		if _, err := e.c.ControllerListVolumeHealth(ctx(t), &csi.ControllerListVolumeHealthRequest{}); err != nil {
+			t.Errorf("ControllerListVolumeHealth: %v", err)
+		}
+	})
 	t.Run("delete does not report success", func(t *testing.T) {
 		// The volume is on the disk that is gone; "deleted" would let
 		// the CO drop the PV and leak the data when the disk returns.
 		_, err := e.c.DeleteVolume(ctx(t), &csi.DeleteVolumeRequest{VolumeId: "pvc-lost"})
+		wantCode(t, err, codes.Unavailable, poolName)
+	})
+	t.Run("publish does not say the volume is gone", func(t *testing.T) {
+		target := filepath.Join(t.TempDir(), "mount")
+		_, err := e.c.NodePublishVolume(ctx(t), csitest.PublishRequest("pvc-lost", target, csitest.PoolParams(poolName)))
 		wantCode(t, err, codes.Unavailable, poolName)
 	})
 	t.Run("create does not write to the host disk", func(t *testing.T) {

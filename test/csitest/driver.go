@@ -59,7 +59,7 @@ func BuildBinary() (string, error) {
 		var stderr bytes.Buffer
 		cmd.Stderr = &stderr
 		if err := cmd.Run(); err != nil {
-			buildErr = fmt.Errorf("go build hpp-csi: %v: %s", err, stderr.String())
+			buildErr = fmt.Errorf("go build hpp-csi: %w: %s", err, stderr.String())
 		}
 	})
 	return buildPath, buildErr
@@ -174,7 +174,11 @@ func (d *Driver) start() error {
 		}
 		select {
 		case <-exited:
-			return fmt.Errorf("hpp-csi exited at start: %v\n%s", d.exitErr(), d.log.String())
+			err := d.exitErr()
+			if err == nil {
+				err = errors.New("exit status 0")
+			}
+			return fmt.Errorf("hpp-csi exited at start: %w\n%s", err, d.log.String())
 		case <-time.After(10 * time.Millisecond):
 		}
 	}
