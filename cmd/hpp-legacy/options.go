@@ -1,7 +1,6 @@
 package main
 
 import (
-	"errors"
 	"fmt"
 	"path/filepath"
 	"strings"
@@ -143,7 +142,7 @@ func (o *options) headroom() (capacity.Headroom, error) {
 	}
 	h := capacity.Headroom{Bytes: q.Value(), Percent: o.ReservedPercent}
 	if err := h.Validate("headroom"); err != nil {
-		return capacity.Headroom{}, errors.Unwrap(err)
+		return capacity.Headroom{}, err
 	}
 	return h, nil
 }
