@@ -7,6 +7,8 @@ import (
 	"io/fs"
 
 	"github.com/container-storage-interface/spec/lib/go/csi"
+	"google.golang.org/grpc/codes"
+	"google.golang.org/grpc/status"
 
 	"github.com/hostpath-provisioner/hpp/internal/capacity"
 	"github.com/hostpath-provisioner/hpp/internal/dirvol"
@@ -90,6 +92,11 @@ func (d *Driver) volumeProblems(ctx context.Context, id string) ([]problem, erro
 	if err == nil {
 		return d.poolProblems(p), nil
 	}
+	if status.Code(err) == codes.Unavailable {
+		// Not on any usable pool, and some pool cannot be read: the
+		// volume is most likely there, and that pool's problem is its.
+		return d.unusablePoolProblems(ctx), nil
+	}
 	if !isNotFound(err) {
 		return nil, err
 	}
@@ -109,6 +116,21 @@ func (d *Driver) volumeProblems(ctx context.Context, id string) ([]problem, erro
 		}
 	}
 	return nil, err
+}
+
+func (d *Driver) unusablePoolProblems(ctx context.Context) []problem {
+	var out []problem
+	for _, p := range d.pools {
+		if _, err := d.openPool(ctx, p); err == nil {
+			continue
+		}
+		for _, pr := range d.poolProblems(p) {
+			if pr.unreachable {
+				out = append(out, pr)
+			}
+		}
+	}
+	return out
 }
 
 func missingDirProblem(p *poolState, v dirvol.Volume) problem {

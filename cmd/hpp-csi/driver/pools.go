@@ -36,9 +36,6 @@ func (p *poolState) name() string { return p.cfg.Name }
 func (d *Driver) openPool(ctx context.Context, p *poolState) (*dirvol.Store, error) {
 	p.mu.Lock()
 	defer p.mu.Unlock()
-	if p.store != nil {
-		return p.store, nil
-	}
 	dev, err := d.deps.FS.DeviceOf(p.cfg.Path)
 	if err != nil {
 		reason := err.Error()
@@ -46,6 +43,18 @@ func (d *Driver) openPool(ctx context.Context, p *poolState) (*dirvol.Store, err
 			reason = fmt.Sprintf("directory %s does not exist (is its disk mounted?)", p.cfg.Path)
 		}
 		return nil, &errPoolNotReady{pool: p.cfg.Name, reason: reason}
+	}
+	if p.store != nil {
+		// Checked on every use (one stat): if the pool's disk was
+		// unmounted, its directory now sits on another filesystem, and
+		// going on would report its volumes as deleted and write new ones
+		// to the wrong disk.
+		if dev != p.device {
+			return nil, &errPoolNotReady{pool: p.cfg.Name, reason: fmt.Sprintf(
+				"%s is on another filesystem than when it was opened (device %d, was %d): its mount disappeared; remount it (or restart hpp-csi if the pool moved to a new disk on purpose)",
+				p.cfg.Path, dev, p.device)}
+		}
+		return p.store, nil
 	}
 	store, err := dirvol.Open(p.cfg.VolumesDir(), dirvol.Options{Logger: d.log.Named("dirvol")})
 	if err != nil {
