@@ -81,13 +81,10 @@ func (o *options) validate() []error {
 		}
 		errs = append(errs, fmt.Errorf("%s: %s", name, fmt.Sprintf(format, args...)))
 	}
-	switch {
-	case o.NodeName == "":
+	if o.NodeName == "" {
 		bad("NODE_NAME", "node-name", "required: the name of the node this process runs on (from the pod's spec.nodeName)")
-	default:
-		if msgs := validation.IsDNS1123Subdomain(o.NodeName); len(msgs) > 0 {
-			bad("NODE_NAME", "node-name", "%q is not a node name: %s", o.NodeName, strings.Join(msgs, "; "))
-		}
+	} else if msgs := validation.IsDNS1123Subdomain(o.NodeName); len(msgs) > 0 {
+		bad("NODE_NAME", "node-name", "%q is not a node name: %s", o.NodeName, strings.Join(msgs, "; "))
 	}
 	switch {
 	case o.PVDir == "":
