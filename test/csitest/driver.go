@@ -39,30 +39,50 @@ var (
 )
 
 // BuildBinary returns the hpp-csi binary, building it once per process.
+//
+// The build goes to a temporary name next to a fixed path in the user's
+// cache directory and is renamed over it: parallel test processes share one
+// file instead of leaking a copy each, and a driver already running from
+// the old file keeps its inode.
 func BuildBinary() (string, error) {
 	if p := os.Getenv("HPP_CSI_BIN"); p != "" {
 		return p, nil
 	}
-	buildOnce.Do(func() {
-		_, file, _, _ := runtime.Caller(0)
-		src := filepath.Join(filepath.Dir(file), "..", "..", "cmd", "hpp-csi")
-		dir, err := os.MkdirTemp("", "hpp-csi-bin-")
-		if err != nil {
-			buildErr = err
-			return
-		}
-		buildPath = filepath.Join(dir, "hpp-csi")
-		ctx, cancel := context.WithTimeout(context.Background(), 10*time.Minute)
-		defer cancel()
-		cmd := exec.CommandContext(ctx, "go", "build", "-o", buildPath, ".")
-		cmd.Dir = src
-		var stderr bytes.Buffer
-		cmd.Stderr = &stderr
-		if err := cmd.Run(); err != nil {
-			buildErr = fmt.Errorf("go build hpp-csi: %w: %s", err, stderr.String())
-		}
-	})
+	buildOnce.Do(func() { buildPath, buildErr = build() })
 	return buildPath, buildErr
+}
+
+func build() (string, error) {
+	_, file, _, _ := runtime.Caller(0)
+	src := filepath.Join(filepath.Dir(file), "..", "..", "cmd", "hpp-csi")
+	cache, err := os.UserCacheDir()
+	if err != nil {
+		return "", fmt.Errorf("building hpp-csi: %w", err)
+	}
+	dir := filepath.Join(cache, "hpp", "csitest")
+	if err := os.MkdirAll(dir, 0o755); err != nil {
+		return "", fmt.Errorf("building hpp-csi: %w", err)
+	}
+	tmp, err := os.CreateTemp(dir, "hpp-csi-*.tmp")
+	if err != nil {
+		return "", fmt.Errorf("building hpp-csi: %w", err)
+	}
+	_ = tmp.Close()
+	defer func() { _ = os.Remove(tmp.Name()) }()
+	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Minute)
+	defer cancel()
+	cmd := exec.CommandContext(ctx, "go", "build", "-o", tmp.Name(), ".")
+	cmd.Dir = src
+	var stderr bytes.Buffer
+	cmd.Stderr = &stderr
+	if err := cmd.Run(); err != nil {
+		return "", fmt.Errorf("go build hpp-csi: %w: %s", err, stderr.String())
+	}
+	final := filepath.Join(dir, "hpp-csi")
+	if err := os.Rename(tmp.Name(), final); err != nil {
+		return "", fmt.Errorf("building hpp-csi: %w", err)
+	}
+	return final, nil
 }
 
 // Binary is BuildBinary for tests: a build failure fails the test.
