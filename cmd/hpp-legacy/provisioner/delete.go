@@ -31,6 +31,8 @@ func owner(pv *v1.PersistentVolume) (string, string) {
 // to Delete, so the other nodes neither touch the directory nor emit events.
 func (p *Provisioner) ShouldDelete(ctx context.Context, pv *v1.PersistentVolume) bool {
 	node, why := owner(pv)
+	p.log.Debug("volume checked", zap.String("pv", pv.Name), zap.String("owner", node),
+		zap.String("phase", string(pv.Status.Phase)), zap.String("reclaimPolicy", string(pv.Spec.PersistentVolumeReclaimPolicy)))
 	if node == "" && pv.Spec.HostPath != nil && pv.Status.Phase == v1.VolumeReleased &&
 		pv.Spec.PersistentVolumeReclaimPolicy == v1.PersistentVolumeReclaimDelete {
 		// Every node reaches this; the event's fixed name makes it one.
