@@ -69,7 +69,7 @@ lint: ## golangci-lint (pinned, tools/), go vet, gofmt
 include $(wildcard $(ROOT)/mk/*.mk)
 
 .PHONY: test
-test: deps lint build build-standalone unit fuzz sanity e2e ## everything that can run on this machine (what CI runs)
+test: deps lint build build-standalone unit fuzz sanity csi-tests e2e ## everything that can run on this machine (what CI runs)
 	@echo "make test: all tiers passed"
 
 .PHONY: images
