@@ -102,6 +102,12 @@ func run(ctx context.Context, o options) error {
 		controller.ClaimsInformer(claims),
 		controller.VolumesInformer(volumes),
 		controller.ClassesInformer(classes.Informer()),
+		// The library reads the selected node from here instead of a GET
+		// per claim. It holds only this node, which is the selected one
+		// whenever ShouldProvision said yes; a claim pinned here by
+		// provisionOnNode while the scheduler selected another node finds
+		// no node and is rescheduled, and then pinned here again.
+		controller.NodesLister(nodes.Lister()),
 		// Served by our own endpoint (MetricsPort stays 0), from our registry.
 		controller.MetricsInstance(libm),
 		controller.Threadiness(o.Workers),
