@@ -54,7 +54,7 @@ func (s *Store) Create(ctx context.Context, id string, spec Spec) (vol Volume, c
 	if err != nil {
 		return Volume{}, false, fmt.Errorf("create volume %q: %w", id, err)
 	}
-	s.log.Info("volume created", zap.String("id", id), zap.String("path", path),
+	s.log.Debug("volume directory created", zap.String("id", id), zap.String("path", path),
 		zap.Int64("capacityBytes", spec.CapacityBytes), zap.String("kind", vol.Kind),
 		zap.String("mode", fmt.Sprintf("%#o", uint32(spec.mode()))), zap.Int("uid", spec.UID), zap.Int("gid", spec.GID))
 	return vol, true, nil

@@ -67,6 +67,6 @@ func (s *Store) delete(id, path string) error {
 	if err := s.fs.RemoveAll(trash); err != nil {
 		return fmt.Errorf("remove trash entry (Recover finishes it): %w", err)
 	}
-	s.log.Info("volume deleted", zap.String("id", id), zap.String("path", path))
+	s.log.Debug("volume directory deleted", zap.String("id", id), zap.String("path", path))
 	return nil
 }
