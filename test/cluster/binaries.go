@@ -1,0 +1,108 @@
+package cluster
+
+import (
+	"errors"
+	"fmt"
+	"os"
+	"os/exec"
+	"path/filepath"
+)
+
+// Versions of the binaries the harness runs. hack/cluster-binaries.sh
+// builds them into the cache with these same versions (a unit test checks
+// the two agree).
+const (
+	K8sVersion            = "v1.37.1"
+	CSIProvisionerVersion = "v6.3.0"
+	EtcdVersion           = "v3.6.16"
+)
+
+// Binaries are the absolute paths of every program a cluster runs.
+type Binaries struct {
+	Etcd                  string
+	KubeAPIServer         string
+	KubeControllerManager string
+	KubeScheduler         string
+	Kubelet               string
+	Kubectl               string
+	// CSIProvisioner is needed only by StartHPPCSI/StartCSIProvisioner.
+	CSIProvisioner string
+	// From Debian's packages (containerd, runc, containernetworking-plugins).
+	Containerd string
+	Ctr        string
+	Runc       string
+	CNIBinDir  string
+}
+
+// BinariesFromCache returns the paths of the binaries that
+// `make cluster-binaries` builds into cacheDir (HPP_CACHE, by default
+// ~/.cache/hpp), and of Debian's containerd, ctr and runc from PATH. Check
+// the result with Validate.
+func BinariesFromCache(cacheDir string) Binaries {
+	k8s := filepath.Join(cacheDir, "k8s", K8sVersion)
+	look := func(name string) string {
+		if p, err := exec.LookPath(name); err == nil {
+			return p
+		}
+		return filepath.Join("/usr/bin", name)
+	}
+	return Binaries{
+		Etcd:                  filepath.Join(cacheDir, "etcd", EtcdVersion, "etcd"),
+		KubeAPIServer:         filepath.Join(k8s, "kube-apiserver"),
+		KubeControllerManager: filepath.Join(k8s, "kube-controller-manager"),
+		KubeScheduler:         filepath.Join(k8s, "kube-scheduler"),
+		Kubelet:               filepath.Join(k8s, "kubelet"),
+		Kubectl:               filepath.Join(k8s, "kubectl"),
+		CSIProvisioner:        filepath.Join(cacheDir, "csi-provisioner", CSIProvisionerVersion, "csi-provisioner"),
+		Containerd:            look("containerd"),
+		Ctr:                   look("ctr"),
+		Runc:                  look("runc"),
+		CNIBinDir:             "/usr/lib/cni",
+	}
+}
+
+// DefaultCacheDir is where the Makefile caches cluster binaries when
+// HPP_CACHE is not set.
+func DefaultCacheDir() (string, error) {
+	home, err := os.UserHomeDir()
+	if err != nil {
+		return "", fmt.Errorf("cache dir: %w", err)
+	}
+	return filepath.Join(home, ".cache", "hpp"), nil
+}
+
+// Validate reports every missing binary at once, with what installs it.
+func (b Binaries) Validate() error {
+	var errs []error
+	check := func(field, path, fix string) {
+		if path == "" {
+			errs = append(errs, fmt.Errorf("binaries.%s: empty path", field))
+			return
+		}
+		if !filepath.IsAbs(path) {
+			errs = append(errs, fmt.Errorf("binaries.%s %q: must be absolute", field, path))
+			return
+		}
+		fi, err := os.Stat(path)
+		switch {
+		case err != nil:
+			errs = append(errs, fmt.Errorf("binaries.%s %s: missing (%s)", field, path, fix))
+		case fi.IsDir() || fi.Mode()&0o111 == 0:
+			errs = append(errs, fmt.Errorf("binaries.%s %s: not an executable file", field, path))
+		}
+	}
+	const build, deps = "run `make cluster-binaries`", "run `make deps`"
+	check("Etcd", b.Etcd, build)
+	check("KubeAPIServer", b.KubeAPIServer, build)
+	check("KubeControllerManager", b.KubeControllerManager, build)
+	check("KubeScheduler", b.KubeScheduler, build)
+	check("Kubelet", b.Kubelet, build)
+	// csi-provisioner only when a node runs a CSI driver: StartCSIProvisioner checks it.
+	check("Containerd", b.Containerd, deps)
+	check("Ctr", b.Ctr, deps)
+	check("Runc", b.Runc, deps)
+	for _, plugin := range []string{"bridge", "host-local", "loopback"} {
+		check("CNIBinDir/"+plugin, filepath.Join(b.CNIBinDir, plugin), deps)
+	}
+	return errors.Join(errs...)
+}

@@ -1,0 +1,131 @@
+package cluster
+
+import (
+	"bytes"
+	"context"
+	"os"
+	"strings"
+	"testing"
+	"time"
+
+	corev1 "k8s.io/api/core/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/utils/ptr"
+)
+
+// requireClusterTier skips unless the cluster tier was asked for (make e2e
+// sets HPP_TEST_TIER=e2e), we are root, and the binaries are built.
+func requireClusterTier(t *testing.T) Binaries {
+	t.Helper()
+	if tier := os.Getenv("HPP_TEST_TIER"); tier != "e2e" {
+		t.Skipf("cluster tier: runs with `make e2e` (HPP_TEST_TIER=e2e), this is tier %q", tier)
+	}
+	if os.Geteuid() != 0 {
+		t.Skip("cluster tier: needs root (kubelet, containerd, mounts)")
+	}
+	cache := os.Getenv("HPP_CACHE")
+	if cache == "" {
+		var err error
+		if cache, err = DefaultCacheDir(); err != nil {
+			t.Fatal(err)
+		}
+	}
+	bins := BinariesFromCache(cache)
+	if err := bins.Validate(); err != nil {
+		t.Skipf("cluster tier: %v", err)
+	}
+	return bins
+}
+
+// A plain busybox pod runs on the real node and its output comes back
+// through the apiserver from kubelet; Stop then leaves nothing behind.
+func TestClusterRunsPodAndTearsDownClean(t *testing.T) {
+	bins := requireClusterTier(t)
+	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Minute)
+	defer cancel()
+	c, err := Start(ctx, Options{Binaries: bins, Logf: t.Logf})
+	if err != nil {
+		t.Fatal(err)
+	}
+	stopped := false
+	defer func() {
+		if t.Failed() {
+			var buf bytes.Buffer
+			c.DumpLogTails(&buf, 40)
+			t.Log(buf.String())
+		}
+		if !stopped {
+			_ = c.Stop(context.Background())
+		}
+	}()
+	pod := &corev1.Pod{
+		ObjectMeta: metav1.ObjectMeta{Name: "hello", Namespace: "default"},
+		Spec: corev1.PodSpec{
+			RestartPolicy:                 corev1.RestartPolicyNever,
+			TerminationGracePeriodSeconds: ptr.To[int64](0),
+			Containers: []corev1.Container{{
+				Name: "c", Image: BusyboxImage, ImagePullPolicy: corev1.PullNever,
+				Command:      []string{"sh", "-c", "echo hello from $(hostname) > /data/f && cat /data/f"},
+				VolumeMounts: []corev1.VolumeMount{{Name: "d", MountPath: "/data"}},
+			}},
+			Volumes: []corev1.Volume{{Name: "d", VolumeSource: corev1.VolumeSource{EmptyDir: &corev1.EmptyDirVolumeSource{}}}},
+		},
+	}
+	if _, err := c.Client.CoreV1().Pods("default").Create(ctx, pod, metav1.CreateOptions{}); err != nil {
+		t.Fatal(err)
+	}
+	err = poll(ctx, 2*time.Minute, 500*time.Millisecond, "pod hello Succeeded", func(ctx context.Context) (bool, error) {
+		p, err := c.Client.CoreV1().Pods("default").Get(ctx, "hello", metav1.GetOptions{})
+		if err != nil {
+			return false, err
+		}
+		if p.Status.Phase == corev1.PodFailed {
+			t.Fatalf("pod failed: %+v", p.Status)
+		}
+		return p.Status.Phase == corev1.PodSucceeded, nil
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	logs, err := c.Client.CoreV1().Pods("default").GetLogs("hello", &corev1.PodLogOptions{}).DoRaw(ctx)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if got := strings.TrimSpace(string(logs)); got != "hello from hello" {
+		t.Errorf("pod log %q, want %q", got, "hello from hello")
+	}
+	dir := c.Dir
+	stopped = true
+	if err := c.Stop(ctx); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := os.Stat(dir); !os.IsNotExist(err) {
+		t.Errorf("cluster directory %s still there after Stop: %v", dir, err)
+	}
+	if mps, _ := mountsUnder(dir); len(mps) > 0 {
+		t.Errorf("mounts left: %v", mps)
+	}
+	if left := killProcessesMentioning(dir); len(left) > 0 {
+		t.Errorf("processes left: %v", left)
+	}
+	if _, err := os.Stat("/sys/class/net/hpp0"); !os.IsNotExist(err) {
+		t.Errorf("bridge hpp0 left: %v", err)
+	}
+	for _, bin := range []string{"iptables", "ip6tables"} {
+		for _, table := range iptablesTables {
+			for _, chain := range listChains(ctx, hostCommander{}, bin, table) {
+				if strings.HasPrefix(chain, "KUBE-") || strings.HasPrefix(chain, "CNI-") {
+					t.Errorf("%s %s chain %s left", bin, table, chain)
+				}
+			}
+		}
+	}
+	for _, p := range fixedPaths {
+		if _, err := os.Stat(p); !c.before.fixedBefore[p] && !os.IsNotExist(err) {
+			t.Errorf("%s created by the cluster and left behind (%v)", p, err)
+		}
+	}
+	if cg := kubepodsCgroups(); len(cg) > 0 {
+		t.Errorf("kubelet cgroups left: %v", cg[:min(len(cg), 5)])
+	}
+}
