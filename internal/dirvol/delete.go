@@ -65,9 +65,19 @@ func (s *Store) delete(id, path string) error {
 	if err := s.fs.Remove(s.metaPath(id)); err != nil && !errors.Is(err, fs.ErrNotExist) {
 		return fmt.Errorf("remove meta: %w", err)
 	}
-	if err := s.fs.RemoveAll(trash); err != nil {
+	if s.purgeInBackground {
+		go s.purge(id, trash)
+	} else if err := s.fs.RemoveAll(trash); err != nil {
 		return fmt.Errorf("remove trash entry (Recover finishes it): %w", err)
 	}
 	s.log.Debug("volume directory deleted", zap.String("id", id), zap.String("path", path))
 	return nil
+}
+
+// purge empties one trash entry after Delete returned; a failure is logged
+// and left for Recover at the next start.
+func (s *Store) purge(id, trash string) {
+	if err := s.fs.RemoveAll(trash); err != nil {
+		s.log.Error("purging deleted volume failed; the next start retries", zap.String("id", id), zap.String("trash", trash), zap.Error(err))
+	}
 }

@@ -4,6 +4,9 @@ import (
 	"context"
 	"os"
 	"testing"
+	"time"
+
+	"github.com/hostpath-provisioner/hpp/internal/dirvol"
 )
 
 func TestMissingReportsVolumesRemovedBehindTheStoresBack(t *testing.T) {
@@ -27,5 +30,29 @@ func TestMissingReportsVolumesRemovedBehindTheStoresBack(t *testing.T) {
 	}
 	if missing, _ = s.Missing(ctx); len(missing) != 0 {
 		t.Fatalf("after Delete, Missing() = %+v, want none", missing)
+	}
+}
+
+func TestDeleteCanPurgeInBackground(t *testing.T) {
+	ctx := context.Background()
+	root := t.TempDir()
+	s, err := dirvol.Open(root, dirvol.Options{PurgeInBackground: true})
+	if err != nil {
+		t.Fatal(err)
+	}
+	vol := mustCreate(t, s, "pvc-big", spec(0o770, 1))
+	writeFile(t, vol.Path+"/data", 1<<20)
+	if err := s.Delete(ctx, "pvc-big"); err != nil {
+		t.Fatal(err)
+	}
+	if exists(t, vol.Path) {
+		t.Fatal("volume still in the pool after Delete returned")
+	}
+	deadline := time.Now().Add(10 * time.Second)
+	for len(names(t, root+"/"+dirvol.TrashDir)) > 0 {
+		if time.Now().After(deadline) {
+			t.Fatalf("trash never emptied: %v", names(t, root+"/"+dirvol.TrashDir))
+		}
+		time.Sleep(10 * time.Millisecond)
 	}
 }

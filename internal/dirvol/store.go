@@ -32,14 +32,20 @@ const privateMode fs.FileMode = 0o700
 type Options struct {
 	Logger *zap.Logger // nil: no logging
 	FS     FileSystem  // nil: the real OS
+	// PurgeInBackground makes Delete return once the volume is durably out
+	// of the pool (in trash), and empty the trash entry in a goroutine. A
+	// VM disk of hundreds of GiB takes long to remove, longer than a CO's
+	// call deadline; a crash mid-purge is finished by Recover.
+	PurgeInBackground bool
 }
 
 // Store manages the volumes in one root directory.
 type Store struct {
-	root  string
-	fs    FileSystem
-	log   *zap.Logger
-	locks idLocks
+	purgeInBackground bool
+	root              string
+	fs                FileSystem
+	log               *zap.Logger
+	locks             idLocks
 }
 
 // Open prepares root (created with mode 0755, parents too) and its private
@@ -48,7 +54,7 @@ func Open(root string, opts Options) (*Store, error) {
 	if err := validatePath("root", root); err != nil {
 		return nil, err
 	}
-	s := &Store{root: root, fs: opts.FS, log: opts.Logger}
+	s := &Store{root: root, fs: opts.FS, log: opts.Logger, purgeInBackground: opts.PurgeInBackground}
 	if s.fs == nil {
 		s.fs = OS()
 	}

@@ -64,7 +64,7 @@ func TestEphemeralLifecycle(t *testing.T) {
 		mustNotExist(t, target)
 		mustNotExist(t, e.volDir(ephemeralID))
 		mustNotExist(t, e.metaPath(ephemeralID))
-		if left := entries(t, filepath.Join(e.pool, "csi", csitest.TrashDir)); len(left) != 0 {
+		if left := csitest.Purged(filepath.Join(e.pool, "csi")); len(left) != 0 {
 			t.Errorf("trash after deleting the ephemeral volume: %v", left)
 		}
 		e.unpublish(ephemeralID, target) // idempotent

@@ -1,6 +1,10 @@
 package csitest
 
 import (
+	"os"
+	"path/filepath"
+	"time"
+
 	"github.com/container-storage-interface/spec/lib/go/csi"
 )
 
@@ -69,4 +73,29 @@ func PublishRequest(id, target string, volumeContext map[string]string) *csi.Nod
 // PoolParams returns StorageClass parameters selecting the pool name.
 func PoolParams(name string) map[string]string {
 	return map[string]string{StoragePoolKey: name}
+}
+
+// Purged waits until the trash of the volumes directory root is empty and
+// returns what is still there after 30s. hpp-csi's DeleteVolume returns once
+// the volume is durably out of the pool; the trash is emptied in the
+// background (and by Recover at the next start).
+func Purged(root string) []string {
+	deadline := time.Now().Add(30 * time.Second)
+	for {
+		entries, err := os.ReadDir(filepath.Join(root, TrashDir))
+		if err != nil && !os.IsNotExist(err) {
+			return []string{err.Error()}
+		}
+		if len(entries) == 0 {
+			return nil
+		}
+		if time.Now().After(deadline) {
+			var left []string
+			for _, e := range entries {
+				left = append(left, e.Name())
+			}
+			return left
+		}
+		time.Sleep(10 * time.Millisecond)
+	}
 }

@@ -56,7 +56,7 @@ func (d *Driver) openPool(ctx context.Context, p *poolState) (*dirvol.Store, err
 		}
 		return p.store, nil
 	}
-	store, err := dirvol.Open(p.cfg.VolumesDir(), dirvol.Options{Logger: d.log.Named("dirvol")})
+	store, err := dirvol.Open(p.cfg.VolumesDir(), dirvol.Options{Logger: d.log.Named("dirvol"), PurgeInBackground: true})
 	if err != nil {
 		return nil, &errPoolNotReady{pool: p.cfg.Name, reason: err.Error()}
 	}
