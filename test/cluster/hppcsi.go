@@ -144,7 +144,7 @@ func (n *Node) StartHPPCSI(ctx context.Context, cfg HPPCSIConfig) error {
 			"--kubelet-registration-path="+sock,
 			"--plugin-registration-dir="+filepath.Join(n.c.kubeletDir(), "plugins_registry"))
 	}
-	proc, err := n.StartProcess(ProcessSpec{Name: "hpp-csi", Path: cfg.Binary, Args: append(args, cfg.DriverArgs...), StopTimeout: 35 * time.Second})
+	proc, err := n.StartProcess(ProcessSpec{Name: "hpp-csi", Path: cfg.Binary, Args: append(args, cfg.DriverArgs...), StopTimeout: 35 * time.Second, RestartOnExit: true})
 	if err != nil {
 		return err
 	}
@@ -184,14 +184,19 @@ func (n *Node) StartCSIProvisioner(extraArgs ...string) error {
 		"--capacity-ownerref-level=-1",
 		// Capacity seen by the scheduler within seconds of a change.
 		"--capacity-poll-interval=10s",
-		// Immediate claims reach the driver (and its refusal) sooner than
-		// the 20 s default.
-		"--node-deployment-base-delay=2s",
+		// Only WaitForFirstConsumer is supported. In node-deployment mode
+		// csi-provisioner v6.3.0 would otherwise take an Immediate claim
+		// by setting the selected-node annotation to its own node, and
+		// its CreateVolume then looks like a WaitForFirstConsumer one:
+		// the driver cannot refuse it, and the volume lands on whichever
+		// node won the race.
+		"--node-deployment-immediate-binding=false",
 		"--v=3",
 	}, extraArgs...)
 	_, err := n.StartProcess(ProcessSpec{
 		Name: "csi-provisioner", Path: n.c.opts.Binaries.CSIProvisioner, Args: args,
-		Env: []string{"NAMESPACE=" + CSINamespace},
+		Env:           []string{"NAMESPACE=" + CSINamespace},
+		RestartOnExit: true,
 	})
 	return err
 }

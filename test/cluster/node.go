@@ -18,6 +18,7 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/fields"
 	"k8s.io/apimachinery/pkg/util/validation"
+	"k8s.io/client-go/util/retry"
 	"k8s.io/utils/ptr"
 )
 
@@ -210,7 +211,7 @@ func (c *Cluster) AddSimulatedNode(ctx context.Context, name string, opts Simula
 	if err := os.MkdirAll(n.dir, 0o755); err != nil {
 		return nil, err
 	}
-	if err := n.updateStatus(ctx, created, opts.Pods); err != nil {
+	if err := n.setStatus(ctx, opts.Pods); err != nil {
 		return nil, err
 	}
 	if len(opts.CSIDrivers) > 0 {
@@ -235,6 +236,19 @@ func (c *Cluster) AddSimulatedNode(ctx context.Context, name string, opts Simula
 	return n, nil
 }
 
+// setStatus writes the node's status on the latest version of the Node:
+// the node controller updates it too (taints, annotations), so a write
+// may conflict and is retried.
+func (n *Node) setStatus(ctx context.Context, pods int) error {
+	return retry.RetryOnConflict(retry.DefaultRetry, func() error {
+		node, err := n.c.Client.CoreV1().Nodes().Get(ctx, n.Name, metav1.GetOptions{})
+		if err != nil {
+			return err
+		}
+		return n.updateStatus(ctx, node, pods)
+	})
+}
+
 // updateStatus sets the conditions and capacity a kubelet would report.
 func (n *Node) updateStatus(ctx context.Context, node *corev1.Node, pods int) error {
 	now := metav1.Now()
@@ -252,10 +266,8 @@ func (n *Node) updateStatus(ctx context.Context, node *corev1.Node, pods int) er
 		{Type: corev1.NodeDiskPressure, Status: corev1.ConditionFalse, Reason: "KubeletHasNoDiskPressure", LastHeartbeatTime: now, LastTransitionTime: now},
 		{Type: corev1.NodePIDPressure, Status: corev1.ConditionFalse, Reason: "KubeletHasSufficientPID", LastHeartbeatTime: now, LastTransitionTime: now},
 	}
-	if _, err := n.c.Client.CoreV1().Nodes().UpdateStatus(ctx, node, metav1.UpdateOptions{}); err != nil {
-		return fmt.Errorf("simulated node %s status: %w", n.Name, err)
-	}
-	return nil
+	_, err := n.c.Client.CoreV1().Nodes().UpdateStatus(ctx, node, metav1.UpdateOptions{})
+	return err
 }
 
 // heartbeat renews the node's lease and status every 10 s, as kubelet does.
@@ -277,9 +289,7 @@ func (n *Node) heartbeat(ctx context.Context, pods int) {
 			lease.Spec.RenewTime = &now
 			_, _ = leases.Update(ctx, lease, metav1.UpdateOptions{})
 		}
-		if node, err := n.c.Client.CoreV1().Nodes().Get(ctx, n.Name, metav1.GetOptions{}); err == nil {
-			_ = n.updateStatus(ctx, node, pods)
-		}
+		_ = n.setStatus(ctx, pods)
 		select {
 		case <-ctx.Done():
 			return

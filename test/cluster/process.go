@@ -31,6 +31,11 @@ type ProcessSpec struct {
 	Dir string
 	// StopTimeout bounds the wait after SIGTERM before SIGKILL; 10s if zero.
 	StopTimeout time.Duration
+	// RestartOnExit starts the process again one second after it exits on
+	// its own or is killed (Kill), as kubelet restarts a crashed container:
+	// csi-provisioner exits when it loses its driver's socket. Stop ends
+	// it for good.
+	RestartOnExit bool
 }
 
 func (s ProcessSpec) validate() error {
@@ -57,10 +62,12 @@ type Process struct {
 	spec    ProcessSpec
 	logPath string
 
-	mu      sync.Mutex
-	cmd     *exec.Cmd
-	done    chan struct{} // closed when the current incarnation exits
-	waitErr error
+	mu       sync.Mutex
+	cmd      *exec.Cmd
+	done     chan struct{} // closed when the current incarnation exits
+	waitErr  error
+	stopped  bool // Stop was called: no automatic restart
+	restarts int
 }
 
 func startProcess(spec ProcessSpec, logDir, workDir string) (*Process, error) {
@@ -155,6 +162,9 @@ func (p *Process) start() error {
 		return fmt.Errorf("process %s: start %s: %w", p.spec.Name, p.spec.Path, err)
 	}
 	done := make(chan struct{})
+	if p.cmd != nil {
+		p.restarts++
+	}
 	p.cmd, p.done, p.waitErr = cmd, done, nil
 	go func() {
 		err := cmd.Wait()
@@ -162,10 +172,35 @@ func (p *Process) start() error {
 		logf.Close()
 		p.mu.Lock()
 		p.waitErr = err
+		again := p.spec.RestartOnExit && !p.stopped
 		p.mu.Unlock()
 		close(done)
+		if again {
+			time.Sleep(time.Second)
+			p.mu.Lock()
+			again = !p.stopped && !p.runningLocked()
+			p.mu.Unlock()
+			if again {
+				_ = p.start()
+			}
+		}
 	}()
 	return nil
+}
+
+// Restarts counts the automatic restarts (RestartOnExit).
+func (p *Process) Restarts() int {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	return p.restarts
+}
+
+// WaitRunning waits until a new incarnation runs (after an automatic
+// restart) or ctx ends.
+func (p *Process) WaitRunning(ctx context.Context) error {
+	return poll(ctx, time.Minute, 100*time.Millisecond, "process "+p.spec.Name+" running", func(context.Context) (bool, error) {
+		return p.Running(), nil
+	})
 }
 
 func errOrOK(err error) string {
@@ -175,8 +210,14 @@ func errOrOK(err error) string {
 	return err.Error()
 }
 
-// Restart starts a new incarnation of a process that has exited.
-func (p *Process) Restart() error { return p.start() }
+// Restart starts a new incarnation of a process that has exited (and
+// re-enables RestartOnExit after a Stop).
+func (p *Process) Restart() error {
+	p.mu.Lock()
+	p.stopped = false
+	p.mu.Unlock()
+	return p.start()
+}
 
 // Kill sends SIGKILL to the process group and waits for the exit, as a
 // crash would: nothing gets a chance to clean up.
@@ -187,6 +228,9 @@ func (p *Process) Kill(ctx context.Context) error {
 // Stop sends SIGTERM, waits up to the spec's StopTimeout, then SIGKILL.
 // Stopping a process that has exited is a no-op.
 func (p *Process) Stop(ctx context.Context) error {
+	p.mu.Lock()
+	p.stopped = true
+	p.mu.Unlock()
 	return p.signalAndWait(ctx, syscall.SIGTERM, p.spec.StopTimeout)
 }
 

@@ -1,0 +1,51 @@
+# The local Kubernetes cluster (test/cluster): its binaries, the e2e
+# scenarios, `make demo` and the end-to-end provisioning benchmark. All of
+# them need root (kubelet, containerd, mounts); without it they say so and
+# skip. Cluster binaries are cached in $(HPP_CACHE) by version.
+
+E2E_TIMEOUT ?= 45m
+# Benchmark sizes; each runs with default and tuned csi-provisioner flags.
+BENCH_E2E_SIZES ?= 10,100,500
+IS_ROOT := $(shell [ "$$(id -u)" = 0 ] && echo yes)
+
+.PHONY: cluster-binaries
+cluster-binaries: ## build the cluster's binaries into $(HPP_CACHE) (k8s, etcd, csi-provisioner; cold: ~15 min)
+	@$(ROOT)/hack/cluster-binaries.sh
+
+.PHONY: e2e
+e2e: ## e2e scenarios on a local cluster with hpp-csi (root)
+ifeq ($(IS_ROOT),yes)
+	@$(MAKE) --no-print-directory cluster-binaries
+	@$(MAKE) --no-print-directory hpp-csi-bin
+	@echo "==> e2e scenarios (logs of a failed test: _output/e2e-logs/)"
+	@cd $(ROOT)/test && HPP_TEST_TIER=e2e HPP_BIN_DIR=$(BIN) HPP_E2E_LOGS=$(ROOT)/_output/e2e-logs \
+	  go test -count=1 -timeout $(E2E_TIMEOUT) -v ./e2e/
+else
+	@echo "==> e2e SKIPPED: the local cluster needs root (kubelet, containerd, mounts); run make e2e as root"
+endif
+
+.PHONY: demo
+demo: ## start a local cluster, provision a volume with hpp-csi, show it on the host, clean up (root)
+ifeq ($(IS_ROOT),yes)
+	@$(MAKE) --no-print-directory cluster-binaries
+	@$(MAKE) --no-print-directory hpp-csi-bin
+	@cd $(ROOT)/test && go run ./e2e/demo --bin-dir $(BIN)
+else
+	@echo "==> demo needs root (it runs kubelet and containerd on this machine): run sudo make demo" >&2; exit 1
+endif
+
+.PHONY: bench-e2e
+bench-e2e: ## end-to-end provisioning benchmark on a local cluster (root): table and JSON
+ifeq ($(IS_ROOT),yes)
+	@$(MAKE) --no-print-directory cluster-binaries
+	@$(MAKE) --no-print-directory hpp-csi-bin
+	@cd $(ROOT)/test && go run ./e2e/bench --bin-dir $(BIN) --sizes $(BENCH_E2E_SIZES)
+else
+	@echo "==> bench-e2e SKIPPED: the local cluster needs root"
+endif
+
+# hpp-csi alone, for the cluster targets (cheap when up to date).
+.PHONY: hpp-csi-bin
+hpp-csi-bin:
+	@echo "==> building hpp-csi into $(BIN)"
+	@mkdir -p $(BIN) && cd $(ROOT)/cmd/hpp-csi && CGO_ENABLED=0 go build -trimpath -ldflags "$(LDFLAGS)" -o $(BIN)/hpp-csi .

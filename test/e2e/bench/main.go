@@ -1,0 +1,378 @@
+// Command bench is `make bench-e2e`: end-to-end provisioning on a local
+// cluster (the real node plus simulated ones, hpp-csi and csi-provisioner
+// on each). For each size N it creates N claims, each with a pod, and
+// measures the seconds until all are Bound (and, for pods on the real node,
+// Running), then until all volumes are deleted again, with csi-provisioner's
+// default and with tuned --kube-api-qps/--kube-api-burst/--worker-threads.
+// It also measures pod start latency on the real node with an hpp volume
+// and with an emptyDir. Results go to stdout as a table and as JSON.
+package main
+
+import (
+	"context"
+	"encoding/json"
+	"flag"
+	"fmt"
+	"os"
+	"path/filepath"
+	"slices"
+	"strconv"
+	"strings"
+	"sync"
+	"time"
+
+	corev1 "k8s.io/api/core/v1"
+	storagev1 "k8s.io/api/storage/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+
+	"github.com/hostpath-provisioner/hpp/test/cluster"
+	"github.com/hostpath-provisioner/hpp/test/e2e"
+)
+
+// flagSet is one csi-provisioner configuration under test.
+type flagSet struct {
+	Name string   `json:"name"`
+	Args []string `json:"args"`
+}
+
+// flagSets are the csi-provisioner configurations compared: its defaults
+// (--kube-api-qps=5 --kube-api-burst=10 --worker-threads=100) and a tuned
+// one with room for bursts of API calls.
+func flagSets() []flagSet {
+	return []flagSet{
+		{Name: "default", Args: nil},
+		{Name: "tuned", Args: []string{"--kube-api-qps=100", "--kube-api-burst=200", "--worker-threads=200"}},
+	}
+}
+
+type provisionResult struct {
+	Flags        string  `json:"flags"`
+	N            int     `json:"n"`
+	BoundSeconds float64 `json:"bound_seconds"`
+	PVCsPerSec   float64 `json:"pvcs_per_second"`
+	RealNodePods int     `json:"real_node_pods"`
+	// RunningSeconds: until every pod scheduled to the real node runs.
+	RunningSeconds float64 `json:"running_seconds"`
+	DeleteSeconds  float64 `json:"delete_seconds"`
+}
+
+type latencyResult struct {
+	Volume        string    `json:"volume"`
+	Samples       []float64 `json:"samples_seconds"`
+	MedianSeconds float64   `json:"median_seconds"`
+	MaxSeconds    float64   `json:"max_seconds"`
+}
+
+type report struct {
+	Machine    string            `json:"machine"`
+	Nodes      int               `json:"nodes"`
+	Provision  []provisionResult `json:"provisioning"`
+	PodStart   []latencyResult   `json:"pod_start_latency"`
+	StartedAt  time.Time         `json:"started_at"`
+	K8sVersion string            `json:"k8s_version"`
+}
+
+func main() {
+	binDir := flag.String("bin-dir", "", "directory with the hpp-csi binary (built from cmd/hpp-csi when empty)")
+	sizesFlag := flag.String("sizes", "10,100,500", "claim counts to measure")
+	simNodes := flag.Int("sim-nodes", 2, "simulated nodes besides the real one")
+	samples := flag.Int("latency-samples", 10, "pods per pod-start latency measurement")
+	flag.Parse()
+	var sizes []int
+	for _, s := range strings.Split(*sizesFlag, ",") {
+		n, err := strconv.Atoi(strings.TrimSpace(s))
+		if err != nil || n < 1 {
+			fmt.Fprintf(os.Stderr, "bench: --sizes %q: %q is not a positive count\n", *sizesFlag, s)
+			os.Exit(2)
+		}
+		sizes = append(sizes, n)
+	}
+	if os.Geteuid() != 0 {
+		fmt.Fprintln(os.Stderr, "bench: needs root (it runs kubelet and containerd on this machine)")
+		os.Exit(1)
+	}
+	cache := os.Getenv("HPP_CACHE")
+	if cache == "" {
+		cache, _ = cluster.DefaultCacheDir()
+	}
+	hppcsi := ""
+	if *binDir != "" {
+		hppcsi = filepath.Join(*binDir, "hpp-csi")
+	}
+	if err := run(cluster.BinariesFromCache(cache), hppcsi, sizes, *simNodes, *samples); err != nil {
+		fmt.Fprintln(os.Stderr, "bench:", err)
+		os.Exit(1)
+	}
+}
+
+func logf(format string, args ...any) {
+	fmt.Fprintf(os.Stderr, "bench %s "+format+"\n", append([]any{time.Now().Format("15:04:05")}, args...)...)
+}
+
+func run(bins cluster.Binaries, hppcsi string, sizes []int, simNodes, samples int) (err error) {
+	ctx := context.Background()
+	rep := report{Machine: machine(), StartedAt: time.Now().UTC(), K8sVersion: cluster.K8sVersion, Nodes: 1 + simNodes}
+	env, err := e2e.Setup(ctx, e2e.SetupOptions{Binaries: bins, HPPCSI: hppcsi, Logf: logf, HandleSignals: true, MaxPods: 1000})
+	if err != nil {
+		return err
+	}
+	defer func() {
+		if stopErr := env.Stop(context.Background()); stopErr != nil && err == nil {
+			err = stopErr
+		}
+	}()
+	c := env.C
+	for i := range simNodes {
+		n, err := c.AddSimulatedCSINode(ctx, fmt.Sprintf("sim-%d", i+1), cluster.SimulatedNodeOptions{Pods: 1000})
+		if err != nil {
+			return err
+		}
+		pool := cluster.Pool{Name: e2e.PoolLocal, Path: filepath.Join(n.Dir(), "pools", e2e.PoolLocal)}
+		if err := n.StartHPPCSI(ctx, cluster.HPPCSIConfig{Binary: env.HPPCSI, Pools: []cluster.Pool{pool}}); err != nil {
+			return err
+		}
+	}
+	sc := e2e.StorageClass("bench", e2e.PoolLocal)
+	if _, err := c.Client.StorageV1().StorageClasses().Create(ctx, sc, metav1.CreateOptions{}); err != nil {
+		return err
+	}
+	// Capacity objects for every node before the first claim, or the
+	// scheduler sees no room and the first run measures the poll interval.
+	if err := waitCapacity(ctx, c, sc, 1+simNodes); err != nil {
+		return err
+	}
+	for _, set := range flagSets() {
+		if err := restartProvisioners(ctx, c, set.Args); err != nil {
+			return err
+		}
+		for _, n := range sizes {
+			res, err := provision(ctx, env, set.Name, n)
+			if err != nil {
+				return fmt.Errorf("%s N=%d: %w", set.Name, n, err)
+			}
+			rep.Provision = append(rep.Provision, res)
+			logf("%s N=%d: bound %.1fs (%.1f PVC/s), real-node pods running %.1fs, deleted %.1fs",
+				set.Name, n, res.BoundSeconds, res.PVCsPerSec, res.RunningSeconds, res.DeleteSeconds)
+		}
+	}
+	for _, kind := range []string{"hpp", "emptyDir"} {
+		lat, err := podStartLatency(ctx, env, kind, samples)
+		if err != nil {
+			return fmt.Errorf("pod start latency %s: %w", kind, err)
+		}
+		rep.PodStart = append(rep.PodStart, lat)
+	}
+	printReport(rep)
+	return nil
+}
+
+func restartProvisioners(ctx context.Context, c *cluster.Cluster, args []string) error {
+	for _, n := range c.Nodes() {
+		if n.Process("csi-provisioner") != nil {
+			if err := n.StopProcess(ctx, "csi-provisioner"); err != nil {
+				return err
+			}
+		}
+		if err := n.StartCSIProvisioner(args...); err != nil {
+			return err
+		}
+	}
+	logf("csi-provisioner restarted on %d nodes with %v", len(c.Nodes()), args)
+	return nil
+}
+
+func waitCapacity(ctx context.Context, c *cluster.Cluster, sc *storagev1.StorageClass, nodes int) error {
+	return e2e.Poll(ctx, 2*time.Minute, "capacity objects for every node", func(ctx context.Context) (bool, string, error) {
+		list, err := c.Client.StorageV1().CSIStorageCapacities(cluster.CSINamespace).List(ctx, metav1.ListOptions{})
+		if err != nil {
+			return false, err.Error(), nil
+		}
+		n := 0
+		for _, cap := range list.Items {
+			if cap.StorageClassName == sc.Name && cap.Capacity != nil && cap.Capacity.Value() > 0 {
+				n++
+			}
+		}
+		return n >= nodes, fmt.Sprintf("%d of %d", n, nodes), nil
+	})
+}
+
+// provision creates n claims with a pod each, all at once, and times them.
+func provision(ctx context.Context, env *e2e.Env, set string, n int) (provisionResult, error) {
+	c := env.C
+	ns := fmt.Sprintf("bench-%s-%d", set, n)
+	if err := c.CreateNamespace(ctx, ns); err != nil {
+		return provisionResult{}, err
+	}
+	res := provisionResult{Flags: set, N: n}
+	start := time.Now()
+	if err := parallel(n, 16, func(i int) error {
+		name := fmt.Sprintf("v-%04d", i)
+		if _, err := c.Client.CoreV1().PersistentVolumeClaims(ns).Create(ctx, e2e.PVC(ns, name, "bench", "1Mi"), metav1.CreateOptions{}); err != nil {
+			return err
+		}
+		_, err := c.Client.CoreV1().Pods(ns).Create(ctx, e2e.Pod(ns, name, "sleep 3600", e2e.PodVolume{Name: "v", Claim: name, Path: "/data"}), metav1.CreateOptions{})
+		return err
+	}); err != nil {
+		return res, err
+	}
+	realNode := c.RealNode().Name
+	var bound, running time.Duration
+	err := e2e.Poll(ctx, 15*time.Minute, fmt.Sprintf("%d claims Bound and real-node pods Running", n), func(ctx context.Context) (bool, string, error) {
+		pvcs, err := c.Client.CoreV1().PersistentVolumeClaims(ns).List(ctx, metav1.ListOptions{})
+		if err != nil {
+			return false, err.Error(), nil
+		}
+		nb := 0
+		for _, p := range pvcs.Items {
+			if p.Status.Phase == corev1.ClaimBound {
+				nb++
+			}
+		}
+		if nb == n && bound == 0 {
+			bound = time.Since(start)
+		}
+		pods, err := c.Client.CoreV1().Pods(ns).List(ctx, metav1.ListOptions{})
+		if err != nil {
+			return false, err.Error(), nil
+		}
+		onReal, runningOnReal, unscheduled := 0, 0, 0
+		for _, p := range pods.Items {
+			switch p.Spec.NodeName {
+			case "":
+				unscheduled++
+			case realNode:
+				onReal++
+				if p.Status.Phase == corev1.PodRunning {
+					runningOnReal++
+				}
+			}
+		}
+		res.RealNodePods = onReal
+		if bound > 0 && unscheduled == 0 && runningOnReal == onReal && running == 0 {
+			running = time.Since(start)
+		}
+		return bound > 0 && running > 0, fmt.Sprintf("%d/%d bound, %d/%d real-node pods running, %d unscheduled", nb, n, runningOnReal, onReal, unscheduled), nil
+	})
+	if err != nil {
+		return res, err
+	}
+	res.BoundSeconds = bound.Seconds()
+	res.PVCsPerSec = float64(n) / bound.Seconds()
+	res.RunningSeconds = running.Seconds()
+
+	delStart := time.Now()
+	zero := int64(0)
+	if err := c.Client.CoreV1().Pods(ns).DeleteCollection(ctx, metav1.DeleteOptions{GracePeriodSeconds: &zero}, metav1.ListOptions{}); err != nil {
+		return res, err
+	}
+	if err := c.Client.CoreV1().PersistentVolumeClaims(ns).DeleteCollection(ctx, metav1.DeleteOptions{}, metav1.ListOptions{}); err != nil {
+		return res, err
+	}
+	err = e2e.Poll(ctx, 15*time.Minute, "volumes deleted", func(ctx context.Context) (bool, string, error) {
+		pvs, err := c.Client.CoreV1().PersistentVolumes().List(ctx, metav1.ListOptions{})
+		if err != nil {
+			return false, err.Error(), nil
+		}
+		left := 0
+		for _, pv := range pvs.Items {
+			if pv.Spec.ClaimRef != nil && pv.Spec.ClaimRef.Namespace == ns {
+				left++
+			}
+		}
+		return left == 0, fmt.Sprintf("%d PVs left", left), nil
+	})
+	res.DeleteSeconds = time.Since(delStart).Seconds()
+	if err != nil {
+		return res, err
+	}
+	_ = c.Client.CoreV1().Namespaces().Delete(ctx, ns, metav1.DeleteOptions{})
+	return res, nil
+}
+
+// podStartLatency starts pods one after another on the real node and
+// measures creation to Running (polled every 50 ms).
+func podStartLatency(ctx context.Context, env *e2e.Env, kind string, samples int) (latencyResult, error) {
+	c := env.C
+	ns := "latency-" + strings.ToLower(kind)
+	if err := c.CreateNamespace(ctx, ns); err != nil {
+		return latencyResult{}, err
+	}
+	res := latencyResult{Volume: kind}
+	node := c.RealNode().Name
+	for i := range samples {
+		name := fmt.Sprintf("p-%02d", i)
+		vol := e2e.PodVolume{Name: "v", Path: "/data", Claim: name}
+		if kind == "emptyDir" {
+			vol.Source = &corev1.VolumeSource{EmptyDir: &corev1.EmptyDirVolumeSource{}}
+		} else if _, err := c.Client.CoreV1().PersistentVolumeClaims(ns).Create(ctx, e2e.PVC(ns, name, "bench", "1Mi"), metav1.CreateOptions{}); err != nil {
+			return res, err
+		}
+		start := time.Now()
+		if _, err := c.Client.CoreV1().Pods(ns).Create(ctx, e2e.OnNode(e2e.Pod(ns, name, "sleep 3600", vol), node), metav1.CreateOptions{}); err != nil {
+			return res, err
+		}
+		if err := e2e.Poll(ctx, 2*time.Minute, "pod "+name+" Running", func(ctx context.Context) (bool, string, error) {
+			p, err := c.Client.CoreV1().Pods(ns).Get(ctx, name, metav1.GetOptions{})
+			if err != nil {
+				return false, err.Error(), nil
+			}
+			return p.Status.Phase == corev1.PodRunning, e2e.PodSummary(p), nil
+		}); err != nil {
+			return res, err
+		}
+		res.Samples = append(res.Samples, time.Since(start).Seconds())
+	}
+	sorted := slices.Clone(res.Samples)
+	slices.Sort(sorted)
+	res.MedianSeconds = sorted[len(sorted)/2]
+	res.MaxSeconds = sorted[len(sorted)-1]
+	zero := int64(0)
+	_ = c.Client.CoreV1().Pods(ns).DeleteCollection(ctx, metav1.DeleteOptions{GracePeriodSeconds: &zero}, metav1.ListOptions{})
+	_ = c.Client.CoreV1().PersistentVolumeClaims(ns).DeleteCollection(ctx, metav1.DeleteOptions{}, metav1.ListOptions{})
+	return res, nil
+}
+
+// parallel runs fn(0..n-1) on width goroutines and returns the first error.
+func parallel(n, width int, fn func(int) error) error {
+	var wg sync.WaitGroup
+	var once sync.Once
+	var first error
+	next := make(chan int)
+	for range width {
+		wg.Go(func() {
+			for i := range next {
+				if err := fn(i); err != nil {
+					once.Do(func() { first = err })
+				}
+			}
+		})
+	}
+	for i := range n {
+		next <- i
+	}
+	close(next)
+	wg.Wait()
+	return first
+}
+
+func machine() string {
+	b, _ := os.ReadFile("/proc/cpuinfo")
+	cpus := strings.Count(string(b), "\nprocessor") + 1
+	return fmt.Sprintf("%d cores", cpus)
+}
+
+func printReport(rep report) {
+	fmt.Printf("\nEnd-to-end provisioning, %d nodes (1 real, %d simulated), %s, Kubernetes %s\n\n", rep.Nodes, rep.Nodes-1, rep.Machine, rep.K8sVersion)
+	fmt.Printf("%-8s %6s %12s %10s %14s %16s %12s\n", "flags", "N", "all Bound s", "PVC/s", "real-node pods", "all Running s", "deleted s")
+	for _, r := range rep.Provision {
+		fmt.Printf("%-8s %6d %12.1f %10.1f %14d %16.1f %12.1f\n", r.Flags, r.N, r.BoundSeconds, r.PVCsPerSec, r.RealNodePods, r.RunningSeconds, r.DeleteSeconds)
+	}
+	fmt.Printf("\nflags: default = csi-provisioner defaults; tuned = %s\n", strings.Join(flagSets()[1].Args, " "))
+	fmt.Printf("\nPod start latency on the real node (creation to Running):\n")
+	for _, l := range rep.PodStart {
+		fmt.Printf("  %-9s median %.2fs  max %.2fs  (%d pods)\n", l.Volume, l.MedianSeconds, l.MaxSeconds, len(l.Samples))
+	}
+	out, _ := json.MarshalIndent(rep, "", "  ")
+	fmt.Printf("\n%s\n", out)
+}

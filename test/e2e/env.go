@@ -1,0 +1,116 @@
+// Package e2e holds hpp-csi's end-to-end scenarios on a local cluster
+// (test/cluster), and the helpers that `make demo` and the provisioning
+// benchmark share with them: a cluster with hpp-csi on the real node, and
+// builders and waits for StorageClasses, claims and pods.
+package e2e
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"runtime"
+	"strings"
+
+	"github.com/hostpath-provisioner/hpp/test/cluster"
+)
+
+// Pool names every real node gets: two plain directories on the host's
+// filesystem.
+const (
+	PoolLocal = "local"
+	PoolFast  = "fast"
+)
+
+// Env is a running cluster with hpp-csi on its real node.
+type Env struct {
+	C *cluster.Cluster
+	// HPPCSI is the hpp-csi binary every node runs.
+	HPPCSI string
+	// Pools of the real node, by name.
+	Pools map[string]string
+}
+
+// SetupOptions configure Setup.
+type SetupOptions struct {
+	Binaries cluster.Binaries
+	// HPPCSI is the hpp-csi binary; built from cmd/hpp-csi when empty.
+	HPPCSI string
+	Logf   func(string, ...any)
+	// TmpfsPools are added to the real node's local and fast pools, each
+	// on a tmpfs of its size (bytes), for capacity scenarios.
+	TmpfsPools map[string]int64
+	// ProvisionerArgs go to the real node's csi-provisioner.
+	ProvisionerArgs []string
+	// HandleSignals: see cluster.Options.
+	HandleSignals bool
+	MaxPods       int
+}
+
+// Setup starts a cluster, installs the CSIDriver object and runs hpp-csi
+// and csi-provisioner on the real node. On error nothing is left running.
+func Setup(ctx context.Context, opts SetupOptions) (*Env, error) {
+	c, err := cluster.Start(ctx, cluster.Options{Binaries: opts.Binaries, Logf: opts.Logf, HandleSignals: opts.HandleSignals, MaxPods: opts.MaxPods})
+	if err != nil {
+		return nil, err
+	}
+	env := &Env{C: c, HPPCSI: opts.HPPCSI, Pools: map[string]string{}}
+	if env.HPPCSI == "" {
+		// Built into the cluster directory, so Stop removes it.
+		env.HPPCSI, err = BuildHPPCSI(ctx, c.Dir)
+	}
+	if err == nil {
+		err = env.installDriver(ctx, opts)
+	}
+	if err != nil {
+		if stopErr := c.Stop(context.WithoutCancel(ctx)); stopErr != nil {
+			err = errors.Join(err, stopErr)
+		}
+		return nil, err
+	}
+	return env, nil
+}
+
+func (e *Env) installDriver(ctx context.Context, opts SetupOptions) error {
+	if err := e.C.InstallCSIDriver(ctx); err != nil {
+		return &cluster.StepError{Step: "create the CSIDriver object", Err: err}
+	}
+	node := e.C.RealNode()
+	pools := []cluster.Pool{
+		{Name: PoolLocal, Path: filepath.Join(node.Dir(), "pools", PoolLocal)},
+		{Name: PoolFast, Path: filepath.Join(node.Dir(), "pools", PoolFast)},
+	}
+	for name, size := range opts.TmpfsPools {
+		p := cluster.Pool{Name: name, Path: filepath.Join(node.Dir(), "pools", name)}
+		if err := cluster.MountTmpfs(p.Path, size); err != nil {
+			return &cluster.StepError{Step: "mount pool " + name, Err: err}
+		}
+		pools = append(pools, p)
+	}
+	for _, p := range pools {
+		e.Pools[p.Name] = p.Path
+	}
+	return node.StartHPPCSI(ctx, cluster.HPPCSIConfig{Binary: e.HPPCSI, Pools: pools, ProvisionerArgs: opts.ProvisionerArgs})
+}
+
+// Stop tears the cluster down.
+func (e *Env) Stop(ctx context.Context) error { return e.C.Stop(ctx) }
+
+// BuildHPPCSI builds cmd/hpp-csi (found from this source file: the tests
+// run from a checkout) into dir and returns the binary's path.
+func BuildHPPCSI(ctx context.Context, dir string) (string, error) {
+	_, self, _, ok := runtime.Caller(0)
+	if !ok {
+		return "", errors.New("build hpp-csi: cannot locate the source tree")
+	}
+	out := filepath.Join(dir, "hpp-csi")
+	cmd := exec.CommandContext(ctx, "go", "build", "-o", out, ".")
+	cmd.Dir = filepath.Join(filepath.Dir(self), "..", "..", "cmd", "hpp-csi")
+	cmd.Env = append(os.Environ(), "CGO_ENABLED=0")
+	if b, err := cmd.CombinedOutput(); err != nil {
+		return "", fmt.Errorf("build hpp-csi in %s: %w: %s", cmd.Dir, err, strings.TrimSpace(string(b)))
+	}
+	return out, nil
+}

@@ -1,0 +1,78 @@
+package e2e
+
+import (
+	"context"
+	"fmt"
+	"path/filepath"
+	"strings"
+	"testing"
+	"time"
+
+	corev1 "k8s.io/api/core/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+
+	"github.com/hostpath-provisioner/hpp/test/cluster"
+)
+
+// Scenario 6: an Immediate StorageClass is not provisioned: the claim
+// stays Pending with an event saying it waits for hpp's provisioner, and
+// no volume is created anywhere. hpp's csi-provisioner runs with
+// --node-deployment-immediate-binding=false (see test/cluster), so no node
+// takes the claim; an event saying "use WaitForFirstConsumer" would need
+// hpp-csi to see the class's binding mode, which CreateVolume does not
+// carry (csi-provisioner sets the selected node itself when it takes an
+// Immediate claim).
+func TestImmediateBindingRefused(t *testing.T) {
+	env := needEnv(t)
+	ns := namespace(t, env)
+	ctx := context.Background()
+	before := dirEntries(t, filepath.Join(env.Pools[PoolLocal], "csi"))
+	storageClass(t, env, StorageClass(ns, PoolLocal, Immediate))
+	createPVC(t, env, PVC(ns, "now", ns, "16Mi"))
+	var event string
+	err := Poll(ctx, time.Minute, "event on the claim", func(ctx context.Context) (bool, string, error) {
+		list, err := env.C.Client.CoreV1().Events(ns).List(ctx, metav1.ListOptions{})
+		if err != nil {
+			return false, err.Error(), nil
+		}
+		for _, e := range list.Items {
+			if e.InvolvedObject.Name != "now" {
+				continue
+			}
+			if e.Reason == "ProvisioningSucceeded" {
+				return false, "", fmt.Errorf("an Immediate claim was provisioned: %s", e.Message)
+			}
+			if (e.Reason == "ProvisioningFailed" && strings.Contains(e.Message, "WaitForFirstConsumer")) ||
+				(e.Reason == "ExternalProvisioning" && strings.Contains(e.Message, cluster.DriverName)) {
+				event = e.Reason + ": " + e.Message
+				return true, "", nil
+			}
+		}
+		return false, Events(ctx, env.C.Client, ns, "PersistentVolumeClaim", "now"), nil
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	// Longer than csi-provisioner's node-deployment base delay, after
+	// which a node would have taken the claim.
+	time.Sleep(25 * time.Second)
+	t.Logf("event: %s", event)
+	pvc, err := env.C.Client.CoreV1().PersistentVolumeClaims(ns).Get(ctx, "now", metav1.GetOptions{})
+	if err != nil || pvc.Status.Phase != corev1.ClaimPending || pvc.Spec.VolumeName != "" {
+		t.Errorf("claim: phase %s volume %q (%v), want Pending, unbound", pvc.Status.Phase, pvc.Spec.VolumeName, err)
+	}
+	for e := range dirEntries(t, filepath.Join(env.Pools[PoolLocal], "csi")) {
+		if !before[e] {
+			t.Errorf("volume directory %s created for a refused Immediate claim", e)
+		}
+	}
+	pvs, err := env.C.Client.CoreV1().PersistentVolumes().List(ctx, metav1.ListOptions{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, pv := range pvs.Items {
+		if ref := pv.Spec.ClaimRef; ref != nil && ref.Namespace == ns {
+			t.Errorf("pv %s created for claim %s", pv.Name, ref.Name)
+		}
+	}
+}

@@ -1,0 +1,41 @@
+package e2e
+
+import (
+	"context"
+	"os"
+	"path/filepath"
+	"testing"
+	"time"
+
+	corev1 "k8s.io/api/core/v1"
+)
+
+// Scenario 5: two pools on one node, one StorageClass each: every volume
+// lands in its class's pool and nowhere else.
+func TestTwoPoolsTwoClasses(t *testing.T) {
+	env := needEnv(t)
+	ns := namespace(t, env)
+	ctx := context.Background()
+	node := env.C.RealNode().Name
+	storageClass(t, env, StorageClass(ns+"-local", PoolLocal))
+	storageClass(t, env, StorageClass(ns+"-fast", PoolFast))
+	createPVC(t, env, PVC(ns, "on-local", ns+"-local", "16Mi"))
+	createPVC(t, env, PVC(ns, "on-fast", ns+"-fast", "16Mi"))
+	createPod(t, env, OnNode(Pod(ns, "both", "echo L > /l/f && echo F > /f/f",
+		PodVolume{Name: "l", Claim: "on-local", Path: "/l"}, PodVolume{Name: "f", Claim: "on-fast", Path: "/f"}), node))
+	if _, err := WaitPodPhase(ctx, env.C.Client, ns, "both", corev1.PodSucceeded, 2*time.Minute); err != nil {
+		t.Fatal(err)
+	}
+	for claim, c := range map[string]struct{ pool, other, content string }{
+		"on-local": {PoolLocal, PoolFast, "L\n"},
+		"on-fast":  {PoolFast, PoolLocal, "F\n"},
+	} {
+		pv := boundPV(t, env, ns, claim)
+		if got := readFile(t, filepath.Join(volumeDir(env.Pools[c.pool], pv), "f")); got != c.content {
+			t.Errorf("claim %s: file in pool %s = %q, want %q", claim, c.pool, got, c.content)
+		}
+		if _, err := os.Stat(volumeDir(env.Pools[c.other], pv)); !os.IsNotExist(err) {
+			t.Errorf("claim %s: a directory also exists in pool %s (stat: %v)", claim, c.other, err)
+		}
+	}
+}

@@ -1,0 +1,107 @@
+package e2e
+
+import (
+	"context"
+	"os"
+	"strings"
+	"testing"
+	"time"
+
+	corev1 "k8s.io/api/core/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+
+	"github.com/hostpath-provisioner/hpp/test/cluster"
+)
+
+// Scenario 1: a WaitForFirstConsumer claim is provisioned on the real node
+// into <pool>/csi/pvc-<uid>, a pod's file lands there, a second pod reads
+// it back, and the reclaim policy decides whether the directory outlives
+// the claim.
+func TestProvisionWriteReadDelete(t *testing.T) {
+	env := needEnv(t)
+	ns := namespace(t, env)
+	ctx := context.Background()
+	node := env.C.RealNode().Name
+	storageClass(t, env, StorageClass(ns+"-delete", PoolLocal))
+
+	claim := createPVC(t, env, PVC(ns, "data", ns+"-delete", "64Mi"))
+	createPod(t, env, OnNode(Pod(ns, "writer", "echo hello-hpp > /data/file", PodVolume{Name: "v", Claim: "data", Path: "/data"}), node))
+	if _, err := WaitPodPhase(ctx, env.C.Client, ns, "writer", corev1.PodSucceeded, 2*time.Minute); err != nil {
+		t.Fatal(err)
+	}
+	pv := boundPV(t, env, ns, "data")
+	if want := "pvc-" + string(claim.UID); pv.Spec.CSI == nil || pv.Spec.CSI.VolumeHandle != want || pv.Spec.CSI.Driver != cluster.DriverName {
+		t.Fatalf("pv %s csi source %+v, want driver %s handle %s", pv.Name, pv.Spec.CSI, cluster.DriverName, want)
+	}
+	assertNodeAffinity(t, pv, node)
+	dir := volumeDir(env.Pools[PoolLocal], pv)
+	if got := readFile(t, dir+"/file"); got != "hello-hpp\n" {
+		t.Errorf("%s/file on the host = %q, want %q", dir, got, "hello-hpp\n")
+	}
+
+	createPod(t, env, OnNode(Pod(ns, "reader", "cat /data/file", PodVolume{Name: "v", Claim: "data", Path: "/data", ReadOnly: true}), node))
+	if _, err := WaitPodPhase(ctx, env.C.Client, ns, "reader", corev1.PodSucceeded, 2*time.Minute); err != nil {
+		t.Fatal(err)
+	}
+	if logs, err := PodLogs(ctx, env.C.Client, ns, "reader"); err != nil || logs != "hello-hpp\n" {
+		t.Errorf("reader log %q (%v), want %q", logs, err, "hello-hpp\n")
+	}
+
+	deletePodNow(t, env, ns, "writer")
+	deletePodNow(t, env, ns, "reader")
+	deletePVC(t, env, ns, "data")
+	waitPVGone(t, env, pv.Name)
+	if _, err := os.Stat(dir); !os.IsNotExist(err) {
+		t.Errorf("reclaim Delete: %s still exists after the PV is gone (stat: %v)", dir, err)
+	}
+
+	t.Run("Retain", func(t *testing.T) {
+		storageClass(t, env, StorageClass(ns+"-retain", PoolLocal, Retain))
+		createPVC(t, env, PVC(ns, "kept", ns+"-retain", "64Mi"))
+		createPod(t, env, OnNode(Pod(ns, "keeper", "echo keep-me > /data/file", PodVolume{Name: "v", Claim: "kept", Path: "/data"}), node))
+		if _, err := WaitPodPhase(ctx, env.C.Client, ns, "keeper", corev1.PodSucceeded, 2*time.Minute); err != nil {
+			t.Fatal(err)
+		}
+		pv := boundPV(t, env, ns, "kept")
+		dir := volumeDir(env.Pools[PoolLocal], pv)
+		deletePodNow(t, env, ns, "keeper")
+		deletePVC(t, env, ns, "kept")
+		if err := Poll(ctx, time.Minute, "pv "+pv.Name+" Released", func(ctx context.Context) (bool, string, error) {
+			p, err := env.C.Client.CoreV1().PersistentVolumes().Get(ctx, pv.Name, metav1.GetOptions{})
+			if err != nil {
+				return false, "", err
+			}
+			return p.Status.Phase == corev1.VolumeReleased, string(p.Status.Phase), nil
+		}); err != nil {
+			t.Fatal(err)
+		}
+		if got := readFile(t, dir+"/file"); got != "keep-me\n" {
+			t.Errorf("reclaim Retain: %s/file = %q, want %q", dir, got, "keep-me\n")
+		}
+		// An administrator's cleanup of a retained volume.
+		if err := env.C.Client.CoreV1().PersistentVolumes().Delete(ctx, pv.Name, metav1.DeleteOptions{}); err != nil {
+			t.Fatal(err)
+		}
+		waitPVGone(t, env, pv.Name)
+		if got := readFile(t, dir+"/file"); got != "keep-me\n" {
+			t.Errorf("reclaim Retain: deleting the PV object removed the data (%q)", got)
+		}
+		if err := os.RemoveAll(dir); err != nil {
+			t.Fatal(err)
+		}
+	})
+}
+
+// assertNodeAffinity checks the PV may only be used on node, through
+// hpp-csi's topology key.
+func assertNodeAffinity(t *testing.T, pv *corev1.PersistentVolume, node string) {
+	t.Helper()
+	if pv.Spec.NodeAffinity == nil || pv.Spec.NodeAffinity.Required == nil || len(pv.Spec.NodeAffinity.Required.NodeSelectorTerms) != 1 {
+		t.Fatalf("pv %s node affinity %+v: want one required term", pv.Name, pv.Spec.NodeAffinity)
+	}
+	exprs := pv.Spec.NodeAffinity.Required.NodeSelectorTerms[0].MatchExpressions
+	if len(exprs) != 1 || exprs[0].Key != cluster.TopologyKey || exprs[0].Operator != corev1.NodeSelectorOpIn ||
+		strings.Join(exprs[0].Values, ",") != node {
+		t.Errorf("pv %s node affinity %+v: want %s In [%s]", pv.Name, exprs, cluster.TopologyKey, node)
+	}
+}
