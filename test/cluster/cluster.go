@@ -101,7 +101,7 @@ func Start(ctx context.Context, opts Options) (*Cluster, error) {
 		stopCtx, cancel := context.WithTimeout(context.WithoutCancel(ctx), 2*time.Minute)
 		defer cancel()
 		if stopErr := c.Stop(stopCtx); stopErr != nil {
-			err = fmt.Errorf("%w\nteardown after the failure: %v", err, stopErr)
+			err = fmt.Errorf("%w\nteardown after the failure: %w", err, stopErr)
 		}
 		return nil, err
 	}

@@ -182,7 +182,7 @@ func (c *Cluster) waitAPIReady(ctx context.Context) error {
 	proc := c.Process("kube-apiserver")
 	return poll(ctx, 2*time.Minute, 200*time.Millisecond, "kube-apiserver /readyz", func(ctx context.Context) (bool, error) {
 		if !proc.Running() {
-			return false, fmt.Errorf("kube-apiserver exited: %v", proc.ExitError())
+			return false, fmt.Errorf("kube-apiserver exited: %w", proc.ExitError())
 		}
 		body, err := c.Client.Discovery().RESTClient().Get().AbsPath("/readyz").DoRaw(ctx)
 		return err == nil && string(body) == "ok", nil

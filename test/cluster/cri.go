@@ -19,7 +19,7 @@ func removeAllPodSandboxes(ctx context.Context, sock string) (int, error) {
 	if err != nil {
 		return 0, fmt.Errorf("cri %s: %w", sock, err)
 	}
-	defer conn.Close()
+	defer func() { _ = conn.Close() }()
 	rt := runtimeapi.NewRuntimeServiceClient(conn)
 	resp, err := rt.ListPodSandbox(ctx, &runtimeapi.ListPodSandboxRequest{})
 	if err != nil {

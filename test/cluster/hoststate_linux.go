@@ -320,7 +320,7 @@ func removeKubepodsCgroups(before hostState) {
 
 // deleteLink removes a network interface if it exists.
 func deleteLink(ctx context.Context, cmd Commander, name string) error {
-	if _, err := os.Stat(filepath.Join("/sys/class/net", name)); err != nil {
+	if _, err := os.Stat(filepath.Join("/sys/class/net", name)); errors.Is(err, os.ErrNotExist) {
 		return nil
 	}
 	_, err := cmd.Run(ctx, "ip", "link", "del", name)

@@ -169,7 +169,7 @@ func (n *Node) StartHPPCSI(ctx context.Context, cfg HPPCSIConfig) error {
 // with StopProcess(ctx, "csi-provisioner") to restart with other flags.
 func (n *Node) StartCSIProvisioner(extraArgs ...string) error {
 	if fi, err := os.Stat(n.c.opts.Binaries.CSIProvisioner); err != nil || fi.Mode()&0o111 == 0 {
-		return fmt.Errorf("binaries.CSIProvisioner %s: missing or not executable (run `make cluster-binaries`): %v", n.c.opts.Binaries.CSIProvisioner, err)
+		return fmt.Errorf("binaries.CSIProvisioner %s: missing or not executable (run `make cluster-binaries`): %w", n.c.opts.Binaries.CSIProvisioner, err)
 	}
 	args := append([]string{
 		"--csi-address=" + n.csiSocket(),
@@ -206,7 +206,7 @@ func (n *Node) waitCSINode(ctx context.Context) error {
 	return poll(ctx, time.Minute, 250*time.Millisecond, "CSINode "+n.Name+" with "+DriverName, func(ctx context.Context) (bool, error) {
 		cn, err := n.c.Client.StorageV1().CSINodes().Get(ctx, n.Name, metav1.GetOptions{})
 		if err != nil {
-			return false, nil
+			return false, tryAgain(err)
 		}
 		for _, d := range cn.Spec.Drivers {
 			if d.Name == DriverName {

@@ -232,11 +232,7 @@ func buildPauseImage(ctx context.Context, outDir string) (Image, error) {
 		return Image{}, errors.New("pause image: cannot locate the harness source")
 	}
 	bin := filepath.Join(outDir, "pause")
-	goBin := filepath.Join(runtime.GOROOT(), "bin", "go")
-	if _, err := os.Stat(goBin); err != nil {
-		goBin = "go"
-	}
-	build := exec.CommandContext(ctx, goBin, "build", "-trimpath", "-o", bin, ".")
+	build := exec.CommandContext(ctx, "go", "build", "-trimpath", "-o", bin, ".")
 	build.Dir = filepath.Join(filepath.Dir(self), "..", "images", "pause")
 	build.Env = append(os.Environ(), "CGO_ENABLED=0")
 	if out, err := build.CombinedOutput(); err != nil {

@@ -35,7 +35,7 @@ func acquireMachineLock(ctx context.Context, logf func(string, ...any)) (*machin
 			return &machineLock{f: f}, nil
 		}
 		if !errors.Is(err, unix.EWOULDBLOCK) {
-			f.Close()
+			_ = f.Close()
 			return nil, fmt.Errorf("machine lock %s: %w", machineLockPath, err)
 		}
 		if time.Since(lastNote) > 30*time.Second {
@@ -46,7 +46,7 @@ func acquireMachineLock(ctx context.Context, logf func(string, ...any)) (*machin
 		}
 		select {
 		case <-ctx.Done():
-			f.Close()
+			_ = f.Close()
 			return nil, fmt.Errorf("machine lock %s: %w", machineLockPath, ctx.Err())
 		case <-time.After(500 * time.Millisecond):
 		}
@@ -58,6 +58,6 @@ func (l *machineLock) release() {
 		return
 	}
 	_ = unix.Flock(int(l.f.Fd()), unix.LOCK_UN)
-	l.f.Close()
+	_ = l.f.Close()
 	l.f = nil
 }

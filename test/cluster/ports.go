@@ -22,7 +22,7 @@ func (a *portAllocator) next() (int, error) {
 			return 0, fmt.Errorf("free port on 127.0.0.1: %w", err)
 		}
 		port := l.Addr().(*net.TCPAddr).Port
-		l.Close()
+		_ = l.Close()
 		if !a.used[port] {
 			a.used[port] = true
 			return port, nil

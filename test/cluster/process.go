@@ -158,7 +158,7 @@ func (p *Process) start() error {
 		Pdeathsig: syscall.SIGKILL,
 	}
 	if err := cmd.Start(); err != nil {
-		logf.Close()
+		_ = logf.Close()
 		return fmt.Errorf("process %s: start %s: %w", p.spec.Name, p.spec.Path, err)
 	}
 	done := make(chan struct{})
@@ -169,7 +169,7 @@ func (p *Process) start() error {
 	go func() {
 		err := cmd.Wait()
 		fmt.Fprintf(logf, "==> %s harness: %s exited: %v\n", time.Now().Format(time.RFC3339Nano), p.spec.Name, errOrOK(err))
-		logf.Close()
+		_ = logf.Close()
 		p.mu.Lock()
 		p.waitErr = err
 		again := p.spec.RestartOnExit && !p.stopped
@@ -287,7 +287,7 @@ func tailFile(path string, n int) string {
 	if err != nil {
 		return fmt.Sprintf("(no log: %v)", err)
 	}
-	defer f.Close()
+	defer func() { _ = f.Close() }()
 	// Logs can be large; the tail lives in the last few hundred KiB.
 	const window = 512 << 10
 	if fi, err := f.Stat(); err == nil && fi.Size() > window {

@@ -120,7 +120,7 @@ func (c *Cluster) startContainerd(ctx context.Context) error {
 	proc := c.Process("containerd")
 	if err := poll(ctx, time.Minute, 200*time.Millisecond, "containerd socket", func(ctx context.Context) (bool, error) {
 		if !proc.Running() {
-			return false, fmt.Errorf("containerd exited: %v", proc.ExitError())
+			return false, fmt.Errorf("containerd exited: %w", proc.ExitError())
 		}
 		_, err := c.cmd.Run(ctx, c.opts.Binaries.Ctr, "--address", c.containerdSock(), "version")
 		return err == nil, nil
@@ -205,7 +205,7 @@ func (c *Cluster) startKubelet(ctx context.Context) error {
 	proc := c.Process("kubelet")
 	if err := poll(ctx, 2*time.Minute, 500*time.Millisecond, "node "+c.opts.NodeName+" Ready", func(ctx context.Context) (bool, error) {
 		if !proc.Running() {
-			return false, fmt.Errorf("kubelet exited: %v", proc.ExitError())
+			return false, fmt.Errorf("kubelet exited: %w", proc.ExitError())
 		}
 		node, err := c.Client.CoreV1().Nodes().Get(ctx, c.opts.NodeName, metav1.GetOptions{})
 		if apierrors.IsNotFound(err) {

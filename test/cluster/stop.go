@@ -77,7 +77,7 @@ func (c *Cluster) stop(ctx context.Context) error {
 		return fmt.Errorf("teardown left things behind (directory %s kept): %w", c.Dir, errors.Join(errs...))
 	}
 	if mps, err := mountsUnder(c.Dir); err != nil || len(mps) > 0 {
-		return fmt.Errorf("teardown: mounts remain under %s (kept): %v %v", c.Dir, mps, err)
+		return fmt.Errorf("teardown: mounts remain under %s (kept): %v %w", c.Dir, mps, err)
 	}
 	if err := os.RemoveAll(c.Dir); err != nil {
 		return fmt.Errorf("teardown: remove %s: %w", c.Dir, err)

@@ -2,29 +2,47 @@ package cluster
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"io"
 	"net/http"
 	"time"
 )
 
-// poll calls cond every interval until it returns true, returns an error,
-// or timeout (or ctx) ends; the error then names what was awaited.
+// retryable marks an error of one poll attempt that the next attempt may
+// not have (a connection refused while a component starts).
+type retryable struct{ err error }
+
+func (r retryable) Error() string { return r.err.Error() }
+
+// tryAgain wraps err so that poll tries again.
+func tryAgain(err error) error { return retryable{err} }
+
+// poll calls cond every interval until it returns true, returns an error
+// not wrapped by tryAgain, or timeout (or ctx) ends; the error then names what
+// was awaited and the last retried error.
 func poll(ctx context.Context, timeout, interval time.Duration, what string, cond func(context.Context) (bool, error)) error {
 	ctx, cancel := context.WithTimeout(ctx, timeout)
 	defer cancel()
 	t := time.NewTicker(interval)
 	defer t.Stop()
+	var last error
 	for {
 		ok, err := cond(ctx)
-		if err != nil {
+		var r retryable
+		switch {
+		case errors.As(err, &r):
+			last = r.err
+		case err != nil:
 			return err
-		}
-		if ok {
+		case ok:
 			return nil
 		}
 		select {
 		case <-ctx.Done():
+			if last != nil {
+				return fmt.Errorf("waiting for %s: %w (last attempt: %w)", what, ctx.Err(), last)
+			}
 			return fmt.Errorf("waiting for %s: %w", what, ctx.Err())
 		case <-t.C:
 		}
@@ -38,7 +56,7 @@ func waitHTTP(ctx context.Context, what, url string, client *http.Client, proc *
 	}
 	return poll(ctx, 2*time.Minute, 200*time.Millisecond, what+" at "+url, func(ctx context.Context) (bool, error) {
 		if proc != nil && !proc.Running() {
-			return false, fmt.Errorf("%s exited: %v", what, proc.ExitError())
+			return false, fmt.Errorf("%s exited: %w", what, proc.ExitError())
 		}
 		req, err := http.NewRequestWithContext(ctx, http.MethodGet, url, nil)
 		if err != nil {
@@ -46,10 +64,10 @@ func waitHTTP(ctx context.Context, what, url string, client *http.Client, proc *
 		}
 		resp, err := client.Do(req)
 		if err != nil {
-			return false, nil
+			return false, tryAgain(err)
 		}
 		_, _ = io.Copy(io.Discard, resp.Body)
-		resp.Body.Close()
+		_ = resp.Body.Close()
 		return resp.StatusCode == http.StatusOK, nil
 	})
 }

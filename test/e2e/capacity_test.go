@@ -82,7 +82,7 @@ func TestCapacityAwareScheduling(t *testing.T) {
 	if err := Poll(ctx, time.Minute, "pod on-sim bound to sim-b", func(ctx context.Context) (bool, string, error) {
 		p, err := env.C.Client.CoreV1().Pods(ns).Get(ctx, "on-sim", metav1.GetOptions{})
 		if err != nil {
-			return false, err.Error(), nil
+			return false, "", Retry(err)
 		}
 		if p.Spec.NodeName != "" && p.Spec.NodeName != "sim-b" {
 			return false, "", fmt.Errorf("scheduled to %s", p.Spec.NodeName)
@@ -155,7 +155,7 @@ func waitCapacities(t *testing.T, env *Env, class string, sizes map[string]int64
 	err := Poll(context.Background(), 90*time.Second, "CSIStorageCapacity per node for "+class, func(ctx context.Context) (bool, string, error) {
 		list, err := env.C.Client.StorageV1().CSIStorageCapacities(cluster.CSINamespace).List(ctx, metav1.ListOptions{})
 		if err != nil {
-			return false, err.Error(), nil
+			return false, "", Retry(err)
 		}
 		got := map[string]*resource.Quantity{}
 		for i := range list.Items {

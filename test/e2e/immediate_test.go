@@ -33,7 +33,7 @@ func TestImmediateBindingRefused(t *testing.T) {
 	err := Poll(ctx, time.Minute, "event on the claim", func(ctx context.Context) (bool, string, error) {
 		list, err := env.C.Client.CoreV1().Events(ns).List(ctx, metav1.ListOptions{})
 		if err != nil {
-			return false, err.Error(), nil
+			return false, "", Retry(err)
 		}
 		for _, e := range list.Items {
 			if e.InvolvedObject.Name != "now" {

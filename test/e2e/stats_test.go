@@ -49,7 +49,7 @@ func TestKubeletStatsReportVolumeUsage(t *testing.T) {
 	err := Poll(ctx, 90*time.Second, "stats summary with both volumes' usage", func(ctx context.Context) (bool, string, error) {
 		raw, err := env.C.Client.CoreV1().RESTClient().Get().AbsPath("/api/v1/nodes", node, "proxy", "stats", "summary").DoRaw(ctx)
 		if err != nil {
-			return false, err.Error(), nil
+			return false, "", Retry(err)
 		}
 		var s statsSummary
 		if err := json.Unmarshal(raw, &s); err != nil {

@@ -2,6 +2,7 @@ package e2e
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"strings"
 	"time"
@@ -13,9 +14,18 @@ import (
 	"k8s.io/client-go/kubernetes"
 )
 
-// Poll calls cond every interval until it returns true or an error, or
-// until timeout; the timeout error names what was awaited and the last
-// state cond reported.
+// Retry wraps an error of one Poll attempt that a later attempt may not
+// have (the API briefly unavailable): Poll keeps going and reports it as
+// the last state if time runs out.
+func Retry(err error) error { return retryError{err} }
+
+type retryError struct{ err error }
+
+func (r retryError) Error() string { return r.err.Error() }
+
+// Poll calls cond every interval until it returns true or an error not
+// wrapped by Retry, or until timeout; the timeout error names what was
+// awaited and the last state cond reported.
 func Poll(ctx context.Context, timeout time.Duration, what string, cond func(context.Context) (done bool, state string, err error)) error {
 	ctx, cancel := context.WithTimeout(ctx, timeout)
 	defer cancel()
@@ -24,6 +34,10 @@ func Poll(ctx context.Context, timeout time.Duration, what string, cond func(con
 	last := ""
 	for {
 		done, state, err := cond(ctx)
+		var r retryError
+		if errors.As(err, &r) {
+			state, err = r.Error(), nil
+		}
 		if err != nil {
 			return fmt.Errorf("%s: %w", what, err)
 		}
@@ -49,7 +63,7 @@ func WaitPodPhase(ctx context.Context, c kubernetes.Interface, ns, name string, 
 	err := Poll(ctx, timeout, fmt.Sprintf("pod %s/%s %s", ns, name, phase), func(ctx context.Context) (bool, string, error) {
 		p, err := c.CoreV1().Pods(ns).Get(ctx, name, metav1.GetOptions{})
 		if err != nil {
-			return false, err.Error(), nil
+			return false, "", Retry(err)
 		}
 		pod = p
 		if p.Status.Phase == phase {
@@ -89,7 +103,7 @@ func WaitPVCBound(ctx context.Context, c kubernetes.Interface, ns, name string, 
 	err := Poll(ctx, timeout, fmt.Sprintf("claim %s/%s Bound", ns, name), func(ctx context.Context) (bool, string, error) {
 		p, err := c.CoreV1().PersistentVolumeClaims(ns).Get(ctx, name, metav1.GetOptions{})
 		if err != nil {
-			return false, err.Error(), nil
+			return false, "", Retry(err)
 		}
 		pvc = p
 		return p.Status.Phase == corev1.ClaimBound, fmt.Sprintf("phase %s, events: %s", p.Status.Phase, Events(ctx, c, ns, "PersistentVolumeClaim", name)), nil
@@ -105,7 +119,7 @@ func WaitGone(ctx context.Context, what string, timeout time.Duration, get func(
 			return true, "", nil
 		}
 		if err != nil {
-			return false, err.Error(), nil
+			return false, "", Retry(err)
 		}
 		return false, "still there", nil
 	})

@@ -185,7 +185,7 @@ func waitCapacity(ctx context.Context, c *cluster.Cluster, sc *storagev1.Storage
 	return e2e.Poll(ctx, 2*time.Minute, "capacity objects for every node", func(ctx context.Context) (bool, string, error) {
 		list, err := c.Client.StorageV1().CSIStorageCapacities(cluster.CSINamespace).List(ctx, metav1.ListOptions{})
 		if err != nil {
-			return false, err.Error(), nil
+			return false, "", e2e.Retry(err)
 		}
 		n := 0
 		for _, cap := range list.Items {
@@ -221,7 +221,7 @@ func provision(ctx context.Context, env *e2e.Env, set string, n int) (provisionR
 	err := e2e.Poll(ctx, 15*time.Minute, fmt.Sprintf("%d claims Bound and real-node pods Running", n), func(ctx context.Context) (bool, string, error) {
 		pvcs, err := c.Client.CoreV1().PersistentVolumeClaims(ns).List(ctx, metav1.ListOptions{})
 		if err != nil {
-			return false, err.Error(), nil
+			return false, "", e2e.Retry(err)
 		}
 		nb := 0
 		for _, p := range pvcs.Items {
@@ -234,7 +234,7 @@ func provision(ctx context.Context, env *e2e.Env, set string, n int) (provisionR
 		}
 		pods, err := c.Client.CoreV1().Pods(ns).List(ctx, metav1.ListOptions{})
 		if err != nil {
-			return false, err.Error(), nil
+			return false, "", e2e.Retry(err)
 		}
 		onReal, runningOnReal, unscheduled := 0, 0, 0
 		for _, p := range pods.Items {
@@ -272,7 +272,7 @@ func provision(ctx context.Context, env *e2e.Env, set string, n int) (provisionR
 	err = e2e.Poll(ctx, 15*time.Minute, "volumes deleted", func(ctx context.Context) (bool, string, error) {
 		pvs, err := c.Client.CoreV1().PersistentVolumes().List(ctx, metav1.ListOptions{})
 		if err != nil {
-			return false, err.Error(), nil
+			return false, "", e2e.Retry(err)
 		}
 		left := 0
 		for _, pv := range pvs.Items {
@@ -315,7 +315,7 @@ func podStartLatency(ctx context.Context, env *e2e.Env, kind string, samples int
 		if err := e2e.Poll(ctx, 2*time.Minute, "pod "+name+" Running", func(ctx context.Context) (bool, string, error) {
 			p, err := c.Client.CoreV1().Pods(ns).Get(ctx, name, metav1.GetOptions{})
 			if err != nil {
-				return false, err.Error(), nil
+				return false, "", e2e.Retry(err)
 			}
 			return p.Status.Phase == corev1.PodRunning, e2e.PodSummary(p), nil
 		}); err != nil {

@@ -112,7 +112,7 @@ func (d *demo) walkthrough(ctx context.Context) int {
 	if err := e2e.Poll(ctx, time.Minute, "pod scheduled", func(ctx context.Context) (bool, string, error) {
 		p, err := c.Client.CoreV1().Pods(ns).Get(ctx, podName, metav1.GetOptions{})
 		if err != nil {
-			return false, err.Error(), nil
+			return false, "", e2e.Retry(err)
 		}
 		scheduled = p.Spec.NodeName
 		return scheduled != "", e2e.PodSummary(p), nil
@@ -132,7 +132,7 @@ func (d *demo) walkthrough(ctx context.Context) int {
 	dir := filepath.Join(pool, "csi", pv.Spec.CSI.VolumeHandle)
 	say("PersistentVolume %s created by hpp-csi (volume id %s, node affinity %s=%s)", pv.Name, pv.Spec.CSI.VolumeHandle, cluster.TopologyKey, scheduled)
 	if fi, err := os.Stat(dir); err != nil || !fi.IsDir() {
-		return d.failed("find the volume directory on the host", fmt.Errorf("%s: %v", dir, err), "hpp-csi@"+node.Name)
+		return d.failed("find the volume directory on the host", fmt.Errorf("%s: %w", dir, err), "hpp-csi@"+node.Name)
 	}
 	say("directory %s created on the host", dir)
 	say("PersistentVolumeClaim %s/%s is %s", ns, claimName, pvc.Status.Phase)
@@ -174,7 +174,7 @@ func (d *demo) walkthrough(ctx context.Context) int {
 	}
 	say("claim and PersistentVolume %s deleted", pv.Name)
 	if _, err := os.Stat(dir); !errors.Is(err, os.ErrNotExist) {
-		return d.failed("remove the volume directory", fmt.Errorf("%s still exists (%v)", dir, err), "hpp-csi@"+node.Name)
+		return d.failed("remove the volume directory", fmt.Errorf("%s still exists (%w)", dir, err), "hpp-csi@"+node.Name)
 	}
 	say("directory %s is gone from the host", dir)
 	return 0
