@@ -21,7 +21,7 @@ K8S_DIR=$HPP_CACHE/k8s/$K8S_VERSION
 PROVISIONER_DIR=$HPP_CACHE/csi-provisioner/$PROVISIONER_VERSION
 ETCD_DIR=$HPP_CACHE/etcd/$ETCD_VERSION
 
-K8S_BINS=(kube-apiserver kube-controller-manager kube-scheduler kubelet kube-proxy kubectl)
+K8S_BINS=(kube-apiserver kube-controller-manager kube-scheduler kubelet kubectl)
 
 if [[ ${1:-} == --print-env ]]; then
   echo "HPP_K8S_DIR=$K8S_DIR"
