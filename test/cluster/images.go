@@ -250,3 +250,18 @@ func importImage(ctx context.Context, cmd Commander, ctr, sock, archive string) 
 	_, err := cmd.Run(ctx, ctr, "--address", sock, "-n", "k8s.io", "images", "import", archive)
 	return err
 }
+
+// BinaryImage is an image holding one static binary (e.g. an hpp
+// component built with CGO_ENABLED=0) as /<base name>, its entrypoint, plus
+// /tmp. Import it with ImportImage or Options.Images.
+func BinaryImage(ref, binary string) (Image, error) {
+	if !filepath.IsAbs(binary) {
+		return Image{}, fmt.Errorf("image %s binary %q: must be absolute", ref, binary)
+	}
+	if _, err := os.Stat(binary); err != nil {
+		return Image{}, fmt.Errorf("image %s binary: %w", ref, err)
+	}
+	target := "/" + filepath.Base(binary)
+	img := Image{Ref: ref, Entrypoint: []string{target}, Files: []ImageFile{{Path: target, Source: binary, Mode: 0o755}, {Path: "/tmp"}}}
+	return img, img.Validate()
+}

@@ -176,3 +176,16 @@ func readTarHeaders(t *testing.T, data []byte) map[string]*tar.Header {
 		out[h.Name] = h
 	}
 }
+
+func TestBinaryImageRejectsBadInput(t *testing.T) {
+	if _, err := BinaryImage("localhost/hpp/x:1", "rel/bin"); err == nil || !strings.Contains(err.Error(), `binary "rel/bin": must be absolute`) {
+		t.Errorf("relative binary: %v", err)
+	}
+	if _, err := BinaryImage("bad", "/bin/sh"); err == nil || !strings.Contains(err.Error(), `image ref "bad"`) {
+		t.Errorf("bad ref: %v", err)
+	}
+	img, err := BinaryImage("localhost/hpp/sh:1", "/bin/sh")
+	if err != nil || img.Entrypoint[0] != "/sh" {
+		t.Errorf("BinaryImage(/bin/sh) = %+v, %v", img, err)
+	}
+}
