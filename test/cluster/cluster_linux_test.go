@@ -112,7 +112,7 @@ func TestClusterRunsPodAndTearsDownClean(t *testing.T) {
 		t.Errorf("bridge hpp0 left: %v", err)
 	}
 	for _, bin := range []string{"iptables", "ip6tables"} {
-		for _, table := range iptablesTables {
+		for _, table := range iptablesTables() {
 			for _, chain := range listChains(ctx, hostCommander{}, bin, table) {
 				if strings.HasPrefix(chain, "KUBE-") || strings.HasPrefix(chain, "CNI-") {
 					t.Errorf("%s %s chain %s left", bin, table, chain)
@@ -120,7 +120,7 @@ func TestClusterRunsPodAndTearsDownClean(t *testing.T) {
 			}
 		}
 	}
-	for _, p := range fixedPaths {
+	for _, p := range fixedPaths() {
 		if _, err := os.Stat(p); !c.before.fixedBefore[p] && !os.IsNotExist(err) {
 			t.Errorf("%s created by the cluster and left behind (%v)", p, err)
 		}

@@ -32,13 +32,13 @@ type hostState struct {
 // fixedPaths are the directories kubelet and containerd's shims create
 // whatever they are configured with: kubelet's device-plugin socket
 // directory and the shims' socket directory.
-var fixedPaths = []string{"/var/lib/kubelet", "/run/containerd"}
+func fixedPaths() []string { return []string{"/var/lib/kubelet", "/run/containerd"} }
 
 // removeFixedPaths removes the fixedPaths the cluster created (those that
 // did not exist before it started), once nothing is mounted in them.
 func removeFixedPaths(before hostState) error {
 	var errs []error
-	for _, p := range fixedPaths {
+	for _, p := range fixedPaths() {
 		if before.fixedBefore[p] {
 			continue
 		}
@@ -53,17 +53,18 @@ func removeFixedPaths(before hostState) error {
 	return errors.Join(errs...)
 }
 
-var iptablesTables = []string{"filter", "nat", "mangle"}
+// iptablesTables are the tables kubelet and CNI plugins add chains to.
+func iptablesTables() []string { return []string{"filter", "nat", "mangle"} }
 
 func snapshotHostState(ctx context.Context, cmd Commander) hostState {
 	st := hostState{chains: map[string]bool{}, cgroupsBefore: map[string]bool{}, fixedBefore: map[string]bool{}}
-	for _, p := range fixedPaths {
+	for _, p := range fixedPaths() {
 		if _, err := os.Stat(p); err == nil {
 			st.fixedBefore[p] = true
 		}
 	}
 	for _, bin := range []string{"iptables", "ip6tables"} {
-		for _, table := range iptablesTables {
+		for _, table := range iptablesTables() {
 			for _, chain := range listChains(ctx, cmd, bin, table) {
 				st.chains[bin+"/"+table+"/"+chain] = true
 			}
@@ -99,7 +100,7 @@ func listChains(ctx context.Context, cmd Commander, bin, table string) []string 
 func removeChains(ctx context.Context, cmd Commander, before hostState) error {
 	var errs []error
 	for _, bin := range []string{"iptables", "ip6tables"} {
-		for _, table := range iptablesTables {
+		for _, table := range iptablesTables() {
 			out, err := cmd.Run(ctx, bin+"-save", "-t", table)
 			if err != nil {
 				continue
