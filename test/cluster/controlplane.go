@@ -199,10 +199,14 @@ func (c *Cluster) startControllers(ctx context.Context) error {
 	if err != nil {
 		return &StepError{Step: "start kube-scheduler", Err: err}
 	}
+	var qps []string
+	if q := c.opts.ControlPlaneQPS; q > 0 {
+		qps = []string{"--kube-api-qps=" + strconv.Itoa(q), "--kube-api-burst=" + strconv.Itoa(2*q)}
+	}
 	kcm := p.kubeconfigs["controller-manager"]
 	if _, err := c.run(ProcessSpec{
 		Name: "kube-controller-manager", Path: c.opts.Binaries.KubeControllerManager,
-		Args: []string{
+		Args: append([]string{
 			"--kubeconfig=" + kcm, "--authentication-kubeconfig=" + kcm, "--authorization-kubeconfig=" + kcm,
 			"--bind-address=127.0.0.1", "--secure-port=" + strconv.Itoa(kcmPort),
 			"--leader-elect=false",
@@ -210,19 +214,19 @@ func (c *Cluster) startControllers(ctx context.Context) error {
 			"--use-service-account-credentials=true",
 			"--service-cluster-ip-range=" + serviceCIDR,
 			"--v=1",
-		},
+		}, qps...),
 	}); err != nil {
 		return &StepError{Step: "start kube-controller-manager", Err: err}
 	}
 	sched := p.kubeconfigs["scheduler"]
 	if _, err := c.run(ProcessSpec{
 		Name: "kube-scheduler", Path: c.opts.Binaries.KubeScheduler,
-		Args: []string{
+		Args: append([]string{
 			"--kubeconfig=" + sched, "--authentication-kubeconfig=" + sched, "--authorization-kubeconfig=" + sched,
 			"--bind-address=127.0.0.1", "--secure-port=" + strconv.Itoa(schedPort),
 			"--leader-elect=false",
 			"--v=1",
-		},
+		}, qps...),
 	}); err != nil {
 		return &StepError{Step: "start kube-scheduler", Err: err}
 	}

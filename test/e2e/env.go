@@ -47,12 +47,15 @@ type SetupOptions struct {
 	// HandleSignals: see cluster.Options.
 	HandleSignals bool
 	MaxPods       int
+	// ControlPlaneQPS: see cluster.Options.
+	ControlPlaneQPS int
 }
 
 // Setup starts a cluster, installs the CSIDriver object and runs hpp-csi
 // and csi-provisioner on the real node. On error nothing is left running.
 func Setup(ctx context.Context, opts SetupOptions) (*Env, error) {
-	c, err := cluster.Start(ctx, cluster.Options{Binaries: opts.Binaries, Logf: opts.Logf, HandleSignals: opts.HandleSignals, MaxPods: opts.MaxPods})
+	c, err := cluster.Start(ctx, cluster.Options{Binaries: opts.Binaries, Logf: opts.Logf, HandleSignals: opts.HandleSignals, MaxPods: opts.MaxPods,
+		ControlPlaneQPS: opts.ControlPlaneQPS})
 	if err != nil {
 		return nil, err
 	}
