@@ -18,7 +18,7 @@ cluster-binaries: ## build the cluster's binaries into $(HPP_CACHE) (k8s, etcd, 
 .PHONY: e2e
 e2e: ## e2e scenarios on a local cluster with hpp-csi (root)
 ifeq ($(IS_ROOT),yes)
-	@$(MAKE) --no-print-directory cluster-binaries
+	@$(MAKE) --no-print-directory deps cluster-binaries
 	@$(MAKE) --no-print-directory hpp-csi-bin
 	@echo "==> e2e scenarios (logs of a failed test: _output/e2e-logs/)"
 	@cd $(ROOT)/test && HPP_TEST_TIER=e2e HPP_BIN_DIR=$(BIN) HPP_E2E_LOGS=$(ROOT)/_output/e2e-logs \
@@ -30,7 +30,7 @@ endif
 .PHONY: demo
 demo: ## start a local cluster, provision a volume with hpp-csi, show it on the host, clean up (root)
 ifeq ($(IS_ROOT),yes)
-	@$(MAKE) --no-print-directory cluster-binaries
+	@$(MAKE) --no-print-directory deps cluster-binaries
 	@$(MAKE) --no-print-directory hpp-csi-bin
 	@cd $(ROOT)/test && go run ./e2e/demo --bin-dir $(BIN)
 else
@@ -40,7 +40,7 @@ endif
 .PHONY: bench-e2e
 bench-e2e: ## end-to-end provisioning benchmark on a local cluster (root): table and JSON
 ifeq ($(IS_ROOT),yes)
-	@$(MAKE) --no-print-directory cluster-binaries
+	@$(MAKE) --no-print-directory deps cluster-binaries
 	@$(MAKE) --no-print-directory hpp-csi-bin
 	@cd $(ROOT)/test && go run ./e2e/bench --bin-dir $(BIN) --sizes $(BENCH_E2E_SIZES) --control-plane-qps $(BENCH_E2E_CONTROL_PLANE_QPS)
 else
