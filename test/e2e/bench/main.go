@@ -11,6 +11,7 @@ package main
 import (
 	"context"
 	"encoding/json"
+	"errors"
 	"flag"
 	"fmt"
 	"os"
@@ -24,6 +25,7 @@ import (
 	corev1 "k8s.io/api/core/v1"
 	storagev1 "k8s.io/api/storage/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/watch"
 
 	"github.com/hostpath-provisioner/hpp/test/cluster"
 	"github.com/hostpath-provisioner/hpp/test/e2e"
@@ -298,7 +300,7 @@ func provision(ctx context.Context, env *e2e.Env, set string, n int) (provisionR
 }
 
 // podStartLatency starts pods one after another on the real node and
-// measures creation to Running (polled every 50 ms).
+// measures creation to the Running status update (seen through a watch).
 func podStartLatency(ctx context.Context, env *e2e.Env, kind string, samples int) (latencyResult, error) {
 	c := env.C
 	ns := "latency-" + strings.ToLower(kind)
@@ -315,20 +317,24 @@ func podStartLatency(ctx context.Context, env *e2e.Env, kind string, samples int
 		} else if _, err := c.Client.CoreV1().PersistentVolumeClaims(ns).Create(ctx, e2e.PVC(ns, name, "bench", "1Mi"), metav1.CreateOptions{}); err != nil {
 			return res, err
 		}
+		// A watch opened before the create sees the Running update as it
+		// happens, without polling granularity.
+		w, err := c.Client.CoreV1().Pods(ns).Watch(ctx, metav1.ListOptions{FieldSelector: "metadata.name=" + name})
+		if err != nil {
+			return res, err
+		}
 		start := time.Now()
 		if _, err := c.Client.CoreV1().Pods(ns).Create(ctx, e2e.OnNode(e2e.Pod(ns, name, "sleep 3600", vol), node), metav1.CreateOptions{}); err != nil {
+			w.Stop()
 			return res, err
 		}
-		if err := e2e.Poll(ctx, 2*time.Minute, "pod "+name+" Running", func(ctx context.Context) (bool, string, error) {
-			p, err := c.Client.CoreV1().Pods(ns).Get(ctx, name, metav1.GetOptions{})
-			if err != nil {
-				return false, "", e2e.Retry(err)
-			}
-			return p.Status.Phase == corev1.PodRunning, e2e.PodSummary(p), nil
-		}); err != nil {
-			return res, err
+		err = waitRunning(w, 2*time.Minute)
+		elapsed := time.Since(start)
+		w.Stop()
+		if err != nil {
+			return res, fmt.Errorf("pod %s: %w", name, err)
 		}
-		res.Samples = append(res.Samples, time.Since(start).Seconds())
+		res.Samples = append(res.Samples, elapsed.Seconds())
 	}
 	sorted := slices.Clone(res.Samples)
 	slices.Sort(sorted)
@@ -338,6 +344,24 @@ func podStartLatency(ctx context.Context, env *e2e.Env, kind string, samples int
 	_ = c.Client.CoreV1().Pods(ns).DeleteCollection(ctx, metav1.DeleteOptions{GracePeriodSeconds: &zero}, metav1.ListOptions{})
 	_ = c.Client.CoreV1().PersistentVolumeClaims(ns).DeleteCollection(ctx, metav1.DeleteOptions{}, metav1.ListOptions{})
 	return res, nil
+}
+
+// waitRunning reads pod events from w until the pod is Running.
+func waitRunning(w watch.Interface, timeout time.Duration) error {
+	deadline := time.After(timeout)
+	for {
+		select {
+		case ev, ok := <-w.ResultChan():
+			if !ok {
+				return errors.New("watch closed before the pod ran")
+			}
+			if p, isPod := ev.Object.(*corev1.Pod); isPod && p.Status.Phase == corev1.PodRunning {
+				return nil
+			}
+		case <-deadline:
+			return fmt.Errorf("not Running within %v", timeout)
+		}
+	}
 }
 
 // parallel runs fn(0..n-1) on width goroutines and returns the first error.
