@@ -174,7 +174,7 @@ func (c *Cluster) handleSignals() {
 	go func() {
 		select {
 		case sig := <-sigs:
-			fmt.Fprintf(os.Stderr, "\n==> %v: tearing the cluster down (logs: %s)\n", sig, c.logDir())
+			fmt.Fprintf(os.Stderr, "\n==> %v: tearing the cluster down\n", sig)
 			ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
 			err := c.Stop(ctx)
 			cancel()
