@@ -46,6 +46,7 @@ type config struct {
 	legacy   string // hpp-legacy binary
 	hppcsi   string // hpp-csi binary ("" builds it)
 	skipCSI  bool
+	cpQPS    int // kube-controller-manager and kube-scheduler API QPS; 0: their defaults
 }
 
 // legacyFlags are the hpp-legacy configurations compared.
@@ -73,10 +74,11 @@ type result struct {
 }
 
 type report struct {
-	Machine    string    `json:"machine"`
-	K8sVersion string    `json:"k8s_version"`
-	StartedAt  time.Time `json:"started_at"`
-	Results    []result  `json:"results"`
+	Machine         string    `json:"machine"`
+	ControlPlaneQPS int       `json:"control_plane_qps"`
+	K8sVersion      string    `json:"k8s_version"`
+	StartedAt       time.Time `json:"started_at"`
+	Results         []result  `json:"results"`
 }
 
 func main() {
@@ -84,16 +86,17 @@ func main() {
 	n := flag.Int("n", 200, "claims per run")
 	simNodes := flag.Int("sim-nodes", 2, "simulated nodes besides the real one")
 	skipCSI := flag.Bool("skip-csi", false, "do not measure hpp-csi for comparison")
+	cpQPS := flag.Int("control-plane-qps", 0, "kube-controller-manager and kube-scheduler --kube-api-qps (burst twice that); 0 keeps their defaults, which cap binding near 4 claims/s")
 	flag.Parse()
-	if *n < 1 || *simNodes < 0 {
-		fmt.Fprintln(os.Stderr, "legacy bench: -n must be at least 1 and -sim-nodes at least 0")
+	if *n < 1 || *simNodes < 0 || *cpQPS < 0 {
+		fmt.Fprintln(os.Stderr, "legacy bench: -n must be at least 1, -sim-nodes and -control-plane-qps at least 0")
 		os.Exit(2)
 	}
 	if os.Geteuid() != 0 {
 		fmt.Fprintln(os.Stderr, "legacy bench: needs root (it runs kubelet and containerd on this machine)")
 		os.Exit(1)
 	}
-	cfg := config{n: *n, simNodes: *simNodes, skipCSI: *skipCSI}
+	cfg := config{n: *n, simNodes: *simNodes, skipCSI: *skipCSI, cpQPS: *cpQPS}
 	if *binDir != "" {
 		if p := filepath.Join(*binDir, "hpp-legacy"); exists(p) {
 			cfg.legacy = p
@@ -125,7 +128,7 @@ func run(cfg config) (err error) {
 	if cache == "" {
 		cache, _ = cluster.DefaultCacheDir()
 	}
-	env, err := e2e.Setup(ctx, e2e.SetupOptions{Binaries: cluster.BinariesFromCache(cache), HPPCSI: cfg.hppcsi, Logf: logf, HandleSignals: true, MaxPods: 1000})
+	env, err := e2e.Setup(ctx, e2e.SetupOptions{Binaries: cluster.BinariesFromCache(cache), HPPCSI: cfg.hppcsi, Logf: logf, HandleSignals: true, MaxPods: 1000, ControlPlaneQPS: cfg.cpQPS})
 	if err != nil {
 		return err
 	}
@@ -147,7 +150,7 @@ func run(cfg config) (err error) {
 			}
 		}
 	}
-	rep := report{Machine: machine(), K8sVersion: cluster.K8sVersion, StartedAt: time.Now().UTC()}
+	rep := report{Machine: machine(), ControlPlaneQPS: cfg.cpQPS, K8sVersion: cluster.K8sVersion, StartedAt: time.Now().UTC()}
 	for _, name := range []string{"default", "tuned"} {
 		if err := startLegacyEverywhere(ctx, c, cfg.legacy, legacyFlags()[name]); err != nil {
 			return err
@@ -401,7 +404,11 @@ func machine() string {
 }
 
 func printReport(rep report) {
-	fmt.Printf("\nhpp-legacy provisioning, %s, Kubernetes %s\n\n", rep.Machine, rep.K8sVersion)
+	cp := "controller-manager and scheduler at their default API QPS"
+	if rep.ControlPlaneQPS > 0 {
+		cp = fmt.Sprintf("controller-manager and scheduler at API QPS %d", rep.ControlPlaneQPS)
+	}
+	fmt.Printf("\nhpp-legacy provisioning, %s, Kubernetes %s, %s\n\n", rep.Machine, rep.K8sVersion, cp)
 	fmt.Printf("%-8s %-7s %-8s %5s %6s %10s %12s %8s %10s  %s\n", "driver", "mode", "flags", "N", "nodes", "all PVs s", "all Bound s", "PVC/s", "deleted s", "per node")
 	for _, r := range rep.Results {
 		fmt.Printf("%-8s %-7s %-8s %5d %6d %10.1f %12.1f %8.1f %10.1f  %v\n", r.Driver, r.Mode, r.Flags, r.N, r.Nodes, r.PVsSeconds, r.BoundSeconds, r.PVCsPerSec, r.DeleteSeconds, r.PerNode)
