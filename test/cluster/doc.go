@@ -5,21 +5,38 @@
 // simulated nodes (Node objects the harness keeps Ready) for multi-node
 // scheduling. Everything lives in one temporary directory: PKI generated
 // in Go, free loopback ports, kubeconfigs, per-component logs, locally
-// built images (pause, busybox) imported into containerd.
+// built images (pause, busybox, or any static binary via BinaryImage)
+// imported into containerd.
 //
 // Binaries come from `make cluster-binaries` (BinariesFromCache). The
 // caller must be root. One cluster runs per machine at a time (a lock
-// file serialises them); Start sweeps what a killed earlier run left, and
-// Stop leaves no process, mount, loop device, bridge or iptables chain.
+// file serialises them, so parallel test packages wait for each other);
+// Start sweeps what a killed earlier run left, and Stop leaves no process,
+// mount, loop device, cgroup, bridge or iptables chain. With
+// Options.HandleSignals, SIGINT/SIGTERM tear down before the process exits.
 //
 // Typical use:
 //
 //	c, err := cluster.Start(ctx, cluster.Options{Binaries: cluster.BinariesFromCache(cache)})
 //	if err != nil { ... }            // a *StepError naming the step, with a log tail
 //	defer c.Stop(context.Background())
-//	sim, err := c.AddSimulatedNode(ctx, "sim-1", cluster.SimulatedNodeOptions{})
-//	p, err := sim.StartProcess(cluster.ProcessSpec{Name: "my-driver", Path: bin, Args: args})
 //
-// Processes started on a node get NODE_NAME and KUBECONFIG; their logs are
-// in LogDir, and DumpLogTails/SaveLogs keep them for a failed test.
+//	// A host process on the real node, with NODE_NAME and KUBECONFIG set;
+//	// its log is <LogDir>/my-daemon@hpp-node.log.
+//	p, err := c.RealNode().StartProcess(cluster.ProcessSpec{Name: "my-daemon", Path: bin, Args: args})
+//
+//	// A simulated node (labelled SimulatedLabel=true) with its own process.
+//	sim, err := c.AddSimulatedNode(ctx, "sim-1", cluster.SimulatedNodeOptions{})
+//	p, err = sim.StartProcess(cluster.ProcessSpec{Name: "my-daemon", Path: bin, RestartOnExit: true})
+//	defer c.RemoveSimulatedNode(ctx, "sim-1")
+//
+// hpp-csi specifics: InstallCSIDriver creates the CSIDriver object as the
+// operator does; Node.StartHPPCSI runs hpp-csi and csi-provisioner on a
+// node (on the real node hpp-csi registers with kubelet itself);
+// AddSimulatedCSINode adds a node with hpp-csi's topology label and
+// CSINode entry. Processes with RestartOnExit come back a second after a
+// crash or Process.Kill, as kubelet restarts a container; Stop ends them.
+//
+// A failed test should call DumpLogTails (and SaveLogs, since Stop removes
+// the directory) before Stop.
 package cluster
