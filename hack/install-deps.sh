@@ -13,6 +13,7 @@ declare -A need=(
   [/bin/busybox]=busybox-static
   [iptables]=iptables
   [conntrack]=conntrack
+  [ip]=iproute2
 )
 missing=()
 for probe in "${!need[@]}"; do

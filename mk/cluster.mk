@@ -16,10 +16,10 @@ cluster-binaries: ## build the cluster's binaries into $(HPP_CACHE) (k8s, etcd, 
 	@$(ROOT)/hack/cluster-binaries.sh
 
 .PHONY: e2e
-e2e: ## e2e scenarios on a local cluster with hpp-csi (root)
+e2e: ## e2e scenarios on a local cluster with hpp-csi and hpp-legacy (root)
 ifeq ($(IS_ROOT),yes)
 	@$(MAKE) --no-print-directory deps cluster-binaries
-	@$(MAKE) --no-print-directory hpp-csi-bin
+	@$(MAKE) --no-print-directory hpp-csi-bin hpp-legacy-bin
 	@echo "==> e2e scenarios (logs of a failed test: _output/e2e-logs/)"
 	@cd $(ROOT)/test && HPP_TEST_TIER=e2e HPP_BIN_DIR=$(BIN) HPP_E2E_LOGS=$(ROOT)/_output/e2e-logs \
 	  go test -count=1 -timeout $(E2E_TIMEOUT) -v ./e2e/
@@ -43,6 +43,9 @@ ifeq ($(IS_ROOT),yes)
 	@$(MAKE) --no-print-directory deps cluster-binaries
 	@$(MAKE) --no-print-directory hpp-csi-bin
 	@cd $(ROOT)/test && go run ./e2e/bench --bin-dir $(BIN) --sizes $(BENCH_E2E_SIZES) --control-plane-qps $(BENCH_E2E_CONTROL_PLANE_QPS)
+	@$(MAKE) --no-print-directory hpp-legacy-bin
+	@echo "==> hpp-legacy vs hpp-csi: 200 claims across 3 nodes"
+	@cd $(ROOT)/test && go run ./bench/legacy --bin-dir $(BIN) -n 200 -control-plane-qps 200
 else
 	@echo "==> bench-e2e SKIPPED: the local cluster needs root"
 endif
@@ -52,3 +55,8 @@ endif
 hpp-csi-bin:
 	@echo "==> building hpp-csi into $(BIN)"
 	@mkdir -p $(BIN) && cd $(ROOT)/cmd/hpp-csi && CGO_ENABLED=0 go build -trimpath -ldflags "$(LDFLAGS)" -o $(BIN)/hpp-csi .
+
+.PHONY: hpp-legacy-bin
+hpp-legacy-bin:
+	@echo "==> building hpp-legacy into $(BIN)"
+	@mkdir -p $(BIN) && cd $(ROOT)/cmd/hpp-legacy && CGO_ENABLED=0 go build -trimpath -ldflags "$(LDFLAGS)" -o $(BIN)/hpp-legacy .
