@@ -31,6 +31,8 @@ type options struct {
 	pluginRegistryDir       string
 	healthAddress           string
 	metricsAddress          string
+	checkBindingMode        bool
+	kubeconfig              string
 
 	// filled by complete
 	socketPath string
@@ -54,6 +56,8 @@ func (o *options) addFlags(fs *pflag.FlagSet) {
 	fs.StringVar(&o.pluginRegistryDir, "plugin-registration-dir", "/var/lib/kubelet/plugins_registry", "kubelet's plugin registry directory, where the registration socket goes")
 	fs.StringVar(&o.healthAddress, "health-address", "", "serve /healthz here, e.g. :9808 (empty: off)")
 	fs.StringVar(&o.metricsAddress, "metrics-address", "", "serve Prometheus /metrics here, e.g. :8080 (empty: off)")
+	fs.BoolVar(&o.checkBindingMode, "check-binding-mode", false, "refuse claims of Immediate StorageClasses with a message saying so (reads claims and StorageClasses from the API; needs csi-provisioner's --extra-create-metadata)")
+	fs.StringVar(&o.kubeconfig, "kubeconfig", "", "kubeconfig for --check-binding-mode (empty: in-cluster)")
 }
 
 // complete applies environment fallbacks and validates everything, naming

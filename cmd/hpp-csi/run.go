@@ -8,6 +8,7 @@ import (
 	"golang.org/x/sync/errgroup"
 
 	"github.com/hostpath-provisioner/hpp/cmd/hpp-csi/driver"
+	"github.com/hostpath-provisioner/hpp/cmd/hpp-csi/kubeapi"
 	"github.com/hostpath-provisioner/hpp/internal/selinux"
 	"github.com/hostpath-provisioner/hpp/internal/version"
 )
@@ -23,13 +24,21 @@ func run(ctx context.Context, o *options) error {
 		zap.Int("pools", len(o.pools.All())))
 
 	metrics := driver.NewMetrics()
-	d, err := driver.New(o.driverConfig(), driver.Deps{
+	deps := driver.Deps{
 		Mounter: driver.SyscallMounter{},
 		Labeler: selinux.New(log.Named("selinux")),
 		FS:      driver.OSHostFS{},
 		Logger:  log,
 		Metrics: metrics,
-	})
+	}
+	if o.checkBindingMode {
+		binding, err := kubeapi.New(o.kubeconfig)
+		if err != nil {
+			return err
+		}
+		deps.Binding = binding
+	}
+	d, err := driver.New(o.driverConfig(), deps)
 	if err != nil {
 		return fmt.Errorf("configuring driver: %w", err)
 	}

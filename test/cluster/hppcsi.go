@@ -138,6 +138,9 @@ func (n *Node) StartHPPCSI(ctx context.Context, cfg HPPCSIConfig) error {
 		"--health-address=127.0.0.1:" + strconv.Itoa(health),
 		// Tests read kubelet's stats summary right after a pod wrote.
 		"--stats-cache-ttl=1s",
+		// Refuse Immediate StorageClasses with a clear event.
+		"--check-binding-mode",
+		"--kubeconfig=" + n.c.Kubeconfig,
 	}
 	if !n.Simulated {
 		args = append(args,
@@ -184,13 +187,12 @@ func (n *Node) StartCSIProvisioner(extraArgs ...string) error {
 		"--capacity-ownerref-level=-1",
 		// Capacity seen by the scheduler within seconds of a change.
 		"--capacity-poll-interval=10s",
-		// Only WaitForFirstConsumer is supported. In node-deployment mode
-		// csi-provisioner v6.3.0 would otherwise take an Immediate claim
-		// by setting the selected-node annotation to its own node, and
-		// its CreateVolume then looks like a WaitForFirstConsumer one:
-		// the driver cannot refuse it, and the volume lands on whichever
-		// node won the race.
-		"--node-deployment-immediate-binding=false",
+		// Immediate claims: in node-deployment mode csi-provisioner
+		// v6.3.0 takes one by setting the selected-node annotation to its
+		// own node, so its CreateVolume looks like a WaitForFirstConsumer
+		// one; hpp-csi (--check-binding-mode) looks up the StorageClass
+		// and refuses it, which puts a ProvisioningFailed event saying
+		// "use WaitForFirstConsumer" on the claim.
 		"--v=3",
 	}, extraArgs...)
 	_, err := n.StartProcess(ProcessSpec{

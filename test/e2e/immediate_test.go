@@ -10,18 +10,13 @@ import (
 
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
-
-	"github.com/hostpath-provisioner/hpp/test/cluster"
 )
 
-// Scenario 6: an Immediate StorageClass is not provisioned: the claim
-// stays Pending with an event saying it waits for hpp's provisioner, and
-// no volume is created anywhere. hpp's csi-provisioner runs with
-// --node-deployment-immediate-binding=false (see test/cluster), so no node
-// takes the claim; an event saying "use WaitForFirstConsumer" would need
-// hpp-csi to see the class's binding mode, which CreateVolume does not
-// carry (csi-provisioner sets the selected node itself when it takes an
-// Immediate claim).
+// Scenario 6: an Immediate StorageClass is not provisioned: a node's
+// csi-provisioner takes the claim, hpp-csi (--check-binding-mode) looks up
+// the class and refuses, so the claim gets a ProvisioningFailed event saying
+// to use WaitForFirstConsumer, stays Pending, and no volume is created
+// anywhere.
 func TestImmediateBindingRefused(t *testing.T) {
 	env := needEnv(t)
 	ns := namespace(t, env)
@@ -30,7 +25,9 @@ func TestImmediateBindingRefused(t *testing.T) {
 	storageClass(t, env, StorageClass(ns, PoolLocal, Immediate))
 	createPVC(t, env, PVC(ns, "now", ns, "16Mi"))
 	var event string
-	err := Poll(ctx, time.Minute, "event on the claim", func(ctx context.Context) (bool, string, error) {
+	// csi-provisioner takes an Immediate claim after its node-deployment
+	// base delay (about 20 s); hpp-csi then refuses it.
+	err := Poll(ctx, 2*time.Minute, "ProvisioningFailed event naming WaitForFirstConsumer on the claim", func(ctx context.Context) (bool, string, error) {
 		list, err := env.C.Client.CoreV1().Events(ns).List(ctx, metav1.ListOptions{})
 		if err != nil {
 			return false, "", Retry(err)
@@ -42,8 +39,7 @@ func TestImmediateBindingRefused(t *testing.T) {
 			if e.Reason == "ProvisioningSucceeded" {
 				return false, "", fmt.Errorf("an Immediate claim was provisioned: %s", e.Message)
 			}
-			if (e.Reason == "ProvisioningFailed" && strings.Contains(e.Message, "WaitForFirstConsumer")) ||
-				(e.Reason == "ExternalProvisioning" && strings.Contains(e.Message, cluster.DriverName)) {
+			if e.Reason == "ProvisioningFailed" && strings.Contains(e.Message, "WaitForFirstConsumer") {
 				event = e.Reason + ": " + e.Message
 				return true, "", nil
 			}

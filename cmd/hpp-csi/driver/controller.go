@@ -83,6 +83,9 @@ func (d *Driver) CreateVolume(ctx context.Context, req *csi.CreateVolumeRequest)
 	if err := d.wantsThisNode(req.GetAccessibilityRequirements()); err != nil {
 		return nil, err
 	}
+	if err := d.refuseImmediate(ctx, req.GetParameters()); err != nil {
+		return nil, err
+	}
 	p, err := d.selectPool(params.storagePool)
 	if err != nil {
 		return nil, err

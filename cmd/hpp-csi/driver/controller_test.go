@@ -249,3 +249,30 @@ func TestGetCapacityHeadroomAndReservations(t *testing.T) {
 		t.Fatalf("available = %d MiB, want 362 MiB", got>>20)
 	}
 }
+
+type fakeBinding struct {
+	immediate bool
+	err       error
+}
+
+func (f fakeBinding) ImmediateClass(context.Context, string, string) (string, bool, error) {
+	return "local", f.immediate, f.err
+}
+
+func TestCreateVolumeRefusesImmediateStorageClass(t *testing.T) {
+	h := newHarness(t)
+	ctx := context.Background()
+	req := createReq("pvc-1", "fast", 1)
+	req.Parameters[paramPVCNamespace], req.Parameters[paramPVCName] = "ns", "claim"
+	h.d.deps.Binding = fakeBinding{immediate: true}
+	_, err := h.d.CreateVolume(ctx, req)
+	wantCode(t, err, codes.InvalidArgument, `StorageClass "local" of claim ns/claim uses volumeBindingMode Immediate`, "WaitForFirstConsumer")
+	if _, err := os.Stat(filepath.Join(h.pools["fast"], "csi", "pvc-1")); !os.IsNotExist(err) {
+		t.Fatalf("refused Immediate claim created a directory: %v", err)
+	}
+	// An API error does not stop provisioning.
+	h.d.deps.Binding = fakeBinding{err: os.ErrDeadlineExceeded}
+	if _, err := h.d.CreateVolume(ctx, req); err != nil {
+		t.Fatalf("with the API unreachable: %v", err)
+	}
+}

@@ -103,6 +103,8 @@ type Deps struct {
 	Now     func() time.Time
 	Logger  *zap.Logger
 	Metrics *Metrics
+	// Binding, when set, lets CreateVolume refuse Immediate StorageClasses.
+	Binding BindingModes
 }
 
 // Driver implements the CSI Identity, Controller and Node services.
