@@ -85,11 +85,11 @@ func TestConcurrentCreateSameName(t *testing.T) {
 	if v := visible(t, root); !slices.Equal(v, []string{"pvc-race"}) {
 		t.Errorf("volume directories = %v; want exactly [pvc-race]", v)
 	}
-	if m := names(t, filepath.Join(root, csitest.MetaDir)); !slices.Equal(m, []string{"pvc-race.json"}) {
+	if m := csitest.Entries(t, filepath.Join(root, csitest.MetaDir)); !slices.Equal(m, []string{"pvc-race.json"}) {
 		t.Errorf("meta files = %v; want exactly [pvc-race.json]", m)
 	}
 	for _, area := range []string{csitest.StagingDir, csitest.TrashDir} {
-		left := names(t, filepath.Join(root, area))
+		left := csitest.Entries(t, filepath.Join(root, area))
 		if area == csitest.TrashDir {
 			left = csitest.Purged(root)
 		}
@@ -115,7 +115,7 @@ func TestConcurrentCreateSameName(t *testing.T) {
 		t.Errorf("volume directories after the delete burst: %v", v)
 	}
 	for _, area := range []string{csitest.MetaDir, csitest.StagingDir, csitest.TrashDir} {
-		left := names(t, filepath.Join(root, area))
+		left := csitest.Entries(t, filepath.Join(root, area))
 		if area == csitest.TrashDir {
 			left = csitest.Purged(root)
 		}

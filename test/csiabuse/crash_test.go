@@ -189,7 +189,7 @@ func checkConsistent(t *testing.T, pool string, round int) {
 	t.Helper()
 	root := volumesDir(pool)
 	for _, area := range []string{csitest.StagingDir, csitest.TrashDir} {
-		left := names(t, filepath.Join(root, area))
+		left := csitest.Entries(t, filepath.Join(root, area))
 		if area == csitest.TrashDir {
 			left = csitest.Purged(root)
 		}
@@ -207,7 +207,7 @@ func checkConsistent(t *testing.T, pool string, round int) {
 			t.Errorf("round %d: volume %s: meta %+v, %v; want id, kind persistent, capacity %d", round, id, m, err, crashSize(id))
 		}
 	}
-	for _, name := range names(t, filepath.Join(root, csitest.MetaDir)) {
+	for _, name := range csitest.Entries(t, filepath.Join(root, csitest.MetaDir)) {
 		id := name[:len(name)-len(".json")]
 		if !exists(filepath.Join(root, id)) {
 			t.Errorf("round %d: meta file %s without its volume directory", round, name)

@@ -38,28 +38,11 @@ func volumesDir(pool string) string { return filepath.Join(pool, csitest.Volumes
 // visible lists the entries of dir that are volumes (not hidden areas).
 func visible(t *testing.T, dir string) []string {
 	t.Helper()
-	des, err := os.ReadDir(dir)
-	if err != nil {
-		t.Fatal(err)
-	}
 	var out []string
-	for _, de := range des {
-		if de.Name()[0] != '.' {
-			out = append(out, de.Name())
+	for _, name := range csitest.Entries(t, dir) {
+		if name[0] != '.' {
+			out = append(out, name)
 		}
-	}
-	return out
-}
-
-func names(t *testing.T, dir string) []string {
-	t.Helper()
-	des, err := os.ReadDir(dir)
-	if err != nil {
-		t.Fatal(err)
-	}
-	var out []string
-	for _, de := range des {
-		out = append(out, de.Name())
 	}
 	return out
 }

@@ -228,7 +228,7 @@ func TestHostileVolumeIDs(t *testing.T) {
 		t.Errorf("volumes directory holds %v; want only the real volume and the planted links", v)
 	}
 	for _, area := range []string{csitest.StagingDir, csitest.TrashDir} {
-		left := names(t, filepath.Join(root, area))
+		left := csitest.Entries(t, filepath.Join(root, area))
 		if area == csitest.TrashDir {
 			left = csitest.Purged(root)
 		}
@@ -236,7 +236,7 @@ func TestHostileVolumeIDs(t *testing.T) {
 			t.Errorf("%s: %v; want empty", area, left)
 		}
 	}
-	if m := names(t, filepath.Join(root, csitest.MetaDir)); strings.Join(m, ",") != "pvc-real.json" {
+	if m := csitest.Entries(t, filepath.Join(root, csitest.MetaDir)); strings.Join(m, ",") != "pvc-real.json" {
 		t.Errorf("meta files: %v; want only pvc-real.json", m)
 	}
 }

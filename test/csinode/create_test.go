@@ -19,12 +19,12 @@ import (
 // private areas: no volume was made.
 func onlyHidden(t *testing.T, e *env) {
 	t.Helper()
-	for _, n := range entries(t, filepath.Join(e.pool, "csi")) {
+	for _, n := range csitest.Entries(t, filepath.Join(e.pool, "csi")) {
 		if n[0] != '.' {
 			t.Errorf("unexpected volume directory %q in the pool", n)
 		}
 	}
-	if left := entries(t, filepath.Join(e.pool, "csi", csitest.MetaDir)); len(left) != 0 {
+	if left := csitest.Entries(t, filepath.Join(e.pool, "csi", csitest.MetaDir)); len(left) != 0 {
 		t.Errorf("unexpected meta files: %v", left)
 	}
 }

@@ -248,7 +248,7 @@ func TestHealthPoolMountLost(t *testing.T) {
 	t.Run("create does not write to the host disk", func(t *testing.T) {
 		_, err := e.c.CreateVolume(ctx(t), csitest.CreateRequest("pvc-new", node, MiB, csitest.PoolParams(poolName)))
 		wantCode(t, err, codes.Unavailable, poolName)
-		if left := entries(t, poolPath); len(left) != 0 {
+		if left := csitest.Entries(t, poolPath); len(left) != 0 {
 			t.Errorf("the unmounted pool directory on the host disk got %v", left)
 		}
 	})

@@ -203,17 +203,3 @@ func writeFile(t *testing.T, path string, n int64) {
 		t.Fatal(err)
 	}
 }
-
-// entries lists dir's names, hidden ones included.
-func entries(t *testing.T, dir string) []string {
-	t.Helper()
-	des, err := os.ReadDir(dir)
-	if err != nil {
-		t.Fatal(err)
-	}
-	var out []string
-	for _, de := range des {
-		out = append(out, de.Name())
-	}
-	return out
-}

@@ -3,6 +3,7 @@ package csitest
 import (
 	"os"
 	"path/filepath"
+	"testing"
 	"time"
 
 	"github.com/container-storage-interface/spec/lib/go/csi"
@@ -98,4 +99,18 @@ func Purged(root string) []string {
 		}
 		time.Sleep(10 * time.Millisecond)
 	}
+}
+
+// Entries lists dir's names, hidden ones included, in directory order.
+func Entries(t testing.TB, dir string) []string {
+	t.Helper()
+	des, err := os.ReadDir(dir)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var out []string
+	for _, de := range des {
+		out = append(out, de.Name())
+	}
+	return out
 }

@@ -275,27 +275,8 @@ func measure(ctx context.Context, c *cluster.Cluster, driver, mode, flags string
 	}
 	logf("%s/%s %s N=%d: all PVs created in %.1fs, all Bound in %.1fs (%.1f PVC/s), per node %v", driver, mode, flags, n, res.PVsSeconds, res.BoundSeconds, res.PVCsPerSec, res.PerNode)
 
-	delStart := time.Now()
-	if err := c.Client.CoreV1().Pods(ns).DeleteCollection(ctx, metav1.DeleteOptions{GracePeriodSeconds: ptr.To[int64](0)}, metav1.ListOptions{}); err != nil {
-		return res, err
-	}
-	if err := c.Client.CoreV1().PersistentVolumeClaims(ns).DeleteCollection(ctx, metav1.DeleteOptions{}, metav1.ListOptions{}); err != nil {
-		return res, err
-	}
-	err = e2e.Poll(ctx, 20*time.Minute, "volumes deleted", func(ctx context.Context) (bool, string, error) {
-		pvs, err := c.Client.CoreV1().PersistentVolumes().List(ctx, metav1.ListOptions{})
-		if err != nil {
-			return false, "", e2e.Retry(err)
-		}
-		left := 0
-		for _, pv := range pvs.Items {
-			if pv.Spec.ClaimRef != nil && pv.Spec.ClaimRef.Namespace == ns {
-				left++
-			}
-		}
-		return left == 0, fmt.Sprintf("%d PVs left", left), nil
-	})
-	res.DeleteSeconds = time.Since(delStart).Seconds()
+	took, err := e2e.DeleteClaimsAndWait(ctx, c.Client, ns, 20*time.Minute)
+	res.DeleteSeconds = took.Seconds()
 	if err != nil {
 		return res, err
 	}

@@ -270,28 +270,8 @@ func provision(ctx context.Context, env *e2e.Env, set string, n int) (provisionR
 	res.PVCsPerSec = float64(n) / bound.Seconds()
 	res.RunningSeconds = running.Seconds()
 
-	delStart := time.Now()
-	zero := int64(0)
-	if err := c.Client.CoreV1().Pods(ns).DeleteCollection(ctx, metav1.DeleteOptions{GracePeriodSeconds: &zero}, metav1.ListOptions{}); err != nil {
-		return res, err
-	}
-	if err := c.Client.CoreV1().PersistentVolumeClaims(ns).DeleteCollection(ctx, metav1.DeleteOptions{}, metav1.ListOptions{}); err != nil {
-		return res, err
-	}
-	err = e2e.Poll(ctx, 15*time.Minute, "volumes deleted", func(ctx context.Context) (bool, string, error) {
-		pvs, err := c.Client.CoreV1().PersistentVolumes().List(ctx, metav1.ListOptions{})
-		if err != nil {
-			return false, "", e2e.Retry(err)
-		}
-		left := 0
-		for _, pv := range pvs.Items {
-			if pv.Spec.ClaimRef != nil && pv.Spec.ClaimRef.Namespace == ns {
-				left++
-			}
-		}
-		return left == 0, fmt.Sprintf("%d PVs left", left), nil
-	})
-	res.DeleteSeconds = time.Since(delStart).Seconds()
+	took, err := e2e.DeleteClaimsAndWait(ctx, c.Client, ns, 15*time.Minute)
+	res.DeleteSeconds = took.Seconds()
 	if err != nil {
 		return res, err
 	}
