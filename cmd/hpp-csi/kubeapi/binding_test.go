@@ -2,39 +2,41 @@ package kubeapi
 
 import (
 	"context"
+	"net/http"
+	"net/http/httptest"
+	"strings"
 	"testing"
-
-	corev1 "k8s.io/api/core/v1"
-	storagev1 "k8s.io/api/storage/v1"
-	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
-	"k8s.io/client-go/kubernetes/fake"
-	"k8s.io/utils/ptr"
 )
 
+// A fake API server answering the two GETs the check makes.
 func TestImmediateClass(t *testing.T) {
-	wffc := storagev1.VolumeBindingWaitForFirstConsumer
-	imm := storagev1.VolumeBindingImmediate
-	client := fake.NewClientset(
-		&storagev1.StorageClass{ObjectMeta: metav1.ObjectMeta{Name: "wffc"}, VolumeBindingMode: &wffc},
-		&storagev1.StorageClass{ObjectMeta: metav1.ObjectMeta{Name: "now"}, VolumeBindingMode: &imm},
-		&storagev1.StorageClass{ObjectMeta: metav1.ObjectMeta{Name: "unset"}},
-		claim("a", "wffc"), claim("b", "now"), claim("c", "unset"),
-	)
-	b := NewForClient(client)
-	for name, want := range map[string]bool{"a": false, "b": true, "c": true} {
+	objects := map[string]string{
+		"/api/v1/namespaces/ns/persistentvolumeclaims/a": `{"spec":{"storageClassName":"wffc"}}`,
+		"/api/v1/namespaces/ns/persistentvolumeclaims/b": `{"spec":{"storageClassName":"now"}}`,
+		"/api/v1/namespaces/ns/persistentvolumeclaims/c": `{"spec":{"storageClassName":"unset"}}`,
+		"/api/v1/namespaces/ns/persistentvolumeclaims/d": `{"spec":{}}`,
+		"/apis/storage.k8s.io/v1/storageclasses/wffc":    `{"volumeBindingMode":"WaitForFirstConsumer"}`,
+		"/apis/storage.k8s.io/v1/storageclasses/now":     `{"volumeBindingMode":"Immediate"}`,
+		"/apis/storage.k8s.io/v1/storageclasses/unset":   `{}`,
+	}
+	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		body, ok := objects[r.URL.Path]
+		if !ok {
+			http.Error(w, `{"reason":"NotFound"}`, http.StatusNotFound)
+			return
+		}
+		_, _ = w.Write([]byte(body))
+	}))
+	defer srv.Close()
+	b := NewForHost(srv.URL, srv.Client())
+	for name, want := range map[string]bool{"a": false, "b": true, "c": true, "d": false} {
 		_, immediate, err := b.ImmediateClass(context.Background(), "ns", name)
 		if err != nil || immediate != want {
 			t.Errorf("claim %s: immediate %v, %v; want %v", name, immediate, err, want)
 		}
 	}
-	if _, _, err := b.ImmediateClass(context.Background(), "ns", "missing"); err == nil {
-		t.Error("missing claim: no error")
-	}
-}
-
-func claim(name, class string) *corev1.PersistentVolumeClaim {
-	return &corev1.PersistentVolumeClaim{
-		ObjectMeta: metav1.ObjectMeta{Name: name, Namespace: "ns"},
-		Spec:       corev1.PersistentVolumeClaimSpec{StorageClassName: ptr.To(class)},
+	_, _, err := b.ImmediateClass(context.Background(), "ns", "missing")
+	if err == nil || !strings.Contains(err.Error(), "claim ns/missing") || !strings.Contains(err.Error(), "404") {
+		t.Errorf("missing claim: %v, want an error naming the claim and the status", err)
 	}
 }
