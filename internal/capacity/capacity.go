@@ -7,8 +7,6 @@ package capacity
 import (
 	"errors"
 	"math"
-	"path/filepath"
-	"strings"
 
 	"github.com/hostpath-provisioner/hpp/internal/pool"
 )
@@ -83,14 +81,4 @@ func SameFilesystem(a, b string) (bool, error) {
 	return sameFilesystem(a, b)
 }
 
-func validatePath(field, path string) error {
-	switch {
-	case path == "":
-		return &pool.FieldError{Field: field, Reason: "must not be empty"}
-	case strings.IndexByte(path, 0) >= 0:
-		return &pool.FieldError{Field: field, Reason: quote(path) + " must not contain a NUL byte"}
-	case !filepath.IsAbs(path):
-		return &pool.FieldError{Field: field, Reason: quote(path) + " must be an absolute path"}
-	}
-	return nil
-}
+func validatePath(field, path string) error { return pool.CheckAbsPath(field, path, false) }

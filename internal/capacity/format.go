@@ -5,5 +5,3 @@ import "strconv"
 func formatInt(n int64) string { return strconv.FormatInt(n, 10) }
 
 func formatFloat(f float64) string { return strconv.FormatFloat(f, 'g', -1, 64) }
-
-func quote(s string) string { return strconv.Quote(s) }

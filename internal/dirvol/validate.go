@@ -4,8 +4,6 @@ import (
 	"errors"
 	"fmt"
 	"os"
-	"path/filepath"
-	"strings"
 
 	"github.com/hostpath-provisioner/hpp/internal/pool"
 )
@@ -23,19 +21,7 @@ func fieldErr(field, format string, args ...any) error {
 
 // validatePath checks a path argument: absolute and clean, so that what we
 // log and compare is what we touch.
-func validatePath(field, p string) error {
-	switch {
-	case p == "":
-		return fieldErr(field, "must not be empty")
-	case strings.IndexByte(p, 0) >= 0:
-		return fieldErr(field, "%q must not contain a NUL byte", p)
-	case !filepath.IsAbs(p):
-		return fieldErr(field, "%q must be an absolute path", p)
-	case filepath.Clean(p) != p:
-		return fieldErr(field, "%q must be a clean path (%q)", p, filepath.Clean(p))
-	}
-	return nil
-}
+func validatePath(field, p string) error { return pool.CheckAbsPath(field, p, true) }
 
 // Validate reports every problem with the spec at once, each as a
 // *pool.FieldError naming the spec field.

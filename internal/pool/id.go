@@ -110,20 +110,7 @@ func symlinkError(realRoot, joined, id string) error {
 	return fieldErr(idField, "%q is a symbolic link (to %q); volumes are always real directories, so hpp refuses to follow it", id, target)
 }
 
-func validateRoot(root string) error {
-	const field = "root"
-	switch {
-	case root == "":
-		return fieldErr(field, "must not be empty")
-	case strings.IndexByte(root, 0) >= 0:
-		return fieldErr(field, "%q must not contain a NUL byte", root)
-	case !filepath.IsAbs(root):
-		return fieldErr(field, "%q must be an absolute path", root)
-	case filepath.Clean(root) != root:
-		return fieldErr(field, "%q must be a clean path (%q)", root, filepath.Clean(root))
-	}
-	return nil
-}
+func validateRoot(root string) error { return CheckAbsPath("root", root, true) }
 
 // cause drops the path from a *fs.PathError so messages do not repeat it.
 func cause(err error) error {

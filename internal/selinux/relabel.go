@@ -7,7 +7,6 @@ import (
 	"io/fs"
 	"os"
 	"path/filepath"
-	"strings"
 
 	opselinux "github.com/opencontainers/selinux/go-selinux"
 	"go.uber.org/zap"
@@ -102,14 +101,4 @@ func cause(err error) error {
 	return err
 }
 
-func validatePath(path string) error {
-	switch {
-	case path == "":
-		return &pool.FieldError{Field: "path", Reason: "must not be empty"}
-	case strings.IndexByte(path, 0) >= 0:
-		return &pool.FieldError{Field: "path", Reason: fmt.Sprintf("%q must not contain a NUL byte", path)}
-	case !filepath.IsAbs(path):
-		return &pool.FieldError{Field: "path", Reason: fmt.Sprintf("%q must be an absolute path", path)}
-	}
-	return nil
-}
+func validatePath(path string) error { return pool.CheckAbsPath("path", path, false) }

@@ -117,3 +117,23 @@ func BuildHPPCSI(ctx context.Context, dir string) (string, error) {
 	}
 	return out, nil
 }
+
+// AddSimulatedNodes adds simulated nodes sim-1..sim-count, each with room
+// for maxPods pods and, when withCSI, its own hpp-csi serving a "local" pool
+// under the node's directory (the benchmarks' multi-node layout).
+func (e *Env) AddSimulatedNodes(ctx context.Context, count, maxPods int, withCSI bool) error {
+	for i := range count {
+		n, err := e.C.AddSimulatedCSINode(ctx, fmt.Sprintf("sim-%d", i+1), cluster.SimulatedNodeOptions{Pods: maxPods})
+		if err != nil {
+			return err
+		}
+		if !withCSI {
+			continue
+		}
+		pool := cluster.Pool{Name: PoolLocal, Path: filepath.Join(n.Dir(), "pools", PoolLocal)}
+		if err := n.StartHPPCSI(ctx, cluster.HPPCSIConfig{Binary: e.HPPCSI, Pools: []cluster.Pool{pool}}); err != nil {
+			return err
+		}
+	}
+	return nil
+}

@@ -2,6 +2,7 @@ package driver
 
 import (
 	"context"
+	"fmt"
 
 	"github.com/container-storage-interface/spec/lib/go/csi"
 	"go.uber.org/zap"
@@ -220,7 +221,7 @@ func (d *Driver) ValidateVolumeCapabilities(ctx context.Context, req *csi.Valida
 	}
 	for i, c := range req.GetVolumeCapabilities() {
 		if why := checkCapability(c); why != "" {
-			return &csi.ValidateVolumeCapabilitiesResponse{Message: "volume_capabilities[" + itoa(i) + "]: " + why}, nil
+			return &csi.ValidateVolumeCapabilitiesResponse{Message: fmt.Sprintf("volume_capabilities[%d]: %s", i, why)}, nil
 		}
 	}
 	return &csi.ValidateVolumeCapabilitiesResponse{Confirmed: &csi.ValidateVolumeCapabilitiesResponse_Confirmed{

@@ -71,5 +71,3 @@ func alreadyExists(format string, args ...any) error {
 func isNotFound(err error) bool {
 	return status.Code(err) == codes.NotFound
 }
-
-func itoa(i int) string { return fmt.Sprint(i) }

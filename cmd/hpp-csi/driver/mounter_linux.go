@@ -1,9 +1,7 @@
 package driver
 
 import (
-	"errors"
 	"fmt"
-	"io/fs"
 	"os"
 	"path/filepath"
 	"strings"
@@ -56,14 +54,12 @@ func (SyscallMounter) Unmount(target string) error {
 // IsMountPoint reads mountinfo (openat2 where the kernel has it), which sees
 // bind mounts of the same filesystem that a device-id comparison misses.
 func (SyscallMounter) IsMountPoint(path string) (bool, error) {
+	// Lstat first so a missing path reports fs.ErrNotExist, which callers
+	// treat as "nothing mounted, nothing to remove".
 	if _, err := os.Lstat(path); err != nil {
 		return false, err
 	}
-	mounted, err := mountinfo.Mounted(path)
-	if err != nil && errors.Is(err, fs.ErrNotExist) {
-		return false, err
-	}
-	return mounted, err
+	return mountinfo.Mounted(path)
 }
 
 // BindTargets finds the mounts whose source is the directory source: same

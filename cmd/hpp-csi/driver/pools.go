@@ -100,7 +100,7 @@ func (d *Driver) findVolume(ctx context.Context, id, hint string) (*poolState, d
 	}
 	ordered := d.pools
 	if p, ok := d.pool(hint); ok {
-		ordered = append([]*poolState{p}, d.pools...)
+		ordered = append([]*poolState{p}, without(d.pools, p)...)
 	}
 	var notReady error
 	for _, p := range ordered {
@@ -123,4 +123,14 @@ func (d *Driver) findVolume(ctx context.Context, id, hint string) (*poolState, d
 		return nil, dirvol.Volume{}, toStatus("looking up volume "+id, notReady)
 	}
 	return nil, dirvol.Volume{}, notFound("volume %q does not exist on node %s", id, d.cfg.NodeID)
+}
+
+func without(pools []*poolState, skip *poolState) []*poolState {
+	out := make([]*poolState, 0, len(pools))
+	for _, p := range pools {
+		if p != skip {
+			out = append(out, p)
+		}
+	}
+	return out
 }

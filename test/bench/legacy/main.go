@@ -138,17 +138,8 @@ func run(cfg config) (err error) {
 		}
 	}()
 	c := env.C
-	for i := range cfg.simNodes {
-		n, err := c.AddSimulatedCSINode(ctx, fmt.Sprintf("sim-%d", i+1), cluster.SimulatedNodeOptions{Pods: 1000})
-		if err != nil {
-			return err
-		}
-		if !cfg.skipCSI {
-			pool := cluster.Pool{Name: e2e.PoolLocal, Path: filepath.Join(n.Dir(), "pools", e2e.PoolLocal)}
-			if err := n.StartHPPCSI(ctx, cluster.HPPCSIConfig{Binary: env.HPPCSI, Pools: []cluster.Pool{pool}}); err != nil {
-				return err
-			}
-		}
+	if err := env.AddSimulatedNodes(ctx, cfg.simNodes, 1000, !cfg.skipCSI); err != nil {
+		return err
 	}
 	rep := report{Machine: machine(), ControlPlaneQPS: cfg.cpQPS, K8sVersion: cluster.K8sVersion, StartedAt: time.Now().UTC()}
 	for _, name := range []string{"default", "tuned"} {

@@ -131,15 +131,8 @@ func run(bins cluster.Binaries, hppcsi string, sizes []int, simNodes, samples, c
 		}
 	}()
 	c := env.C
-	for i := range simNodes {
-		n, err := c.AddSimulatedCSINode(ctx, fmt.Sprintf("sim-%d", i+1), cluster.SimulatedNodeOptions{Pods: 1000})
-		if err != nil {
-			return err
-		}
-		pool := cluster.Pool{Name: e2e.PoolLocal, Path: filepath.Join(n.Dir(), "pools", e2e.PoolLocal)}
-		if err := n.StartHPPCSI(ctx, cluster.HPPCSIConfig{Binary: env.HPPCSI, Pools: []cluster.Pool{pool}}); err != nil {
-			return err
-		}
+	if err := env.AddSimulatedNodes(ctx, simNodes, 1000, true); err != nil {
+		return err
 	}
 	sc := e2e.StorageClass("bench", e2e.PoolLocal)
 	if _, err := c.Client.StorageV1().StorageClasses().Create(ctx, sc, metav1.CreateOptions{}); err != nil {
