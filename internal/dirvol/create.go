@@ -8,6 +8,8 @@ import (
 	"time"
 
 	"go.uber.org/zap"
+
+	"github.com/hostpath-provisioner/hpp/internal/pool"
 )
 
 // Create makes the volume directory for id, or returns the existing one.
@@ -21,8 +23,7 @@ import (
 // a crash at any point leaves either no volume (Recover drops the leftovers)
 // or a complete one.
 func (s *Store) Create(ctx context.Context, id string, spec Spec) (vol Volume, created bool, err error) {
-	path, err := s.resolve(id)
-	if err != nil {
+	if err := pool.ValidateID(id); err != nil {
 		return Volume{}, false, err
 	}
 	if err := spec.Validate(); err != nil {
@@ -33,8 +34,13 @@ func (s *Store) Create(ctx context.Context, id string, spec Spec) (vol Volume, c
 	if err := ctx.Err(); err != nil {
 		return Volume{}, false, fmt.Errorf("create volume %q: %w", id, err)
 	}
+	e, err := s.resolve(id)
+	if err != nil {
+		return Volume{}, false, err
+	}
+	path := e.path
 
-	vol, err = s.existing(id, path)
+	vol, err = s.existing(id, e)
 	if err == nil {
 		return vol, false, nil
 	}
@@ -45,7 +51,10 @@ func (s *Store) Create(ctx context.Context, id string, spec Spec) (vol Volume, c
 	vol, err = s.build(id, path, spec)
 	if errors.Is(err, fs.ErrExist) {
 		// Another process created it between our check and the rename.
-		vol, err = s.existing(id, path)
+		e, err = s.lstat(path)
+		if err == nil {
+			vol, err = s.existing(id, e)
+		}
 		if err != nil {
 			return Volume{}, false, fmt.Errorf("create volume %q: %w", id, err)
 		}
@@ -60,20 +69,28 @@ func (s *Store) Create(ctx context.Context, id string, spec Spec) (vol Volume, c
 	return vol, true, nil
 }
 
-// existing returns the volume at path, ErrNotFound (wrapped) if nothing is
+// existing returns the volume at e, ErrNotFound (wrapped) if nothing is
 // there, or an error if something that is not a directory is.
-func (s *Store) existing(id, path string) (Volume, error) {
+func (s *Store) existing(id string, e entry) (Volume, error) {
+	if e.fi == nil {
+		return Volume{}, fmt.Errorf("%s: %w", e.path, ErrNotFound)
+	}
+	if !e.fi.IsDir() {
+		return Volume{}, fmt.Errorf("%s exists and is not a directory (mode %s)", e.path, e.fi.Mode())
+	}
+	return s.volume(id, e.path)
+}
+
+// lstat looks at path again (after a race) and describes it as an entry.
+func (s *Store) lstat(path string) (entry, error) {
 	fi, err := s.fs.Lstat(path)
 	if errors.Is(err, fs.ErrNotExist) {
-		return Volume{}, fmt.Errorf("%s: %w", path, ErrNotFound)
+		return entry{path: path}, nil
 	}
 	if err != nil {
-		return Volume{}, fmt.Errorf("check volume: %w", err)
+		return entry{}, fmt.Errorf("check volume: %w", err)
 	}
-	if !fi.IsDir() {
-		return Volume{}, fmt.Errorf("%s exists and is not a directory (mode %s)", path, fi.Mode())
-	}
-	return s.volume(id, path)
+	return entry{path: path, fi: fi}, nil
 }
 
 // build runs the create steps. On failure it removes what it made, so that

@@ -57,18 +57,19 @@ func labels(root string, calls []call) []string {
 }
 
 // The create steps in order: the meta file is durable before the directory
-// appears, and the directory gets owner and mode before it is renamed in.
+// appears (synced after its rename, so one journal commit covers both), and
+// the directory gets owner and mode before it is renamed in.
 var createSteps = []string{
-	"WriteFileSync(staging)", "Rename(staging→meta)", "SyncDir(meta)",
+	"WriteFile(staging)", "Rename(staging→meta)", "SyncFile(meta)", "SyncDir(meta)",
 	"MkdirTemp(staging)", "Lchown(staging)", "Chmod(staging)",
 	"RenameNoReplace(staging→volume)", "SyncDir(root)",
 }
 
-// The delete steps in order: out of the pool first, meta after, data last.
-// Only the root is synced on delete: see Store.delete for why trash and
-// meta need no fsync of their own.
+// The delete steps in order: out of the pool first, meta after (renamed, not
+// unlinked), data last. Only the root is synced on delete: see Store.delete
+// for why trash and meta need no fsync of their own.
 var deleteSteps = []string{
-	"Rename(volume→trash)", "SyncDir(root)", "Remove(meta)", "RemoveAll(trash)",
+	"Rename(volume→trash)", "Rename(meta→trash)", "SyncDir(root)", "RemoveAll(trash)", "Remove(trash)",
 }
 
 func TestCreateFailsCleanlyAtEveryStep(t *testing.T) {
@@ -83,7 +84,7 @@ func TestCreateFailsCleanlyAtEveryStep(t *testing.T) {
 		t.Fatalf("create steps:\n got %q\nwant %q", got, createSteps)
 	}
 	stepDesc := map[string]string{
-		"WriteFileSync(staging)": "write meta", "Rename(staging→meta)": "write meta", "SyncDir(meta)": "write meta",
+		"WriteFile(staging)": "write meta", "Rename(staging→meta)": "write meta", "SyncFile(meta)": "write meta", "SyncDir(meta)": "write meta",
 		"MkdirTemp(staging)": "make staging directory",
 		"Lchown(staging)":    fmt.Sprintf("set owner %d:%d", os.Getuid(), os.Getgid()),
 		"Chmod(staging)":     "set mode 0750", "RenameNoReplace(staging→volume)": "move into place",
@@ -133,8 +134,8 @@ func TestDeleteFailsSafelyAtEveryStep(t *testing.T) {
 	}
 	stepDesc := map[string]string{
 		"Rename(volume→trash)": "move to trash", "SyncDir(root)": "sync root", "SyncDir(trash)": "sync trash",
-		"Remove(meta)": "remove meta", "SyncDir(meta)": "remove meta",
-		"RemoveAll(trash)": "remove trash entry (Recover finishes it)",
+		"Rename(meta→trash)": "move meta to trash",
+		"RemoveAll(trash)":   "remove trash entry (Recover finishes it)", "Remove(trash)": "remove trash entry (Recover finishes it)",
 	}
 	for i, step := range deleteSteps {
 		t.Run(fmt.Sprintf("%d-%s", i, step), func(t *testing.T) {

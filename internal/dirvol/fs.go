@@ -24,9 +24,11 @@ type FileSystem interface {
 	Lchown(path string, uid, gid int) error
 	ReadDir(path string) ([]fs.DirEntry, error)
 	ReadFile(path string) ([]byte, error)
-	// WriteFileSync creates path (it must not exist), writes data and fsyncs
-	// it before returning.
-	WriteFileSync(path string, data []byte, perm fs.FileMode) error
+	// WriteFile creates path (it must not exist) and writes data, without
+	// waiting for the disk: SyncFile does that.
+	WriteFile(path string, data []byte, perm fs.FileMode) error
+	// SyncFile fsyncs a file's data and inode.
+	SyncFile(path string) error
 	// SyncDir fsyncs a directory, making renames and removals in it durable.
 	SyncDir(path string) error
 }

@@ -15,14 +15,12 @@ type osFS struct{}
 
 func (osFS) MkdirAll(path string, perm fs.FileMode) error  { return os.MkdirAll(path, perm) }
 func (osFS) MkdirTemp(dir, pattern string) (string, error) { return os.MkdirTemp(dir, pattern) }
-func (osFS) Rename(oldpath, newpath string) error          { return os.Rename(oldpath, newpath) }
 func (osFS) Remove(path string) error                      { return os.Remove(path) }
 func (osFS) RemoveAll(path string) error                   { return os.RemoveAll(path) }
 func (osFS) Lstat(path string) (fs.FileInfo, error)        { return os.Lstat(path) }
 func (osFS) Chmod(path string, mode fs.FileMode) error     { return os.Chmod(path, mode) }
 func (osFS) Lchown(path string, uid, gid int) error        { return os.Lchown(path, uid, gid) }
 func (osFS) ReadDir(path string) ([]fs.DirEntry, error)    { return os.ReadDir(path) }
-func (osFS) ReadFile(path string) ([]byte, error)          { return os.ReadFile(path) }
 
 func (osFS) RenameNoReplace(oldpath, newpath string) error {
 	err := unix.Renameat2(unix.AT_FDCWD, oldpath, unix.AT_FDCWD, newpath, unix.RENAME_NOREPLACE)
@@ -40,36 +38,4 @@ func (osFS) RenameNoReplace(oldpath, newpath string) error {
 		return &os.LinkError{Op: "renameat2", Old: oldpath, New: newpath, Err: err}
 	}
 	return nil
-}
-
-func (osFS) WriteFileSync(path string, data []byte, perm fs.FileMode) (err error) {
-	f, err := os.OpenFile(path, os.O_WRONLY|os.O_CREATE|os.O_EXCL, perm)
-	if err != nil {
-		return err
-	}
-	defer func() {
-		if cerr := f.Close(); err == nil {
-			err = cerr
-		}
-		if err != nil {
-			_ = os.Remove(path)
-		}
-	}()
-	if _, err := f.Write(data); err != nil {
-		return err
-	}
-	return f.Sync()
-}
-
-func (osFS) SyncDir(path string) error {
-	f, err := os.Open(path)
-	if err != nil {
-		return err
-	}
-	serr := f.Sync()
-	cerr := f.Close()
-	if serr != nil {
-		return serr
-	}
-	return cerr
 }

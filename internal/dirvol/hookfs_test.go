@@ -119,8 +119,12 @@ func (h *hookFS) Lchown(p string, uid, gid int) error {
 	return h.do("Lchown", func() error { return h.FileSystem.Lchown(p, uid, gid) }, p)
 }
 
-func (h *hookFS) WriteFileSync(p string, data []byte, perm fs.FileMode) error {
-	return h.do("WriteFileSync", func() error { return h.FileSystem.WriteFileSync(p, data, perm) }, p)
+func (h *hookFS) WriteFile(p string, data []byte, perm fs.FileMode) error {
+	return h.do("WriteFile", func() error { return h.FileSystem.WriteFile(p, data, perm) }, p)
+}
+
+func (h *hookFS) SyncFile(p string) error {
+	return h.do("SyncFile", func() error { return h.FileSystem.SyncFile(p) }, p)
 }
 
 func (h *hookFS) SyncDir(p string) error {

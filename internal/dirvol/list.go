@@ -11,14 +11,14 @@ import (
 // Get returns the volume of id; ErrNotFound (wrapped) if its directory is
 // missing.
 func (s *Store) Get(ctx context.Context, id string) (Volume, error) {
-	path, err := s.resolve(id)
+	e, err := s.resolve(id)
 	if err != nil {
 		return Volume{}, err
 	}
 	if err := ctx.Err(); err != nil {
 		return Volume{}, fmt.Errorf("get volume %q: %w", id, err)
 	}
-	vol, err := s.existing(id, path)
+	vol, err := s.existing(id, e)
 	if err != nil {
 		return Volume{}, fmt.Errorf("get volume %q: %w", id, err)
 	}
@@ -41,11 +41,11 @@ func (s *Store) List(ctx context.Context) ([]Volume, error) {
 		if !e.IsDir() || pool.ValidateID(e.Name()) != nil {
 			continue
 		}
-		path, err := s.resolve(e.Name())
+		found, err := s.resolve(e.Name())
 		if err != nil {
 			return nil, fmt.Errorf("list volumes: %w", err)
 		}
-		vol, err := s.volume(e.Name(), path)
+		vol, err := s.volume(e.Name(), found.path)
 		if err != nil {
 			return nil, fmt.Errorf("list volumes: %s: %w", e.Name(), err)
 		}

@@ -27,10 +27,11 @@ func (s *Store) Missing(ctx context.Context) ([]Volume, error) {
 		if !ok {
 			continue
 		}
-		path, err := s.resolve(id)
+		found, err := s.resolve(id)
 		if err != nil {
 			continue
 		}
+		path := found.path
 		// Under the id's lock: a Create in this process writes the meta
 		// file before renaming the directory in, which is not "missing".
 		unlock := s.locks.lock(id)

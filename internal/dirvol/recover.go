@@ -87,12 +87,12 @@ func (s *Store) dropOrphanMeta(ctx context.Context) (int, error) {
 			s.log.Warn("unknown file in meta directory left alone", zap.String("path", filepath.Join(s.metaDir(), e.Name())))
 			continue
 		}
-		path, err := s.resolve(id)
+		found, err := s.resolve(id)
 		if err != nil {
 			s.log.Warn("meta file for an invalid id left alone", zap.String("name", e.Name()), zap.Error(err))
 			continue
 		}
-		_, err = s.fs.Lstat(path)
+		_, err = s.fs.Lstat(found.path)
 		if err == nil {
 			continue
 		}

@@ -33,7 +33,8 @@ type Options struct {
 	Logger *zap.Logger // nil: no logging
 	FS     FileSystem  // nil: the real OS
 	// PurgeInBackground makes Delete return once the volume is durably out
-	// of the pool (in trash), and empty the trash entry in a goroutine. A
+	// of the pool (in trash), and empty the trash entry later, in a queue
+	// worked by one background goroutine (see purgeQueue). A
 	// VM disk of hundreds of GiB takes long to remove, longer than a CO's
 	// call deadline; a crash mid-purge is finished by Recover.
 	PurgeInBackground bool
@@ -46,6 +47,7 @@ type Store struct {
 	fs                FileSystem
 	log               *zap.Logger
 	locks             idLocks
+	purges            purgeQueue
 }
 
 // Open prepares root (created with mode 0755, parents too) and its private
@@ -61,6 +63,7 @@ func Open(root string, opts Options) (*Store, error) {
 	if s.log == nil {
 		s.log = zap.NewNop()
 	}
+	s.purges = purgeQueue{remove: s.removeTrash, log: s.log}
 	// MkdirAll fails unless root ends up a directory. A root that is a
 	// symlink to a directory is fine (PV_DIR often is one); pool.ResolveIn
 	// resolves it when it checks ids.
@@ -109,19 +112,33 @@ func (s *Store) metaDir() string    { return filepath.Join(s.root, MetaDir) }
 // of the root twice (pool.ResolveIn), which dominated CreateVolume's syscalls.
 // Anything unusual (a symlink, an error) goes through pool.ResolveIn for its
 // full check and its precise message.
-func (s *Store) resolve(id string) (string, error) {
+//
+// The lstat it made is returned with the path, so that callers do not stat
+// the same entry again.
+func (s *Store) resolve(id string) (entry, error) {
 	if err := pool.ValidateID(id); err != nil {
-		return "", err
+		return entry{}, err
 	}
 	joined := filepath.Join(s.root, id)
 	fi, err := s.fs.Lstat(joined)
 	if err == nil && fi.Mode()&fs.ModeSymlink == 0 {
-		return joined, nil
+		return entry{path: joined, fi: fi}, nil
 	}
 	if err != nil && errors.Is(err, fs.ErrNotExist) {
-		return joined, nil
+		return entry{path: joined}, nil
 	}
-	return pool.ResolveIn(s.root, id)
+	path, err := pool.ResolveIn(s.root, id)
+	if err != nil {
+		return entry{}, err
+	}
+	return s.lstat(path)
+}
+
+// entry is where an id lives in the root and what is there now: fi is nil
+// when nothing is.
+type entry struct {
+	path string
+	fi   fs.FileInfo
 }
 
 // randomSuffix names temporary and trash entries; crypto/rand needs no

@@ -18,8 +18,9 @@ import (
 
 const (
 	nodeID    = "bench-node"
-	diskPool  = "disk"
+	diskPool  = "disk" // the work directory's own filesystem, as it is
 	tmpfsPool = "tmpfs"
+	xfsPool   = "xfs-loop" // XFS on a loop device over the work directory's disk
 	warmup    = 20
 	// Targets from the hpp-csi issue; reported, never asserted.
 	targetCreateDeleteP99Ms = 2
@@ -78,8 +79,12 @@ type bench struct {
 	o     options
 	work  string
 	pools map[string]string // name -> path
-	d     *csitest.Driver
-	c     *csitest.Client
+	// loopDev backs the XFS pool; "" when there is none.
+	loopDev string
+	// xfsSkipped says why there is no XFS pool ("" when there is one).
+	xfsSkipped string
+	d          *csitest.Driver
+	c          *csitest.Client
 }
 
 func run(ctx context.Context, o options) (*result, error) {
@@ -95,10 +100,16 @@ func run(ctx context.Context, o options) (*result, error) {
 	if err := b.setupPools(); err != nil {
 		return nil, err
 	}
-	b.d, err = csitest.Launch(bin, csitest.Config{
-		NodeID: nodeID, Dir: b.work, LogLevel: "info",
-		Pools: []csitest.Pool{{Name: diskPool, Path: b.pools[diskPool]}, {Name: tmpfsPool, Path: b.pools[tmpfsPool]}},
-	})
+	if b.xfsSkipped, err = b.setupXFSPool(ctx); err != nil {
+		return nil, fmt.Errorf("set up the XFS pool: %w", err)
+	}
+	pools := []csitest.Pool{{Name: diskPool, Path: b.pools[diskPool]}, {Name: tmpfsPool, Path: b.pools[tmpfsPool]}}
+	if b.xfsSkipped == "" {
+		pools = append(pools, csitest.Pool{Name: xfsPool, Path: b.pools[xfsPool]})
+	} else {
+		fmt.Fprintln(os.Stderr, "bench-csi: no XFS pool:", b.xfsSkipped)
+	}
+	b.d, err = csitest.Launch(bin, csitest.Config{NodeID: nodeID, Dir: b.work, LogLevel: "info", Pools: pools})
 	if err != nil {
 		return nil, err
 	}
@@ -111,7 +122,10 @@ func run(ctx context.Context, o options) (*result, error) {
 	if res.IdleRSS.NoVolumesMiB, _, err = b.idleRSS(ctx); err != nil {
 		return nil, err
 	}
-	for _, pool := range []string{tmpfsPool, diskPool} {
+	for _, pool := range []string{tmpfsPool, xfsPool, diskPool} {
+		if _, ok := b.pools[pool]; !ok {
+			continue
+		}
 		fmt.Fprintf(os.Stderr, "bench-csi: CreateVolume+DeleteVolume on the %s pool\n", pool)
 		s, err := b.createDelete(ctx, pool)
 		if err != nil {
@@ -175,6 +189,7 @@ func (b *bench) cleanup() {
 			}
 		}
 	}
+	b.detachLoop()
 	if err := os.RemoveAll(b.work); err != nil {
 		fmt.Fprintln(os.Stderr, "bench-csi: cleanup:", err)
 	}
