@@ -122,6 +122,12 @@ func run(ctx context.Context, o options) (*result, error) {
 	if res.IdleRSS.NoVolumesMiB, _, err = b.idleRSS(ctx); err != nil {
 		return nil, err
 	}
+	fmt.Fprintln(os.Stderr, "bench-csi: two no-op calls (the transport's share of a create+delete)")
+	noop, err := b.noopPairs(ctx)
+	if err != nil {
+		return nil, err
+	}
+	res.CreateDelete = append(res.CreateDelete, noop)
 	for _, pool := range []string{tmpfsPool, xfsPool, diskPool} {
 		if _, ok := b.pools[pool]; !ok {
 			continue
@@ -131,7 +137,11 @@ func run(ctx context.Context, o options) (*result, error) {
 		if err != nil {
 			return nil, err
 		}
-		res.CreateDelete = append(res.CreateDelete, s...)
+		step, err := b.durableRenames(ctx, pool)
+		if err != nil {
+			return nil, err
+		}
+		res.CreateDelete = append(append(res.CreateDelete, s...), step)
 	}
 	fmt.Fprintln(os.Stderr, "bench-csi: NodePublishVolume+NodeUnpublishVolume")
 	if res.PublishUnpublish, err = b.publishUnpublish(ctx); err != nil {

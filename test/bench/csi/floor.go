@@ -1,0 +1,71 @@
+package main
+
+import (
+	"context"
+	"fmt"
+	"os"
+	"path/filepath"
+	"time"
+
+	"github.com/container-storage-interface/spec/lib/go/csi"
+	"golang.org/x/sys/unix"
+)
+
+// The two reference series below split a create+delete figure into what no
+// driver can avoid: the gRPC round trips over this machine's unix socket,
+// and one durable metadata step on the pool's filesystem (a create makes
+// three, a delete one).
+
+// noopPairs times two GetPluginInfo calls back to back: the transport's share
+// of a CreateVolume+DeleteVolume pair.
+func (b *bench) noopPairs(ctx context.Context) (series, error) {
+	lat, err := b.timed(ctx, b.o.ops, func(int) ([]time.Duration, error) {
+		t0 := time.Now()
+		for range 2 {
+			if _, err := b.c.GetPluginInfo(ctx, &csi.GetPluginInfoRequest{}); err != nil {
+				return nil, fmt.Errorf("GetPluginInfo: %w", err)
+			}
+		}
+		return []time.Duration{time.Since(t0)}, nil
+	})
+	if err != nil {
+		return series{}, err
+	}
+	return summarize("2 no-op calls", lat[0]), nil
+}
+
+// durableRenames times, on pool's filesystem and outside hpp, the cheapest
+// step that survives a power loss: rename a directory, fsync its parent.
+func (b *bench) durableRenames(ctx context.Context, pool string) (series, error) {
+	dir := filepath.Join(b.pools[pool], "bench-fsync")
+	if err := os.Mkdir(dir, 0o755); err != nil {
+		return series{}, err
+	}
+	defer os.RemoveAll(dir)
+	lat, err := b.timed(ctx, b.o.ops, func(i int) ([]time.Duration, error) {
+		from, to := filepath.Join(dir, fmt.Sprint("a", i)), filepath.Join(dir, fmt.Sprint("b", i))
+		if err := os.Mkdir(from, 0o755); err != nil {
+			return nil, err
+		}
+		t0 := time.Now()
+		if err := unix.Rename(from, to); err != nil {
+			return nil, fmt.Errorf("rename %s: %w", from, err)
+		}
+		fd, err := unix.Open(dir, unix.O_RDONLY|unix.O_CLOEXEC, 0)
+		if err != nil {
+			return nil, fmt.Errorf("open %s: %w", dir, err)
+		}
+		serr := unix.Fsync(fd)
+		_ = unix.Close(fd)
+		if serr != nil {
+			return nil, fmt.Errorf("fsync %s: %w", dir, serr)
+		}
+		return []time.Duration{time.Since(t0)}, nil
+	})
+	if err != nil {
+		return series{}, err
+	}
+	s := summarize("rename+fsync", lat[0])
+	s.Pool, s.Filesystem = pool, fsName(b.pools[pool])
+	return s, nil
+}
