@@ -41,7 +41,11 @@ func (b *bench) durableRenames(ctx context.Context, pool string) (series, error)
 	if err := os.Mkdir(dir, 0o755); err != nil {
 		return series{}, err
 	}
-	defer os.RemoveAll(dir)
+	defer func() {
+		if err := os.RemoveAll(dir); err != nil {
+			fmt.Fprintln(os.Stderr, "bench-csi: cleanup:", err)
+		}
+	}()
 	lat, err := b.timed(ctx, b.o.ops, func(i int) ([]time.Duration, error) {
 		from, to := filepath.Join(dir, fmt.Sprint("a", i)), filepath.Join(dir, fmt.Sprint("b", i))
 		if err := os.Mkdir(from, 0o755); err != nil {
