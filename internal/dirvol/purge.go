@@ -4,6 +4,7 @@ import (
 	"errors"
 	"io/fs"
 	"sync"
+	"time"
 
 	"go.uber.org/zap"
 )
@@ -29,6 +30,15 @@ type purgeQueue struct {
 	log     *zap.Logger
 }
 
+// slowPurge is when a finished purge is worth an info line.
+const slowPurge = time.Second
+
+func (q *purgeQueue) queued() int {
+	q.mu.Lock()
+	defer q.mu.Unlock()
+	return len(q.pending)
+}
+
 func (q *purgeQueue) add(e trashEntry) {
 	q.mu.Lock()
 	q.pending = append(q.pending, e)
@@ -52,9 +62,18 @@ func (q *purgeQueue) drain() {
 		e := q.pending[0]
 		q.pending = q.pending[1:]
 		q.mu.Unlock()
+		start := time.Now()
 		if err := q.remove(e); err != nil {
 			q.log.Error("purging deleted volume failed; the next start retries", zap.String("id", e.id), zap.String("trash", e.dir), zap.Error(err))
+			continue
 		}
+		// A large volume takes a while to free: say when its space is back.
+		took := time.Since(start)
+		level := zap.DebugLevel
+		if took >= slowPurge {
+			level = zap.InfoLevel
+		}
+		q.log.Log(level, "deleted volume purged", zap.String("id", e.id), zap.Duration("took", took), zap.Int("queued", q.queued()))
 	}
 }
 
