@@ -13,8 +13,17 @@ fi
 fuzztime=$1
 root=$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)
 
+# deadline_race says whether a failed fuzz run is only the coordinator's
+# deadline race: "context deadline exceeded" and nothing that a real finding
+# prints (a written failing input, a panic, a test error line).
+deadline_race() {
+  grep -q 'context deadline exceeded' "$1" &&
+    ! grep -qE 'Failing input written to|^panic:|_test\.go:[0-9]+:' "$1"
+}
+
 ran=0
 failed=()
+raced=()
 for module in internal test; do
   [[ -f $root/$module/go.mod ]] || continue
   # "<package dir> <target>" for each fuzz target, from the test sources.
@@ -26,9 +35,20 @@ for module in internal test; do
     [[ -n ${pkg:-} ]] || continue
     echo "==> fuzz $module/${pkg#./} $target for $fuzztime"
     ran=$((ran + 1))
-    if ! (cd "$root/$module" && go test -run='^$' -fuzz="^${target}\$" -fuzztime="$fuzztime" "$pkg"); then
+    log=$(mktemp)
+    if (cd "$root/$module" && go test -run='^$' -fuzz="^${target}\$" -fuzztime="$fuzztime" "$pkg") 2>&1 | tee "$log"; then
+      :
+    elif deadline_race "$log" &&
+      (cd "$root/$module" && go test -count=1 -run="^${target}\$" "$pkg"); then
+      # Go 1.26's fuzz coordinator can report its own -fuzztime deadline as
+      # a failure when a worker is slow to stop (golang/go#75804, fixed in
+      # Go 1.27). No input was written and the corpus replay above passed.
+      echo "==> fuzz $module/${pkg#./} $target: the -fuzztime deadline race of golang/go#75804, no failing input; corpus replay passed"
+      raced+=("$module/${pkg#./} $target")
+    else
       failed+=("$module/${pkg#./} $target")
     fi
+    rm -f "$log"
   done <<<"$targets"
 done
 
@@ -40,4 +60,4 @@ if [[ ${#failed[@]} -gt 0 ]]; then
   printf 'fuzz: FAILED %s\n' "${failed[@]}" >&2
   exit 1
 fi
-echo "fuzz: $ran targets passed"
+echo "fuzz: $ran targets passed${raced[*]:+ (${#raced[@]} after the golang/go#75804 deadline race: ${raced[*]})}"
