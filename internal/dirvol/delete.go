@@ -74,9 +74,10 @@ func (s *Store) delete(id string, e entry) error {
 	if err := s.fs.SyncDir(s.root); err != nil {
 		return fmt.Errorf("sync root: %w", err)
 	}
+	entry := trashEntry{id: id, dir: trash, meta: trashMeta}
 	if s.purgeInBackground {
-		s.purges.add(trashEntry{id: id, dir: trash, meta: trashMeta})
-	} else if err := s.removeTrash(trashEntry{id: id, dir: trash, meta: trashMeta}); err != nil {
+		s.purges.add(entry)
+	} else if err := s.removeTrash(entry); err != nil {
 		return fmt.Errorf("remove trash entry (Recover finishes it): %w", err)
 	}
 	s.log.Debug("volume directory deleted", zap.String("id", id), zap.String("path", path))

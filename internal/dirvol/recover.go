@@ -47,6 +47,42 @@ func (s *Store) Recover(ctx context.Context) (RecoverReport, error) {
 
 // emptyDir removes every entry of dir and returns how many went.
 func (s *Store) emptyDir(ctx context.Context, dir string) (int, error) {
+	return s.sweep(ctx, dir, func(name string) (bool, error) {
+		return true, s.fs.RemoveAll(filepath.Join(dir, name))
+	})
+}
+
+// dropOrphanMeta removes the meta files whose volume directory is missing.
+func (s *Store) dropOrphanMeta(ctx context.Context) (int, error) {
+	return s.sweep(ctx, s.metaDir(), func(name string) (bool, error) {
+		id, ok := s.metaID(name)
+		if !ok {
+			s.log.Warn("unknown file in meta directory left alone", zap.String("path", filepath.Join(s.metaDir(), name)))
+			return false, nil
+		}
+		found, err := s.resolve(id)
+		if err != nil {
+			s.log.Warn("meta file for an invalid id left alone", zap.String("name", name), zap.Error(err))
+			return false, nil
+		}
+		_, err = s.fs.Lstat(found.path)
+		if err == nil {
+			return false, nil
+		}
+		if !errors.Is(err, fs.ErrNotExist) {
+			return false, err
+		}
+		if err := s.fs.Remove(filepath.Join(s.metaDir(), name)); err != nil && !errors.Is(err, fs.ErrNotExist) {
+			return false, err
+		}
+		return true, nil
+	})
+}
+
+// sweep calls drop on every entry of dir, stopping when ctx ends, and
+// returns how many entries drop removed and every error; dir is synced when
+// any went.
+func (s *Store) sweep(ctx context.Context, dir string, drop func(name string) (removed bool, err error)) (int, error) {
 	entries, err := s.fs.ReadDir(dir)
 	if err != nil {
 		return 0, err
@@ -57,57 +93,17 @@ func (s *Store) emptyDir(ctx context.Context, dir string) (int, error) {
 		if err := ctx.Err(); err != nil {
 			return removed, errors.Join(append(errs, err)...)
 		}
-		if err := s.fs.RemoveAll(filepath.Join(dir, e.Name())); err != nil {
+		gone, err := drop(e.Name())
+		if err != nil {
 			errs = append(errs, err)
 			continue
 		}
-		removed++
+		if gone {
+			removed++
+		}
 	}
 	if removed > 0 {
 		if err := s.fs.SyncDir(dir); err != nil {
-			errs = append(errs, err)
-		}
-	}
-	return removed, errors.Join(errs...)
-}
-
-func (s *Store) dropOrphanMeta(ctx context.Context) (int, error) {
-	entries, err := s.fs.ReadDir(s.metaDir())
-	if err != nil {
-		return 0, err
-	}
-	removed := 0
-	var errs []error
-	for _, e := range entries {
-		if err := ctx.Err(); err != nil {
-			return removed, errors.Join(append(errs, err)...)
-		}
-		id, ok := s.metaID(e.Name())
-		if !ok {
-			s.log.Warn("unknown file in meta directory left alone", zap.String("path", filepath.Join(s.metaDir(), e.Name())))
-			continue
-		}
-		found, err := s.resolve(id)
-		if err != nil {
-			s.log.Warn("meta file for an invalid id left alone", zap.String("name", e.Name()), zap.Error(err))
-			continue
-		}
-		_, err = s.fs.Lstat(found.path)
-		if err == nil {
-			continue
-		}
-		if !errors.Is(err, fs.ErrNotExist) {
-			errs = append(errs, err)
-			continue
-		}
-		if err := s.fs.Remove(filepath.Join(s.metaDir(), e.Name())); err != nil && !errors.Is(err, fs.ErrNotExist) {
-			errs = append(errs, err)
-			continue
-		}
-		removed++
-	}
-	if removed > 0 {
-		if err := s.fs.SyncDir(s.metaDir()); err != nil {
 			errs = append(errs, err)
 		}
 	}

@@ -72,10 +72,10 @@ func LoopXFS(t testing.TB, sizeBytes int64) string {
 	}
 	// mkfs on the file, not the device: same result, and a failure here
 	// needs no loop device cleanup.
-	if _, err := run(context.Background(), mkfs, "-q", img); err != nil {
+	if _, err := Run(context.Background(), mkfs, "-q", img); err != nil {
 		t.Fatalf("make XFS: %v", err)
 	}
-	dev, err := run(context.Background(), losetup, "--find", "--show", img)
+	dev, err := Run(context.Background(), losetup, "--find", "--show", img)
 	if err != nil {
 		t.Skipf("skipping: cannot attach a loop device: %v", err)
 	}
@@ -121,7 +121,7 @@ func unmount(t testing.TB, dir string) {
 func detach(t testing.TB, losetup, dev string) {
 	t.Helper()
 	// t.Context is already cancelled when cleanups run.
-	if _, err := run(context.Background(), losetup, "--detach", dev); err != nil {
+	if _, err := Run(context.Background(), losetup, "--detach", dev); err != nil {
 		t.Errorf("cleanup: %v", err)
 	}
 }

@@ -13,9 +13,9 @@ import (
 // losetup or mkfs fails the test instead of stalling the suite.
 const commandTimeout = 2 * time.Minute
 
-// run executes name with args under ctx and returns its trimmed stdout; the
+// Run executes name with args under ctx and returns its trimmed stdout; the
 // error carries the command line and its stderr.
-func run(ctx context.Context, name string, args ...string) (string, error) {
+func Run(ctx context.Context, name string, args ...string) (string, error) {
 	ctx, cancel := context.WithTimeout(ctx, commandTimeout)
 	defer cancel()
 	var stdout, stderr bytes.Buffer

@@ -13,14 +13,14 @@ import (
 )
 
 func TestRunReturnsStdout(t *testing.T) {
-	out, err := run(context.Background(), "sh", "-c", "echo '  hello  '")
+	out, err := Run(context.Background(), "sh", "-c", "echo '  hello  '")
 	if err != nil || out != "hello" {
 		t.Errorf("run = %q, %v; want hello", out, err)
 	}
 }
 
 func TestRunErrorCarriesStderr(t *testing.T) {
-	_, err := run(context.Background(), "sh", "-c", "echo out; echo oops >&2; exit 3")
+	_, err := Run(context.Background(), "sh", "-c", "echo out; echo oops >&2; exit 3")
 	want := "sh -c echo out; echo oops >&2; exit 3: exit status 3: oops"
 	if err == nil || err.Error() != want {
 		t.Errorf("run = %v, want %s", err, want)
@@ -30,7 +30,7 @@ func TestRunErrorCarriesStderr(t *testing.T) {
 func TestRunStopsWithContext(t *testing.T) {
 	ctx, cancel := context.WithCancel(context.Background())
 	cancel()
-	if _, err := run(ctx, "sleep", "60"); err == nil {
+	if _, err := Run(ctx, "sleep", "60"); err == nil {
 		t.Error("run with a cancelled context succeeded")
 	}
 }

@@ -62,7 +62,8 @@ func Setup(ctx context.Context, opts SetupOptions) (*Env, error) {
 	env := &Env{C: c, HPPCSI: opts.HPPCSI, Pools: map[string]string{}}
 	if env.HPPCSI == "" {
 		// Built into the cluster directory, so Stop removes it.
-		env.HPPCSI, err = BuildHPPCSI(ctx, c.Dir)
+		env.HPPCSI = filepath.Join(c.Dir, "hpp-csi")
+		err = BuildCommand(ctx, "hpp-csi", env.HPPCSI)
 	}
 	if err == nil {
 		err = env.installDriver(ctx, opts)
@@ -101,21 +102,20 @@ func (e *Env) installDriver(ctx context.Context, opts SetupOptions) error {
 // Stop tears the cluster down.
 func (e *Env) Stop(ctx context.Context) error { return e.C.Stop(ctx) }
 
-// BuildHPPCSI builds cmd/hpp-csi (found from this source file: the tests
-// run from a checkout) into dir and returns the binary's path.
-func BuildHPPCSI(ctx context.Context, dir string) (string, error) {
+// BuildCommand builds cmd/<name> (found from this source file: the tests
+// and benchmarks run from a checkout) into the file out.
+func BuildCommand(ctx context.Context, name, out string) error {
 	_, self, _, ok := runtime.Caller(0)
 	if !ok {
-		return "", errors.New("build hpp-csi: cannot locate the source tree")
+		return fmt.Errorf("build %s: cannot locate the source tree", name)
 	}
-	out := filepath.Join(dir, "hpp-csi")
 	cmd := exec.CommandContext(ctx, "go", "build", "-o", out, ".")
-	cmd.Dir = filepath.Join(filepath.Dir(self), "..", "..", "cmd", "hpp-csi")
+	cmd.Dir = filepath.Join(filepath.Dir(self), "..", "..", "cmd", name)
 	cmd.Env = append(os.Environ(), "CGO_ENABLED=0")
 	if b, err := cmd.CombinedOutput(); err != nil {
-		return "", fmt.Errorf("build hpp-csi in %s: %w: %s", cmd.Dir, err, strings.TrimSpace(string(b)))
+		return fmt.Errorf("build %s in %s: %w: %s", name, cmd.Dir, err, strings.TrimSpace(string(b)))
 	}
-	return out, nil
+	return nil
 }
 
 // AddSimulatedNodes adds simulated nodes sim-1..sim-count, each with room

@@ -2,15 +2,12 @@ package e2e
 
 import (
 	"context"
-	"errors"
 	"fmt"
 	"io"
 	"net"
 	"net/http"
 	"os"
-	"os/exec"
 	"path/filepath"
-	"runtime"
 	"sort"
 	"strings"
 	"sync"
@@ -49,28 +46,13 @@ func legacyBinary(t *testing.T) string {
 				return
 			}
 		}
-		legacyBin.path, legacyBin.err = buildLegacy(context.Background(), os.TempDir())
+		legacyBin.path = filepath.Join(os.TempDir(), fmt.Sprintf("hpp-legacy-e2e-%d", os.Getpid()))
+		legacyBin.err = BuildCommand(context.Background(), "hpp-legacy", legacyBin.path)
 	})
 	if legacyBin.err != nil {
 		t.Fatal(legacyBin.err)
 	}
 	return legacyBin.path
-}
-
-// buildLegacy builds cmd/hpp-legacy (found from this source file) into dir.
-func buildLegacy(ctx context.Context, dir string) (string, error) {
-	_, self, _, ok := runtime.Caller(0)
-	if !ok {
-		return "", errors.New("build hpp-legacy: cannot locate the source tree")
-	}
-	out := filepath.Join(dir, fmt.Sprintf("hpp-legacy-e2e-%d", os.Getpid()))
-	cmd := exec.CommandContext(ctx, "go", "build", "-o", out, ".")
-	cmd.Dir = filepath.Join(filepath.Dir(self), "..", "..", "cmd", "hpp-legacy")
-	cmd.Env = append(os.Environ(), "CGO_ENABLED=0")
-	if b, err := cmd.CombinedOutput(); err != nil {
-		return "", fmt.Errorf("build hpp-legacy in %s: %w: %s", cmd.Dir, err, strings.TrimSpace(string(b)))
-	}
-	return out, nil
 }
 
 // legacyNode is one node running hpp-legacy with its own PV_DIR.

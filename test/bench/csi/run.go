@@ -275,15 +275,33 @@ func (b *bench) timed(ctx context.Context, n int, f func(i int) ([]time.Duration
 }
 
 func (b *bench) createDelete(ctx context.Context, pool string) ([]series, error) {
-	lat, err := b.timed(ctx, b.o.ops, func(i int) ([]time.Duration, error) {
-		name := fmt.Sprintf("bench-cd-%s-%d", pool, i)
+	name := func(i int) string { return fmt.Sprintf("bench-cd-%s-%d", pool, i) }
+	return b.pairs(ctx, b.o.ops, pool, "create", "delete",
+		func(i int) error {
+			if _, err := b.c.CreateVolume(ctx, createReq(name(i), pool, 1<<20)); err != nil {
+				return fmt.Errorf("CreateVolume %s: %w", name(i), err)
+			}
+			return nil
+		},
+		func(i int) error {
+			if _, err := b.c.DeleteVolume(ctx, &csi.DeleteVolumeRequest{VolumeId: name(i)}); err != nil {
+				return fmt.Errorf("DeleteVolume %s: %w", name(i), err)
+			}
+			return nil
+		})
+}
+
+// pairs times n rounds of first then second (as one round trip and each on
+// its own) and labels the three series with pool and its filesystem.
+func (b *bench) pairs(ctx context.Context, n int, pool, firstName, secondName string, first, second func(i int) error) ([]series, error) {
+	lat, err := b.timed(ctx, n, func(i int) ([]time.Duration, error) {
 		t0 := time.Now()
-		if _, err := b.c.CreateVolume(ctx, createReq(name, pool, 1<<20)); err != nil {
-			return nil, fmt.Errorf("CreateVolume %s: %w", name, err)
+		if err := first(i); err != nil {
+			return nil, err
 		}
 		t1 := time.Now()
-		if _, err := b.c.DeleteVolume(ctx, &csi.DeleteVolumeRequest{VolumeId: name}); err != nil {
-			return nil, fmt.Errorf("DeleteVolume %s: %w", name, err)
+		if err := second(i); err != nil {
+			return nil, err
 		}
 		t2 := time.Now()
 		return []time.Duration{t2.Sub(t0), t1.Sub(t0), t2.Sub(t1)}, nil
@@ -292,7 +310,7 @@ func (b *bench) createDelete(ctx context.Context, pool string) ([]series, error)
 		return nil, err
 	}
 	fs := fsName(b.pools[pool])
-	out := []series{summarize("create+delete", lat[0]), summarize("create", lat[1]), summarize("delete", lat[2])}
+	out := []series{summarize(firstName+"+"+secondName, lat[0]), summarize(firstName, lat[1]), summarize(secondName, lat[2])}
 	for i := range out {
 		out[i].Pool, out[i].Filesystem = pool, fs
 	}
@@ -308,29 +326,21 @@ func (b *bench) publishUnpublish(ctx context.Context) ([]series, error) {
 	if err := os.Mkdir(targets, 0o750); err != nil {
 		return nil, err
 	}
-	lat, err := b.timed(ctx, b.o.publishOps, func(i int) ([]time.Duration, error) {
-		// A fresh target each time, as kubelet gives each pod its own.
-		target := filepath.Join(targets, fmt.Sprintf("pod-%d", i))
-		t0 := time.Now()
-		if _, err := b.c.NodePublishVolume(ctx, csitest.PublishRequest("bench-publish", target, vol.GetVolume().GetVolumeContext())); err != nil {
-			return nil, fmt.Errorf("NodePublishVolume: %w", err)
-		}
-		t1 := time.Now()
-		if _, err := b.c.NodeUnpublishVolume(ctx, &csi.NodeUnpublishVolumeRequest{VolumeId: "bench-publish", TargetPath: target}); err != nil {
-			return nil, fmt.Errorf("NodeUnpublishVolume: %w", err)
-		}
-		t2 := time.Now()
-		return []time.Duration{t2.Sub(t0), t1.Sub(t0), t2.Sub(t1)}, nil
-	})
-	if err != nil {
-		return nil, err
-	}
-	fs := fsName(b.pools[diskPool])
-	out := []series{summarize("publish+unpublish", lat[0]), summarize("publish", lat[1]), summarize("unpublish", lat[2])}
-	for i := range out {
-		out[i].Pool, out[i].Filesystem = diskPool, fs
-	}
-	return out, nil
+	// A fresh target each time, as kubelet gives each pod its own.
+	target := func(i int) string { return filepath.Join(targets, fmt.Sprintf("pod-%d", i)) }
+	return b.pairs(ctx, b.o.publishOps, diskPool, "publish", "unpublish",
+		func(i int) error {
+			if _, err := b.c.NodePublishVolume(ctx, csitest.PublishRequest("bench-publish", target(i), vol.GetVolume().GetVolumeContext())); err != nil {
+				return fmt.Errorf("NodePublishVolume: %w", err)
+			}
+			return nil
+		},
+		func(i int) error {
+			if _, err := b.c.NodeUnpublishVolume(ctx, &csi.NodeUnpublishVolumeRequest{VolumeId: "bench-publish", TargetPath: target(i)}); err != nil {
+				return fmt.Errorf("NodeUnpublishVolume: %w", err)
+			}
+			return nil
+		})
 }
 
 // filesPerDir spreads the stats volume's files over directories, as real

@@ -1,16 +1,16 @@
 package main
 
 import (
-	"bytes"
 	"context"
 	"fmt"
 	"os"
 	"os/exec"
 	"path/filepath"
-	"strings"
 	"time"
 
 	"golang.org/x/sys/unix"
+
+	"github.com/hostpath-provisioner/hpp/internal/testutil"
 )
 
 // xfsPoolSize is the loop image behind the XFS pool. It is written in full
@@ -36,12 +36,10 @@ func (b *bench) setupXFSPool(ctx context.Context) (skip string, err error) {
 	if err := writeZeros(img, xfsPoolSize); err != nil {
 		return "", fmt.Errorf("write the XFS pool image: %w", err)
 	}
-	dev, err := runTool(ctx, "losetup", "--find", "--show", "--direct-io=on", img)
-	if err != nil {
+	if b.loopDev, err = testutil.Run(ctx, "losetup", "--find", "--show", "--direct-io=on", img); err != nil {
 		return "", err
 	}
-	b.loopDev = strings.TrimSpace(dev)
-	if _, err := runTool(ctx, "mkfs.xfs", "-q", "-f", b.loopDev); err != nil {
+	if _, err := testutil.Run(ctx, "mkfs.xfs", "-q", "-f", b.loopDev); err != nil {
 		return "", err
 	}
 	dir := filepath.Join(b.work, "xfs-pool")
@@ -81,20 +79,7 @@ func (b *bench) detachLoop() {
 	}
 	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
 	defer cancel()
-	if _, err := runTool(ctx, "losetup", "--detach", b.loopDev); err != nil {
+	if _, err := testutil.Run(ctx, "losetup", "--detach", b.loopDev); err != nil {
 		fmt.Fprintln(os.Stderr, "bench-csi: cleanup:", err)
 	}
-}
-
-// runTool runs a command; its error names the command and carries stderr.
-func runTool(ctx context.Context, name string, args ...string) (string, error) {
-	ctx, cancel := context.WithTimeout(ctx, 2*time.Minute)
-	defer cancel()
-	cmd := exec.CommandContext(ctx, name, args...)
-	var stdout, stderr bytes.Buffer
-	cmd.Stdout, cmd.Stderr = &stdout, &stderr
-	if err := cmd.Run(); err != nil {
-		return "", fmt.Errorf("%s %s: %w: %s", name, strings.Join(args, " "), err, strings.TrimSpace(stderr.String()))
-	}
-	return stdout.String(), nil
 }

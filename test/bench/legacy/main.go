@@ -18,15 +18,11 @@ package main
 import (
 	"context"
 	"encoding/json"
-	"errors"
 	"flag"
 	"fmt"
 	"os"
-	"os/exec"
 	"path/filepath"
-	"runtime"
 	"strings"
-	"sync"
 	"time"
 
 	corev1 "k8s.io/api/core/v1"
@@ -120,7 +116,8 @@ func logf(format string, args ...any) {
 func run(cfg config) (err error) {
 	ctx := context.Background()
 	if cfg.legacy == "" {
-		if cfg.legacy, err = buildLegacy(ctx, os.TempDir()); err != nil {
+		cfg.legacy = filepath.Join(os.TempDir(), fmt.Sprintf("hpp-legacy-bench-%d", os.Getpid()))
+		if err := e2e.BuildCommand(ctx, "hpp-legacy", cfg.legacy); err != nil {
 			return err
 		}
 	}
@@ -141,7 +138,7 @@ func run(cfg config) (err error) {
 	if err := env.AddSimulatedNodes(ctx, cfg.simNodes, 1000, !cfg.skipCSI); err != nil {
 		return err
 	}
-	rep := report{Machine: machine(), ControlPlaneQPS: cfg.cpQPS, K8sVersion: cluster.K8sVersion, StartedAt: time.Now().UTC()}
+	rep := report{Machine: e2e.Machine(), ControlPlaneQPS: cfg.cpQPS, K8sVersion: cluster.K8sVersion, StartedAt: time.Now().UTC()}
 	for _, name := range []string{"default", "tuned"} {
 		if err := startLegacyEverywhere(ctx, c, cfg.legacy, legacyFlags()[name]); err != nil {
 			return err
@@ -203,12 +200,12 @@ func measure(ctx context.Context, c *cluster.Cluster, driver, mode, flags string
 		_ = c.Client.StorageV1().StorageClasses().Delete(context.Background(), sc.Name, metav1.DeleteOptions{})
 	}()
 	if driver == "csi" {
-		if err := waitCapacity(ctx, c, sc.Name, len(nodes)); err != nil {
+		if err := e2e.WaitCapacity(ctx, c, sc.Name, len(nodes)); err != nil {
 			return res, err
 		}
 	}
 	start := time.Now()
-	err := parallel(n, 16, func(i int) error {
+	err := e2e.Parallel(n, 16, func(i int) error {
 		name := fmt.Sprintf("v-%04d", i)
 		pvc := e2e.PVC(ns, name, sc.Name, "1Mi")
 		if mode == "pinned" {
@@ -313,67 +310,7 @@ func countPerNode(ctx context.Context, c *cluster.Cluster, ns string, out map[st
 	return nil
 }
 
-func waitCapacity(ctx context.Context, c *cluster.Cluster, class string, nodes int) error {
-	return e2e.Poll(ctx, 2*time.Minute, "capacity objects for every node", func(ctx context.Context) (bool, string, error) {
-		list, err := c.Client.StorageV1().CSIStorageCapacities(cluster.CSINamespace).List(ctx, metav1.ListOptions{})
-		if err != nil {
-			return false, "", e2e.Retry(err)
-		}
-		n := 0
-		for _, cp := range list.Items {
-			if cp.StorageClassName == class && cp.Capacity != nil && cp.Capacity.Value() > 0 {
-				n++
-			}
-		}
-		return n >= nodes, fmt.Sprintf("%d of %d", n, nodes), nil
-	})
-}
-
-// parallel runs fn(0..n-1) on width goroutines and returns the first error.
-func parallel(n, width int, fn func(int) error) error {
-	var wg sync.WaitGroup
-	var mu sync.Mutex
-	var errs []error
-	next := make(chan int)
-	for range width {
-		wg.Go(func() {
-			for i := range next {
-				if err := fn(i); err != nil {
-					mu.Lock()
-					errs = append(errs, err)
-					mu.Unlock()
-				}
-			}
-		})
-	}
-	for i := range n {
-		next <- i
-	}
-	close(next)
-	wg.Wait()
-	return errors.Join(errs...)
-}
-
 // buildLegacy builds cmd/hpp-legacy (found from this source file) into dir.
-func buildLegacy(ctx context.Context, dir string) (string, error) {
-	_, self, _, ok := runtime.Caller(0)
-	if !ok {
-		return "", errors.New("build hpp-legacy: cannot locate the source tree")
-	}
-	out := filepath.Join(dir, fmt.Sprintf("hpp-legacy-bench-%d", os.Getpid()))
-	cmd := exec.CommandContext(ctx, "go", "build", "-o", out, ".")
-	cmd.Dir = filepath.Join(filepath.Dir(self), "..", "..", "..", "cmd", "hpp-legacy")
-	cmd.Env = append(os.Environ(), "CGO_ENABLED=0")
-	if b, err := cmd.CombinedOutput(); err != nil {
-		return "", fmt.Errorf("build hpp-legacy in %s: %w: %s", cmd.Dir, err, strings.TrimSpace(string(b)))
-	}
-	return out, nil
-}
-
-func machine() string {
-	b, _ := os.ReadFile("/proc/cpuinfo")
-	return fmt.Sprintf("%d cores", strings.Count(string(b), "\nprocessor")+1)
-}
 
 func printReport(rep report) {
 	cp := "controller-manager and scheduler at their default API QPS"

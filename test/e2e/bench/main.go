@@ -19,11 +19,9 @@ import (
 	"slices"
 	"strconv"
 	"strings"
-	"sync"
 	"time"
 
 	corev1 "k8s.io/api/core/v1"
-	storagev1 "k8s.io/api/storage/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/watch"
 
@@ -120,7 +118,7 @@ func logf(format string, args ...any) {
 
 func run(bins cluster.Binaries, hppcsi string, sizes []int, simNodes, samples, cpQPS int) (err error) {
 	ctx := context.Background()
-	rep := report{Machine: machine(), StartedAt: time.Now().UTC(), K8sVersion: cluster.K8sVersion, Nodes: 1 + simNodes, ControlPlaneQPS: cpQPS}
+	rep := report{Machine: e2e.Machine(), StartedAt: time.Now().UTC(), K8sVersion: cluster.K8sVersion, Nodes: 1 + simNodes, ControlPlaneQPS: cpQPS}
 	env, err := e2e.Setup(ctx, e2e.SetupOptions{Binaries: bins, HPPCSI: hppcsi, Logf: logf, HandleSignals: true, MaxPods: 1000, ControlPlaneQPS: cpQPS})
 	if err != nil {
 		return err
@@ -140,7 +138,7 @@ func run(bins cluster.Binaries, hppcsi string, sizes []int, simNodes, samples, c
 	}
 	// Capacity objects for every node before the first claim, or the
 	// scheduler sees no room and the first run measures the poll interval.
-	if err := waitCapacity(ctx, c, sc, 1+simNodes); err != nil {
+	if err := e2e.WaitCapacity(ctx, c, sc.Name, 1+simNodes); err != nil {
 		return err
 	}
 	for _, set := range flagSets() {
@@ -183,22 +181,6 @@ func restartProvisioners(ctx context.Context, c *cluster.Cluster, args []string)
 	return nil
 }
 
-func waitCapacity(ctx context.Context, c *cluster.Cluster, sc *storagev1.StorageClass, nodes int) error {
-	return e2e.Poll(ctx, 2*time.Minute, "capacity objects for every node", func(ctx context.Context) (bool, string, error) {
-		list, err := c.Client.StorageV1().CSIStorageCapacities(cluster.CSINamespace).List(ctx, metav1.ListOptions{})
-		if err != nil {
-			return false, "", e2e.Retry(err)
-		}
-		n := 0
-		for _, cap := range list.Items {
-			if cap.StorageClassName == sc.Name && cap.Capacity != nil && cap.Capacity.Value() > 0 {
-				n++
-			}
-		}
-		return n >= nodes, fmt.Sprintf("%d of %d", n, nodes), nil
-	})
-}
-
 // provision creates n claims with a pod each, all at once, and times them.
 func provision(ctx context.Context, env *e2e.Env, set string, n int) (provisionResult, error) {
 	c := env.C
@@ -208,7 +190,7 @@ func provision(ctx context.Context, env *e2e.Env, set string, n int) (provisionR
 	}
 	res := provisionResult{Flags: set, N: n}
 	start := time.Now()
-	if err := parallel(n, 16, func(i int) error {
+	if err := e2e.Parallel(n, 16, func(i int) error {
 		name := fmt.Sprintf("v-%04d", i)
 		if _, err := c.Client.CoreV1().PersistentVolumeClaims(ns).Create(ctx, e2e.PVC(ns, name, "bench", "1Mi"), metav1.CreateOptions{}); err != nil {
 			return err
@@ -335,35 +317,6 @@ func waitRunning(w watch.Interface, timeout time.Duration) error {
 			return fmt.Errorf("not Running within %v", timeout)
 		}
 	}
-}
-
-// parallel runs fn(0..n-1) on width goroutines and returns the first error.
-func parallel(n, width int, fn func(int) error) error {
-	var wg sync.WaitGroup
-	var once sync.Once
-	var first error
-	next := make(chan int)
-	for range width {
-		wg.Go(func() {
-			for i := range next {
-				if err := fn(i); err != nil {
-					once.Do(func() { first = err })
-				}
-			}
-		})
-	}
-	for i := range n {
-		next <- i
-	}
-	close(next)
-	wg.Wait()
-	return first
-}
-
-func machine() string {
-	b, _ := os.ReadFile("/proc/cpuinfo")
-	cpus := strings.Count(string(b), "\nprocessor") + 1
-	return fmt.Sprintf("%d cores", cpus)
 }
 
 func printReport(rep report) {
