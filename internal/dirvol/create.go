@@ -99,7 +99,8 @@ func (s *Store) lstat(path string) (entry, error) {
 // staging directory removed and the meta file left to the winner.
 func (s *Store) build(id, path string, spec Spec) (Volume, error) {
 	m := newMeta(id, spec, time.Now())
-	if err := s.writeMeta(m); err != nil {
+	inline, err := s.writeMeta(m)
+	if err != nil {
 		_ = s.removeMeta(id)
 		return Volume{}, fmt.Errorf("write meta: %w", err)
 	}
@@ -120,6 +121,12 @@ func (s *Store) build(id, path string, spec Spec) (Volume, error) {
 	// undone, and a retry finds the volume in place.
 	if err := s.fs.SyncDir(s.root); err != nil {
 		return Volume{}, fmt.Errorf("sync root: %w", err)
+	}
+	if inline {
+		// After the root, not before: see writeMeta.
+		if err := s.fs.SyncDir(s.metaDir()); err != nil {
+			return Volume{}, fmt.Errorf("sync meta: %w", err)
+		}
 	}
 	return Volume{
 		ID: id, Path: path, CapacityBytes: m.CapacityBytes, Kind: m.Kind,

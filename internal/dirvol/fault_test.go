@@ -8,6 +8,8 @@ import (
 	"os"
 	"path/filepath"
 	"slices"
+	"strings"
+	"syscall"
 	"testing"
 
 	"github.com/hostpath-provisioner/hpp/internal/dirvol"
@@ -56,13 +58,23 @@ func labels(root string, calls []call) []string {
 	return out
 }
 
-// The create steps in order: the meta file is durable before the directory
-// appears (synced after its rename, so one journal commit covers both), and
-// the directory gets owner and mode before it is renamed in.
-var createSteps = []string{
-	"WriteFile(staging)", "Rename(staging→meta)", "SyncFile(meta)", "SyncDir(meta)",
-	"MkdirTemp(staging)", "Lchown(staging)", "Chmod(staging)",
-	"RenameNoReplace(staging→volume)", "SyncDir(root)",
+// The create steps in order, for each form of meta record. The record is
+// written before the directory appears, and the directory gets owner and mode
+// before it is renamed in. An inline record (a symbolic link) is synced with
+// the meta directory after the root, where a journaling filesystem has
+// already committed it; a file record is synced before the directory
+// appears (synced after its rename, so one journal commit covers both).
+var createSteps = map[string][]string{
+	"inline": {
+		"Symlink(staging)", "Rename(staging→meta)",
+		"MkdirTemp(staging)", "Lchown(staging)", "Chmod(staging)",
+		"RenameNoReplace(staging→volume)", "SyncDir(root)", "SyncDir(meta)",
+	},
+	"file": {
+		"WriteFile(staging)", "Rename(staging→meta)", "SyncFile(meta)", "SyncDir(meta)",
+		"MkdirTemp(staging)", "Lchown(staging)", "Chmod(staging)",
+		"RenameNoReplace(staging→volume)", "SyncDir(root)",
+	},
 }
 
 // The delete steps in order: out of the pool first, meta after (renamed, not
@@ -72,38 +84,57 @@ var deleteSteps = []string{
 	"Rename(volume→trash)", "Rename(meta→trash)", "SyncDir(root)", "RemoveAll(trash)", "Remove(trash)",
 }
 
+// largeAttributes make a meta record too large to be inline.
+var largeAttributes = map[string]string{"note": strings.Repeat("x", 1100)}
+
 func TestCreateFailsCleanlyAtEveryStep(t *testing.T) {
+	for _, form := range []string{"inline", "file"} {
+		t.Run(form, func(t *testing.T) {
+			sp := dirvol.Spec{Ownership: dirvol.Ownership{UID: os.Getuid(), GID: os.Getgid(), Mode: 0o750}, CapacityBytes: 1}
+			if form == "file" {
+				sp.Attributes = largeAttributes
+			}
+			testCreateFailsCleanlyAtEveryStep(t, sp, createSteps[form])
+		})
+	}
+}
+
+func testCreateFailsCleanlyAtEveryStep(t *testing.T, sp dirvol.Spec, steps []string) {
 	const id = "pvc-f"
-	sp := dirvol.Spec{Ownership: dirvol.Ownership{UID: os.Getuid(), GID: os.Getgid(), Mode: 0o750}, CapacityBytes: 1}
 	probeRoot := filepath.Join(t.TempDir(), "probe")
 	calls := probe(t, probeRoot, nil, func(s *dirvol.Store) error {
 		_, _, err := s.Create(context.Background(), id, sp)
 		return err
 	})
-	if got := labels(probeRoot, calls); !slices.Equal(got, createSteps) {
-		t.Fatalf("create steps:\n got %q\nwant %q", got, createSteps)
+	if got := labels(probeRoot, calls); !slices.Equal(got, steps) {
+		t.Fatalf("create steps:\n got %q\nwant %q", got, steps)
 	}
+	moved := slices.Index(steps, "RenameNoReplace(staging→volume)")
 	stepDesc := map[string]string{
-		"WriteFile(staging)": "write meta", "Rename(staging→meta)": "write meta", "SyncFile(meta)": "write meta", "SyncDir(meta)": "write meta",
+		"Symlink(staging)": "write meta", "WriteFile(staging)": "write meta", "Rename(staging→meta)": "write meta", "SyncFile(meta)": "write meta",
 		"MkdirTemp(staging)": "make staging directory",
 		"Lchown(staging)":    fmt.Sprintf("set owner %d:%d", os.Getuid(), os.Getgid()),
 		"Chmod(staging)":     "set mode 0750", "RenameNoReplace(staging→volume)": "move into place",
 		"SyncDir(root)": "sync root",
 	}
-	for i, step := range createSteps {
+	for i, step := range steps {
 		t.Run(fmt.Sprintf("%d-%s", i, step), func(t *testing.T) {
 			root := filepath.Join(t.TempDir(), "root")
 			var injected error
 			s := openFailingAt(t, root, i, &injected)
 			_, created, err := s.Create(context.Background(), id, sp)
-			want := fmt.Sprintf("create volume %q: %s: %v", id, stepDesc[step], injected)
+			desc := stepDesc[step]
+			if step == "SyncDir(meta)" {
+				desc = map[bool]string{true: "sync meta", false: "write meta"}[i > moved]
+			}
+			want := fmt.Sprintf("create volume %q: %s: %v", id, desc, injected)
 			if err == nil || err.Error() != want || created {
 				t.Fatalf("Create = created %v, %v\nwant error %s", created, err, want)
 			}
 			requirePrivateAreasEmpty(t, root)
 			// Once the rename is done, the volume is complete; before it,
 			// nothing of it may be left.
-			complete := step == "SyncDir(root)"
+			complete := i > moved
 			if exists(t, filepath.Join(root, id)) != complete || exists(t, metaPath(root, id)) != complete {
 				t.Errorf("after a failed %s: dir %v, meta %v; want both %v", step,
 					exists(t, filepath.Join(root, id)), exists(t, metaPath(root, id)), complete)
@@ -116,6 +147,32 @@ func TestCreateFailsCleanlyAtEveryStep(t *testing.T) {
 				t.Errorf("mode after retry %s", mode)
 			}
 		})
+	}
+}
+
+// A filesystem that keeps shorter link targets than XFS refuses the inline
+// record with ENAMETOOLONG; the record then goes to a file.
+func TestCreateFallsBackToAFileRecord(t *testing.T) {
+	root := filepath.Join(t.TempDir(), "root")
+	h := &hookFS{FileSystem: dirvol.OS()}
+	s := open(t, root, h)
+	var calls []call
+	h.before = func(c call) error {
+		if c.Op == "Symlink" {
+			return &fs.PathError{Op: "symlink", Path: c.Paths[0], Err: syscall.ENAMETOOLONG}
+		}
+		return nil
+	}
+	h.after = func(c call) { calls = append(calls, c) }
+	vol := mustCreate(t, s, "pvc-short-links", dirvol.Spec{Ownership: dirvol.Ownership{UID: os.Getuid(), GID: os.Getgid()}, CapacityBytes: 7})
+	if got := labels(root, calls); !slices.Equal(got, createSteps["file"]) {
+		t.Fatalf("create steps:\n got %q\nwant %q", got, createSteps["file"])
+	}
+	if fi, err := os.Lstat(metaPath(root, vol.ID)); err != nil || !fi.Mode().IsRegular() {
+		t.Fatalf("meta record: %v %v, want a regular file", fi, err)
+	}
+	if got, err := open(t, root, nil).Get(context.Background(), vol.ID); err != nil || !got.HasMeta || got.CapacityBytes != 7 {
+		t.Errorf("Get = %+v, %v; want the recorded capacity 7", got, err)
 	}
 }
 

@@ -29,6 +29,12 @@ type FileSystem interface {
 	WriteFile(path string, data []byte, perm fs.FileMode) error
 	// SyncFile fsyncs a file's data and inode.
 	SyncFile(path string) error
+	// Symlink creates path as a symbolic link holding target: a small record
+	// made in one metadata operation, with no data block to write.
+	Symlink(target, path string) error
+	// Readlink returns what the symbolic link path holds; it fails with
+	// EINVAL when path is not a symbolic link.
+	Readlink(path string) (string, error)
 	// SyncDir fsyncs a directory, making renames and removals in it durable.
 	SyncDir(path string) error
 }

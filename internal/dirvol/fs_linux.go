@@ -21,6 +21,8 @@ func (osFS) Lstat(path string) (fs.FileInfo, error)        { return os.Lstat(pat
 func (osFS) Chmod(path string, mode fs.FileMode) error     { return os.Chmod(path, mode) }
 func (osFS) Lchown(path string, uid, gid int) error        { return os.Lchown(path, uid, gid) }
 func (osFS) ReadDir(path string) ([]fs.DirEntry, error)    { return os.ReadDir(path) }
+func (osFS) Symlink(target, path string) error             { return os.Symlink(target, path) }
+func (osFS) Readlink(path string) (string, error)          { return os.Readlink(path) }
 
 func (osFS) RenameNoReplace(oldpath, newpath string) error {
 	err := unix.Renameat2(unix.AT_FDCWD, oldpath, unix.AT_FDCWD, newpath, unix.RENAME_NOREPLACE)

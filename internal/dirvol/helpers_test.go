@@ -86,12 +86,27 @@ func metaPath(root, id string) string {
 	return filepath.Join(root, dirvol.MetaDir, id+".json")
 }
 
-func readMeta(t *testing.T, root, id string) map[string]any {
+// metaRecord returns the JSON of id's meta record: the target of an inline
+// record (a symbolic link) or the content of a file record.
+func metaRecord(t *testing.T, root, id string) []byte {
 	t.Helper()
+	target, err := os.Readlink(metaPath(root, id))
+	if err == nil {
+		return []byte(target)
+	}
+	if !errors.Is(err, syscall.EINVAL) {
+		t.Fatal(err)
+	}
 	data, err := os.ReadFile(metaPath(root, id))
 	if err != nil {
 		t.Fatal(err)
 	}
+	return data
+}
+
+func readMeta(t *testing.T, root, id string) map[string]any {
+	t.Helper()
+	data := metaRecord(t, root, id)
 	var m map[string]any
 	if err := json.Unmarshal(data, &m); err != nil {
 		t.Fatalf("meta of %q: %v", id, err)

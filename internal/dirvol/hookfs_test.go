@@ -127,6 +127,10 @@ func (h *hookFS) SyncFile(p string) error {
 	return h.do("SyncFile", func() error { return h.FileSystem.SyncFile(p) }, p)
 }
 
+func (h *hookFS) Symlink(target, p string) error {
+	return h.do("Symlink", func() error { return h.FileSystem.Symlink(target, p) }, p)
+}
+
 func (h *hookFS) SyncDir(p string) error {
 	return h.do("SyncDir", func() error { return h.FileSystem.SyncDir(p) }, p)
 }

@@ -40,7 +40,7 @@ func (s *Store) Missing(ctx context.Context) ([]Volume, error) {
 		if !errors.Is(err, fs.ErrNotExist) {
 			continue
 		}
-		data, err := s.fs.ReadFile(filepath.Join(s.metaDir(), e.Name()))
+		data, err := s.readMeta(filepath.Join(s.metaDir(), e.Name()))
 		if err != nil {
 			// Deleted meanwhile by a Delete: not missing, just gone.
 			continue

@@ -45,8 +45,10 @@ func (osFS) WriteFile(path string, data []byte, perm fs.FileMode) error {
 // bytes, and a huge file in the meta directory is not one of ours.
 const maxMetaSize = 1 << 20
 
+// ReadFile never follows a symbolic link: an inline meta record is a link
+// whose target is JSON text, not a path.
 func (osFS) ReadFile(path string) ([]byte, error) {
-	f, err := openFile(path, unix.O_RDONLY, 0)
+	f, err := openFile(path, unix.O_RDONLY|unix.O_NOFOLLOW, 0)
 	if err != nil {
 		return nil, err
 	}

@@ -156,17 +156,33 @@ func TestCorruptMeta(t *testing.T) {
 	root := t.TempDir()
 	s := open(t, root, nil)
 	mustCreate(t, s, "v", spec(0, 1))
+	// A file outside the pool that holds a valid record: an inline record
+	// naming it must be parsed as text, never followed.
+	outside := filepath.Join(t.TempDir(), "record.json")
+	if err := os.WriteFile(outside, metaRecord(t, root, "v"), 0o600); err != nil {
+		t.Fatal(err)
+	}
 	for content, reason := range map[string]string{
 		"{":                                   "invalid JSON: unexpected end of JSON input",
 		`{"formatVersion": 9, "id": "v"}`:     "format version 9 is not supported by this hpp (1..1)",
 		`{"formatVersion": 1, "id": "other"}`: `it records id "other", not "v"`,
+		outside:                               "invalid JSON: invalid character '/' looking for beginning of value",
 	} {
-		if err := os.WriteFile(metaPath(root, "v"), []byte(content), 0o600); err != nil {
-			t.Fatal(err)
-		}
-		_, err := s.Get(context.Background(), "v")
-		if want := `get volume "v": read meta ` + metaPath(root, "v") + ": " + reason; err == nil || err.Error() != want {
-			t.Errorf("Get with meta %s: %v, want %s", content, err, want)
+		for _, form := range []string{"inline", "file"} {
+			if err := os.Remove(metaPath(root, "v")); err != nil {
+				t.Fatal(err)
+			}
+			write := func() error { return os.Symlink(content, metaPath(root, "v")) }
+			if form == "file" {
+				write = func() error { return os.WriteFile(metaPath(root, "v"), []byte(content), 0o600) }
+			}
+			if err := write(); err != nil {
+				t.Fatal(err)
+			}
+			_, err := s.Get(context.Background(), "v")
+			if want := `get volume "v": read meta ` + metaPath(root, "v") + ": " + reason; err == nil || err.Error() != want {
+				t.Errorf("Get with %s meta %s: %v, want %s", form, content, err, want)
+			}
 		}
 	}
 }

@@ -132,6 +132,10 @@ func testCreateMeta(t *testing.T, root string) {
 	if vol.Created.Before(before) || vol.Created.After(after) {
 		t.Errorf("Created %v not within [%v, %v]", vol.Created, before, after)
 	}
+	// A small record is inline: a symbolic link holding the JSON.
+	if fi, err := os.Lstat(metaPath(root, "pvc-1")); err != nil || fi.Mode()&os.ModeSymlink == 0 {
+		t.Errorf("meta record of pvc-1: %v %v, want a symbolic link", fi, err)
+	}
 	m := readMeta(t, root, "pvc-1")
 	want := map[string]any{
 		"formatVersion": 1.0, "id": "pvc-1", "kind": "ephemeral", "capacityBytes": float64(5 << 30),
@@ -178,10 +182,7 @@ func equalJSON(a, b any) bool {
 func testCreateIdempotent(t *testing.T, root string) {
 	s := open(t, root, nil)
 	first := mustCreate(t, s, "pvc-x", spec(0o750, 1<<30))
-	metaBefore, err := os.ReadFile(metaPath(root, "pvc-x"))
-	if err != nil {
-		t.Fatal(err)
-	}
+	metaBefore := metaRecord(t, root, "pvc-x")
 	writeFile(t, filepath.Join(first.Path, "data"), 10)
 
 	again, created, err := s.Create(context.Background(), "pvc-x", spec(0o700, 2<<30))
@@ -191,7 +192,7 @@ func testCreateIdempotent(t *testing.T, root string) {
 	if again.Path != first.Path || again.CapacityBytes != 1<<30 || !again.Created.Equal(first.Created) {
 		t.Errorf("second Create = %+v, want the first volume %+v", again, first)
 	}
-	metaAfter, _ := os.ReadFile(metaPath(root, "pvc-x"))
+	metaAfter := metaRecord(t, root, "pvc-x")
 	if !bytes.Equal(metaBefore, metaAfter) {
 		t.Errorf("meta changed by the second Create:\n%s\n---\n%s", metaBefore, metaAfter)
 	}

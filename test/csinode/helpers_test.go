@@ -101,7 +101,7 @@ func (e *env) unpublish(id, target string) {
 // readMeta returns the volume's meta file as a map.
 func (e *env) readMeta(id string) map[string]any {
 	e.t.Helper()
-	data, err := os.ReadFile(e.metaPath(id))
+	data, err := csitest.MetaRecord(e.metaPath(id))
 	if err != nil {
 		e.t.Fatalf("meta file of %q: %v", id, err)
 	}
