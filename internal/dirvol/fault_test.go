@@ -151,28 +151,43 @@ func testCreateFailsCleanlyAtEveryStep(t *testing.T, sp dirvol.Spec, steps []str
 }
 
 // A filesystem that keeps shorter link targets than XFS refuses the inline
-// record with ENAMETOOLONG; the record then goes to a file.
+// record with ENAMETOOLONG, one without links (vfat) with EPERM; the record
+// then goes to a file. Any other failure fails the create.
 func TestCreateFallsBackToAFileRecord(t *testing.T) {
-	root := filepath.Join(t.TempDir(), "root")
-	h := &hookFS{FileSystem: dirvol.OS()}
-	s := open(t, root, h)
-	var calls []call
-	h.before = func(c call) error {
-		if c.Op == "Symlink" {
-			return &fs.PathError{Op: "symlink", Path: c.Paths[0], Err: syscall.ENAMETOOLONG}
-		}
-		return nil
-	}
-	h.after = func(c call) { calls = append(calls, c) }
-	vol := mustCreate(t, s, "pvc-short-links", dirvol.Spec{Ownership: dirvol.Ownership{UID: os.Getuid(), GID: os.Getgid()}, CapacityBytes: 7})
-	if got := labels(root, calls); !slices.Equal(got, createSteps["file"]) {
-		t.Fatalf("create steps:\n got %q\nwant %q", got, createSteps["file"])
-	}
-	if fi, err := os.Lstat(metaPath(root, vol.ID)); err != nil || !fi.Mode().IsRegular() {
-		t.Fatalf("meta record: %v %v, want a regular file", fi, err)
-	}
-	if got, err := open(t, root, nil).Get(context.Background(), vol.ID); err != nil || !got.HasMeta || got.CapacityBytes != 7 {
-		t.Errorf("Get = %+v, %v; want the recorded capacity 7", got, err)
+	for _, errno := range []syscall.Errno{syscall.ENAMETOOLONG, syscall.EPERM, syscall.EOPNOTSUPP, syscall.EIO} {
+		t.Run(errno.Error(), func(t *testing.T) {
+			root := filepath.Join(t.TempDir(), "root")
+			h := &hookFS{FileSystem: dirvol.OS()}
+			s := open(t, root, h)
+			var calls []call
+			h.before = func(c call) error {
+				if c.Op == "Symlink" {
+					return &fs.PathError{Op: "symlink", Path: c.Paths[0], Err: errno}
+				}
+				return nil
+			}
+			h.after = func(c call) { calls = append(calls, c) }
+			const id = "pvc-links"
+			_, _, err := s.Create(context.Background(), id, dirvol.Spec{Ownership: dirvol.Ownership{UID: os.Getuid(), GID: os.Getgid()}, CapacityBytes: 7})
+			if errno == syscall.EIO {
+				if !errors.Is(err, syscall.EIO) || exists(t, metaPath(root, id)) || exists(t, filepath.Join(root, id)) {
+					t.Fatalf("Create with a failing symlink: %v; want the EIO, and no record or directory left", err)
+				}
+				return
+			}
+			if err != nil {
+				t.Fatal(err)
+			}
+			if got := labels(root, calls); !slices.Equal(got, createSteps["file"]) {
+				t.Fatalf("create steps:\n got %q\nwant %q", got, createSteps["file"])
+			}
+			if fi, err := os.Lstat(metaPath(root, id)); err != nil || !fi.Mode().IsRegular() {
+				t.Fatalf("meta record: %v %v, want a regular file", fi, err)
+			}
+			if got, err := open(t, root, nil).Get(context.Background(), id); err != nil || !got.HasMeta || got.CapacityBytes != 7 {
+				t.Errorf("Get = %+v, %v; want the recorded capacity 7", got, err)
+			}
+		})
 	}
 }
 

@@ -104,10 +104,9 @@ func (s *Store) writeMeta(m metaFile) (inline bool, err error) {
 			}
 			return true, nil
 		}
-		if !errors.Is(err, syscall.ENAMETOOLONG) {
+		if !linksUnfit(err) {
 			return false, err
 		}
-		// This filesystem keeps shorter link targets: use a file.
 	}
 	if err := s.fs.WriteFile(tmp, append(data, '\n'), 0o600); err != nil {
 		return false, err
@@ -122,6 +121,13 @@ func (s *Store) writeMeta(m metaFile) (inline bool, err error) {
 		return false, err
 	}
 	return false, s.fs.SyncDir(s.metaDir())
+}
+
+// linksUnfit reports whether a failed symlink(2) means that this filesystem
+// cannot hold the record as a link (shorter link targets than XFS, or no
+// links at all), so that a file should hold it instead.
+func linksUnfit(err error) bool {
+	return errors.Is(err, syscall.ENAMETOOLONG) || errors.Is(err, syscall.EPERM) || errors.Is(err, syscall.EOPNOTSUPP)
 }
 
 // readMeta returns the JSON of the record at path, inline or in a file. It
