@@ -13,13 +13,14 @@ import (
 
 // The two reference series below split a create+delete figure into what no
 // driver can avoid: the gRPC round trips over this machine's unix socket,
-// and one durable metadata step on the pool's filesystem (a create makes
-// three, a delete one).
+// and one durable metadata step on the pool's filesystem (a create or a
+// delete each costs one on a journaling filesystem). rounds.go runs them
+// interleaved with the create+delete pairs.
 
-// noopPairs times two GetPluginInfo calls back to back: the transport's share
+// noopStep times two GetPluginInfo calls back to back: the transport's share
 // of a CreateVolume+DeleteVolume pair.
-func (b *bench) noopPairs(ctx context.Context) (series, error) {
-	lat, err := b.timed(ctx, b.o.ops, func(int) ([]time.Duration, error) {
+func (b *bench) noopStep(ctx context.Context) roundStep {
+	return func(int) ([]time.Duration, error) {
 		t0 := time.Now()
 		for range 2 {
 			if _, err := b.c.GetPluginInfo(ctx, &csi.GetPluginInfoRequest{}); err != nil {
@@ -27,26 +28,23 @@ func (b *bench) noopPairs(ctx context.Context) (series, error) {
 			}
 		}
 		return []time.Duration{time.Since(t0)}, nil
-	})
-	if err != nil {
-		return series{}, err
 	}
-	return summarize("2 no-op calls", lat[0]), nil
 }
 
-// durableRenames times, on pool's filesystem and outside hpp, the cheapest
-// step that survives a power loss: rename a directory, fsync its parent.
-func (b *bench) durableRenames(ctx context.Context, pool string) (series, error) {
+// durableRenameStep times, on pool's filesystem and outside hpp, the
+// cheapest step that survives a power loss: rename a directory, fsync its
+// parent. done removes what the steps made.
+func (b *bench) durableRenameStep(pool string) (step roundStep, done func(), err error) {
 	dir := filepath.Join(b.pools[pool], "bench-fsync")
 	if err := os.Mkdir(dir, 0o755); err != nil {
-		return series{}, err
+		return nil, nil, err
 	}
-	defer func() {
+	done = func() {
 		if err := os.RemoveAll(dir); err != nil {
 			fmt.Fprintln(os.Stderr, "bench-csi: cleanup:", err)
 		}
-	}()
-	lat, err := b.timed(ctx, b.o.ops, func(i int) ([]time.Duration, error) {
+	}
+	step = func(i int) ([]time.Duration, error) {
 		from, to := filepath.Join(dir, fmt.Sprint("a", i)), filepath.Join(dir, fmt.Sprint("b", i))
 		if err := os.Mkdir(from, 0o755); err != nil {
 			return nil, err
@@ -65,11 +63,6 @@ func (b *bench) durableRenames(ctx context.Context, pool string) (series, error)
 			return nil, fmt.Errorf("fsync %s: %w", dir, serr)
 		}
 		return []time.Duration{time.Since(t0)}, nil
-	})
-	if err != nil {
-		return series{}, err
 	}
-	s := summarize("rename+fsync", lat[0])
-	s.Pool, s.Filesystem = pool, fsName(b.pools[pool])
-	return s, nil
+	return step, done, nil
 }

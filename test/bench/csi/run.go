@@ -122,26 +122,9 @@ func run(ctx context.Context, o options) (*result, error) {
 	if res.IdleRSS.NoVolumesMiB, _, err = b.idleRSS(ctx); err != nil {
 		return nil, err
 	}
-	fmt.Fprintln(os.Stderr, "bench-csi: two no-op calls (the transport's share of a create+delete)")
-	noop, err := b.noopPairs(ctx)
-	if err != nil {
+	fmt.Fprintln(os.Stderr, "bench-csi: CreateVolume+DeleteVolume on every pool, interleaved with the reference series")
+	if res.CreateDelete, err = b.createDeleteRounds(ctx); err != nil {
 		return nil, err
-	}
-	res.CreateDelete = append(res.CreateDelete, noop)
-	for _, pool := range []string{tmpfsPool, xfsPool, diskPool} {
-		if _, ok := b.pools[pool]; !ok {
-			continue
-		}
-		fmt.Fprintf(os.Stderr, "bench-csi: CreateVolume+DeleteVolume on the %s pool\n", pool)
-		s, err := b.createDelete(ctx, pool)
-		if err != nil {
-			return nil, err
-		}
-		step, err := b.durableRenames(ctx, pool)
-		if err != nil {
-			return nil, err
-		}
-		res.CreateDelete = append(append(res.CreateDelete, s...), step)
 	}
 	fmt.Fprintln(os.Stderr, "bench-csi: NodePublishVolume+NodeUnpublishVolume")
 	if res.PublishUnpublish, err = b.publishUnpublish(ctx); err != nil {
@@ -247,8 +230,12 @@ func createReq(name, pool string, size int64) *csi.CreateVolumeRequest {
 	return csitest.CreateRequest(name, nodeID, size, csitest.PoolParams(pool))
 }
 
+// roundStep is one timed step of a benchmark round; it returns one or more
+// latencies, always the same number.
+type roundStep func(i int) ([]time.Duration, error)
+
 // timed runs f until n results or maxTime, after warmup unrecorded runs.
-func (b *bench) timed(ctx context.Context, n int, f func(i int) ([]time.Duration, error)) ([][]time.Duration, error) {
+func (b *bench) timed(ctx context.Context, n int, f roundStep) ([][]time.Duration, error) {
 	for i := range warmup {
 		if _, err := f(-1 - i); err != nil {
 			return nil, err
@@ -274,9 +261,11 @@ func (b *bench) timed(ctx context.Context, n int, f func(i int) ([]time.Duration
 	return out, nil
 }
 
-func (b *bench) createDelete(ctx context.Context, pool string) ([]series, error) {
+// createDeleteRound times one CreateVolume+DeleteVolume pair on pool:
+// the pair, the create, the delete.
+func (b *bench) createDeleteRound(ctx context.Context, pool string) roundStep {
 	name := func(i int) string { return fmt.Sprintf("bench-cd-%s-%d", pool, i) }
-	return b.pairs(ctx, b.o.ops, pool, "create", "delete",
+	return pairStep(
 		func(i int) error {
 			if _, err := b.c.CreateVolume(ctx, createReq(name(i), pool, 1<<20)); err != nil {
 				return fmt.Errorf("CreateVolume %s: %w", name(i), err)
@@ -291,10 +280,9 @@ func (b *bench) createDelete(ctx context.Context, pool string) ([]series, error)
 		})
 }
 
-// pairs times n rounds of first then second (as one round trip and each on
-// its own) and labels the three series with pool and its filesystem.
-func (b *bench) pairs(ctx context.Context, n int, pool, firstName, secondName string, first, second func(i int) error) ([]series, error) {
-	lat, err := b.timed(ctx, n, func(i int) ([]time.Duration, error) {
+// pairStep times first then second: as one round trip and each on its own.
+func pairStep(first, second func(i int) error) roundStep {
+	return func(i int) ([]time.Duration, error) {
 		t0 := time.Now()
 		if err := first(i); err != nil {
 			return nil, err
@@ -305,16 +293,18 @@ func (b *bench) pairs(ctx context.Context, n int, pool, firstName, secondName st
 		}
 		t2 := time.Now()
 		return []time.Duration{t2.Sub(t0), t1.Sub(t0), t2.Sub(t1)}, nil
-	})
-	if err != nil {
-		return nil, err
 	}
+}
+
+// pairSeries labels the three series of a pairStep with pool and its
+// filesystem.
+func (b *bench) pairSeries(pool, firstName, secondName string, lat [][]time.Duration) []series {
 	fs := fsName(b.pools[pool])
 	out := []series{summarize(firstName+"+"+secondName, lat[0]), summarize(firstName, lat[1]), summarize(secondName, lat[2])}
 	for i := range out {
 		out[i].Pool, out[i].Filesystem = pool, fs
 	}
-	return out, nil
+	return out
 }
 
 func (b *bench) publishUnpublish(ctx context.Context) ([]series, error) {
@@ -328,7 +318,7 @@ func (b *bench) publishUnpublish(ctx context.Context) ([]series, error) {
 	}
 	// A fresh target each time, as kubelet gives each pod its own.
 	target := func(i int) string { return filepath.Join(targets, fmt.Sprintf("pod-%d", i)) }
-	return b.pairs(ctx, b.o.publishOps, diskPool, "publish", "unpublish",
+	lat, err := b.timed(ctx, b.o.publishOps, pairStep(
 		func(i int) error {
 			if _, err := b.c.NodePublishVolume(ctx, csitest.PublishRequest("bench-publish", target(i), vol.GetVolume().GetVolumeContext())); err != nil {
 				return fmt.Errorf("NodePublishVolume: %w", err)
@@ -340,7 +330,11 @@ func (b *bench) publishUnpublish(ctx context.Context) ([]series, error) {
 				return fmt.Errorf("NodeUnpublishVolume: %w", err)
 			}
 			return nil
-		})
+		}))
+	if err != nil {
+		return nil, err
+	}
+	return b.pairSeries(diskPool, "publish", "unpublish", lat), nil
 }
 
 // filesPerDir spreads the stats volume's files over directories, as real

@@ -35,8 +35,9 @@ func printTable(w io.Writer, r *result) {
 
 // printStorageShare says, per disk-backed pool, how much of a create+delete
 // the pool's filesystem added over tmpfs, in units of its own rename+fsync:
-// hpp-csi makes four such steps per pair (three for a create, one for a
-// delete), so a figure near four means the rest is the filesystem.
+// on a journaling filesystem hpp-csi pays two such steps per pair (one
+// journal commit for a create, one for a delete), so a figure near two means
+// the rest is the filesystem.
 func printStorageShare(w io.Writer, rows []series) {
 	find := func(name, pool string) (series, bool) {
 		for _, s := range rows {

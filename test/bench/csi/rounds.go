@@ -1,0 +1,121 @@
+package main
+
+import (
+	"context"
+	"fmt"
+	"time"
+)
+
+// roundBlock is how many runs of one series go back to back before the next
+// series takes over.
+const roundBlock = 50
+
+// createDeleteRounds measures CreateVolume+DeleteVolume on every pool and
+// the reference series (see floor.go) in one phase per disk-backed pool. In
+// a phase the pool's series, the tmpfs pool's and the two no-op calls take
+// turns in blocks of roundBlock runs, each cycle starting at a different
+// series, so that the pool and its baselines see the same minutes of this
+// shared, noisy machine; measured one after another, a noisy minute would
+// land on one of them and make the comparison meaningless. The disk-backed
+// pools get a phase each because they share one disk: interleaved, one
+// pool's background writeback would be charged to the other. The baselines
+// run in every phase, their share of -ops in each.
+func (b *bench) createDeleteRounds(ctx context.Context) ([]series, error) {
+	noop := &roundSeries{width: 1, step: b.noopStep(ctx), label: func(lat [][]time.Duration) []series {
+		return []series{summarize("2 no-op calls", lat[0])}
+	}}
+	parts := []*roundSeries{noop}
+	baselines := []*roundSeries{noop}
+	var phases [][]*roundSeries
+	for _, pool := range []string{tmpfsPool, xfsPool, diskPool} {
+		if _, ok := b.pools[pool]; !ok {
+			continue
+		}
+		pair := &roundSeries{width: 3, step: b.createDeleteRound(ctx, pool), label: func(lat [][]time.Duration) []series {
+			return b.pairSeries(pool, "create", "delete", lat)
+		}}
+		parts = append(parts, pair)
+		if pool == tmpfsPool {
+			baselines = append(baselines, pair)
+			continue
+		}
+		step, done, err := b.durableRenameStep(pool)
+		if err != nil {
+			return nil, err
+		}
+		defer done()
+		fsync := &roundSeries{width: 1, step: step, label: func(lat [][]time.Duration) []series {
+			s := summarize("rename+fsync", lat[0])
+			s.Pool, s.Filesystem = pool, fsName(b.pools[pool])
+			return []series{s}
+		}}
+		parts = append(parts, fsync)
+		phases = append(phases, []*roundSeries{pair, fsync})
+	}
+	if len(phases) == 0 {
+		phases = [][]*roundSeries{nil}
+	}
+	for _, p := range parts {
+		p.lat = make([][]time.Duration, p.width)
+		if _, err := p.step(-1); err != nil { // warm-up, not recorded
+			return nil, err
+		}
+	}
+	deadline := time.Now().Add(b.o.maxTime)
+	share := (b.o.ops + len(phases) - 1) / len(phases)
+	for _, own := range phases {
+		quota := map[*roundSeries]int{}
+		for _, p := range own {
+			quota[p] = b.o.ops
+		}
+		for _, p := range baselines {
+			quota[p] = len(p.lat[0]) + share
+		}
+		members := append(append([]*roundSeries{}, baselines...), own...)
+		for cycle := 0; time.Now().Before(deadline); cycle++ {
+			ran := false
+			for k := range members {
+				p := members[(cycle+k)%len(members)]
+				for n := 0; n < roundBlock && len(p.lat[0]) < min(quota[p], b.o.ops); n++ {
+					if err := p.run(ctx); err != nil {
+						return nil, err
+					}
+					ran = true
+				}
+			}
+			if !ran {
+				break
+			}
+		}
+	}
+	var res []series
+	for _, p := range parts {
+		res = append(res, p.label(p.lat)...)
+	}
+	return res, nil
+}
+
+// roundSeries is one series of createDeleteRounds and what it measured so far.
+type roundSeries struct {
+	width int                                  // latencies the step returns
+	step  roundStep                            // one run of the series
+	label func(lat [][]time.Duration) []series // its series, from its latencies
+	lat   [][]time.Duration
+}
+
+func (r *roundSeries) run(ctx context.Context) error {
+	if err := ctx.Err(); err != nil {
+		return err
+	}
+	d, err := r.step(len(r.lat[0]))
+	if err != nil {
+		return err
+	}
+	if len(d) != r.width {
+		return fmt.Errorf("bench step returned %d latencies, want %d", len(d), r.width)
+	}
+	for w, x := range d {
+		r.lat[w] = append(r.lat[w], x)
+	}
+	return nil
+}
