@@ -18,10 +18,12 @@ import (
 // what its meta file says (created=false) and leaves both untouched; the
 // caller decides whether the existing volume is compatible with spec.
 //
-// It is atomic: the meta file is written first, the directory is built in
+// It is atomic: the meta record is written first, the directory is built in
 // staging with its final mode and owner, and only then renamed into place, so
 // a crash at any point leaves either no volume (Recover drops the leftovers)
-// or a complete one.
+// or a complete one. (A power loss on a filesystem that does not keep the
+// order of metadata changes may also leave the directory without its inline
+// record: see writeMeta.)
 func (s *Store) Create(ctx context.Context, id string, spec Spec) (vol Volume, created bool, err error) {
 	if err := pool.ValidateID(id); err != nil {
 		return Volume{}, false, err
