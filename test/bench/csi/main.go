@@ -43,7 +43,7 @@ func parseFlags(args []string) (options, error) {
 	fs.IntVar(&o.files, "files", 100_000, "files in the volume NodeGetVolumeStats measures")
 	fs.IntVar(&o.statsCalls, "stats-calls", 1000, "cached NodeGetVolumeStats calls")
 	fs.IntVar(&o.volumes, "volumes", 1000, "volumes present while the idle RSS is read")
-	fs.DurationVar(&o.maxTime, "max-time", 20*time.Second, "time bound of the create+delete rounds (all pools together) and, separately, of the publish round trips")
+	fs.DurationVar(&o.maxTime, "max-time", 20*time.Second, "time bound of each create+delete phase (one per disk-backed pool) and of the publish round trips")
 	fs.DurationVar(&o.idleWait, "idle-wait", 3*time.Second, "how long the driver sits idle before its RSS is read")
 	fs.StringVar(&o.workDir, "workdir", os.TempDir(), "where the disk pool, socket and targets go (its filesystem is the \"disk\" pool)")
 	fs.StringVar(&o.jsonOut, "json", "", "also write the JSON result to this file")

@@ -3,7 +3,13 @@ package main
 import (
 	"context"
 	"fmt"
+	"os"
+	"path/filepath"
 	"time"
+
+	"golang.org/x/sys/unix"
+
+	"github.com/hostpath-provisioner/hpp/test/csitest"
 )
 
 // roundBlock is how many runs of one series go back to back before the next
@@ -19,7 +25,8 @@ const roundBlock = 50
 // land on one of them and make the comparison meaningless. The disk-backed
 // pools get a phase each because they share one disk: interleaved, one
 // pool's background writeback would be charged to the other. The baselines
-// run in every phase, their share of -ops in each.
+// run in every phase, their share of -ops in each. Each phase ends with its
+// pool settled (see settle).
 func (b *bench) createDeleteRounds(ctx context.Context) ([]series, error) {
 	noop := &roundSeries{width: 1, step: b.noopStep(ctx), label: func(lat [][]time.Duration) []series {
 		return []series{summarize("2 no-op calls", lat[0])}
@@ -27,6 +34,7 @@ func (b *bench) createDeleteRounds(ctx context.Context) ([]series, error) {
 	parts := []*roundSeries{noop}
 	baselines := []*roundSeries{noop}
 	var phases [][]*roundSeries
+	var phasePools []string
 	for _, pool := range []string{tmpfsPool, xfsPool, diskPool} {
 		if _, ok := b.pools[pool]; !ok {
 			continue
@@ -51,9 +59,7 @@ func (b *bench) createDeleteRounds(ctx context.Context) ([]series, error) {
 		}}
 		parts = append(parts, fsync)
 		phases = append(phases, []*roundSeries{pair, fsync})
-	}
-	if len(phases) == 0 {
-		phases = [][]*roundSeries{nil}
+		phasePools = append(phasePools, pool)
 	}
 	for _, p := range parts {
 		p.lat = make([][]time.Duration, p.width)
@@ -61,9 +67,9 @@ func (b *bench) createDeleteRounds(ctx context.Context) ([]series, error) {
 			return nil, err
 		}
 	}
-	deadline := time.Now().Add(b.o.maxTime)
 	share := (b.o.ops + len(phases) - 1) / len(phases)
-	for _, own := range phases {
+	for i, own := range phases {
+		deadline := time.Now().Add(b.o.maxTime)
 		quota := map[*roundSeries]int{}
 		for _, p := range own {
 			quota[p] = b.o.ops
@@ -86,6 +92,9 @@ func (b *bench) createDeleteRounds(ctx context.Context) ([]series, error) {
 			if !ran {
 				break
 			}
+		}
+		if err := b.settle(ctx, phasePools[i]); err != nil {
+			return nil, err
 		}
 	}
 	var res []series
@@ -116,6 +125,39 @@ func (r *roundSeries) run(ctx context.Context) error {
 	}
 	for w, x := range d {
 		r.lat[w] = append(r.lat[w], x)
+	}
+	return nil
+}
+
+// settle waits until the pool has purged every deleted volume and then
+// flushes its filesystem, so that the next phase does not pay for this
+// one's background writes on the disk they share.
+func (b *bench) settle(ctx context.Context, pool string) error {
+	trash := filepath.Join(b.pools[pool], csitest.VolumesSubdir, csitest.TrashDir)
+	for start := time.Now(); ; {
+		entries, err := os.ReadDir(trash)
+		if err != nil {
+			return fmt.Errorf("settle %s pool: %w", pool, err)
+		}
+		if len(entries) == 0 {
+			break
+		}
+		if time.Since(start) > time.Minute {
+			return fmt.Errorf("settle %s pool: %d entries still in %s after a minute", pool, len(entries), trash)
+		}
+		select {
+		case <-ctx.Done():
+			return ctx.Err()
+		case <-time.After(50 * time.Millisecond):
+		}
+	}
+	fd, err := unix.Open(b.pools[pool], unix.O_RDONLY|unix.O_DIRECTORY|unix.O_CLOEXEC, 0)
+	if err != nil {
+		return fmt.Errorf("settle %s pool: %w", pool, err)
+	}
+	defer unix.Close(fd) //nolint:errcheck // read-only descriptor
+	if err := unix.Syncfs(fd); err != nil {
+		return fmt.Errorf("settle %s pool: syncfs: %w", pool, err)
 	}
 	return nil
 }
