@@ -78,7 +78,9 @@ const maxInlineMeta = 1024
 // the caller syncs the root and then the meta directory once the volume
 // directory is in place. On a journaling filesystem (XFS, ext4 with its
 // journal) the root's fsync commits the record too, which was logged before
-// the directory, so a create pays one journal commit instead of three. On a
+// the directory, so a create pays one journal commit, where a file record
+// costs a data write and a second commit (measured on XFS over a loop
+// device: 0.3 ms of the 0.85 ms a create+delete spent on storage). On a
 // filesystem that does not keep that order a power loss could bring back the
 // directory without its record; it then reads as a volume hpp did not make
 // (no recorded capacity), like one made by the KubeVirt provisioner.
