@@ -47,6 +47,8 @@ type hostInfo struct {
 	// end says how much the figures were disturbed.
 	LoadAvgStart string `json:"loadAverageStart"`
 	LoadAvgEnd   string `json:"loadAverageEnd"`
+	// Percent of CPU time the hypervisor took during the run (-1: unknown).
+	StealPercent float64 `json:"cpuStealPercent"`
 }
 
 type statsResult struct {
@@ -118,6 +120,7 @@ func run(ctx context.Context, o options) (*result, error) {
 	}
 
 	res := &result{Command: "cd test && go run ./bench/csi " + strings.Join(os.Args[1:], " "), Host: b.host()}
+	startCPU, startOK := readCPUTimes()
 	fmt.Fprintln(os.Stderr, "bench-csi: measuring idle RSS with no volumes")
 	if res.IdleRSS.NoVolumesMiB, _, err = b.idleRSS(ctx); err != nil {
 		return nil, err
@@ -140,6 +143,8 @@ func run(ctx context.Context, o options) (*result, error) {
 	}
 	res.Targets = targets(res)
 	res.Host.LoadAvgEnd = loadAvg()
+	end, endOK := readCPUTimes()
+	res.Host.StealPercent = stealPercent(startCPU, end, startOK && endOK)
 	return res, nil
 }
 

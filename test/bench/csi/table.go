@@ -7,8 +7,12 @@ import (
 )
 
 func printTable(w io.Writer, r *result) {
-	fmt.Fprintf(w, "hpp-csi benchmark over the real unix socket (%d CPUs, kernel %s, %s; load average %s at start, %s at end)\n\n",
-		r.Host.CPUs, r.Host.Kernel, r.Host.GoVersion, r.Host.LoadAvgStart, r.Host.LoadAvgEnd)
+	steal := "unknown"
+	if r.Host.StealPercent >= 0 {
+		steal = fmt.Sprintf("%.2f%%", r.Host.StealPercent)
+	}
+	fmt.Fprintf(w, "hpp-csi benchmark over the real unix socket (%d CPUs, kernel %s, %s; load average %s at start, %s at end; CPU steal %s during the run)\n\n",
+		r.Host.CPUs, r.Host.Kernel, r.Host.GoVersion, r.Host.LoadAvgStart, r.Host.LoadAvgEnd, steal)
 	tw := tabwriter.NewWriter(w, 0, 0, 2, ' ', tabwriter.AlignRight)
 	fmt.Fprintln(tw, "series\tpool\tfs\tcount\tper second\tp50 ms\tp99 ms\tmax ms\t")
 	rows := append(append([]series{}, r.CreateDelete...), r.PublishUnpublish...)
