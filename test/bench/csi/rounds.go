@@ -75,23 +75,11 @@ func (b *bench) createDeleteRounds(ctx context.Context) ([]series, error) {
 			quota[p] = b.o.ops
 		}
 		for _, p := range baselines {
-			quota[p] = len(p.lat[0]) + share
+			quota[p] = min(len(p.lat[0])+share, b.o.ops)
 		}
 		members := append(append([]*roundSeries{}, baselines...), own...)
-		for cycle := 0; time.Now().Before(deadline); cycle++ {
-			ran := false
-			for k := range members {
-				p := members[(cycle+k)%len(members)]
-				for n := 0; n < roundBlock && len(p.lat[0]) < min(quota[p], b.o.ops); n++ {
-					if err := p.run(ctx); err != nil {
-						return nil, err
-					}
-					ran = true
-				}
-			}
-			if !ran {
-				break
-			}
+		if err := runPhase(ctx, members, quota, deadline); err != nil {
+			return nil, err
 		}
 		if err := b.settle(ctx, phasePools[i]); err != nil {
 			return nil, err
@@ -102,6 +90,27 @@ func (b *bench) createDeleteRounds(ctx context.Context) ([]series, error) {
 		res = append(res, p.label(p.lat)...)
 	}
 	return res, nil
+}
+
+// runPhase lets members take turns, roundBlock runs at a time and each cycle
+// starting one further, until each has quota runs in all or deadline passed.
+func runPhase(ctx context.Context, members []*roundSeries, quota map[*roundSeries]int, deadline time.Time) error {
+	for cycle := 0; time.Now().Before(deadline); cycle++ {
+		ran := false
+		for k := range members {
+			p := members[(cycle+k)%len(members)]
+			for n := 0; n < roundBlock && len(p.lat[0]) < quota[p]; n++ {
+				if err := p.run(ctx); err != nil {
+					return err
+				}
+				ran = true
+			}
+		}
+		if !ran {
+			return nil
+		}
+	}
+	return nil
 }
 
 // roundSeries is one series of createDeleteRounds and what it measured so far.
