@@ -59,14 +59,6 @@ COMMIT
 	}
 }
 
-func TestUnescapeMountPath(t *testing.T) {
-	for in, want := range map[string]string{`/a\040b`: "/a b", `/plain`: "/plain", `/x\134y`: `/x\y`} {
-		if got := unescapeMountPath(in); got != want {
-			t.Errorf("unescapeMountPath(%q) = %q, want %q", in, got, want)
-		}
-	}
-}
-
 func TestImageValidateNamesTheProblem(t *testing.T) {
 	err := Image{Ref: "busybox", Files: []ImageFile{{Path: "rel"}, {Path: "/x", Data: []byte{1}, Symlink: "y"}}}.Validate()
 	if err == nil {
@@ -93,7 +85,7 @@ func TestDockerArchiveLayout(t *testing.T) {
 	if err := writeDockerArchive(img, out); err != nil {
 		t.Fatal(err)
 	}
-	entries := readTar(t, mustRead(t, out))
+	entries, _ := readTar(t, mustRead(t, out))
 	var manifest []struct {
 		Config   string
 		RepoTags []string
@@ -108,7 +100,7 @@ func TestDockerArchiveLayout(t *testing.T) {
 	if !regexp.MustCompile(`^[0-9a-f]{64}\.json$`).MatchString(manifest[0].Config) || entries[manifest[0].Config] == nil {
 		t.Fatalf("config %q missing or not named by digest", manifest[0].Config)
 	}
-	layer := readTarHeaders(t, entries["layer.tar"])
+	_, layer := readTar(t, entries["layer.tar"])
 	if h := layer["bin/x"]; h == nil || h.Mode != 0o755 || h.Size != 10 {
 		t.Errorf("bin/x header %+v", h)
 	}
@@ -144,36 +136,22 @@ func mustRead(t *testing.T, p string) []byte {
 	return b
 }
 
-func readTar(t *testing.T, data []byte) map[string][]byte {
+// readTar returns each entry of a tar archive by name: its content and its
+// header.
+func readTar(t *testing.T, data []byte) (map[string][]byte, map[string]*tar.Header) {
 	t.Helper()
-	out := map[string][]byte{}
+	contents, headers := map[string][]byte{}, map[string]*tar.Header{}
 	tr := tar.NewReader(bytes.NewReader(data))
 	for {
 		h, err := tr.Next()
 		if err == io.EOF {
-			return out
+			return contents, headers
 		}
 		if err != nil {
 			t.Fatal(err)
 		}
 		b, _ := io.ReadAll(tr)
-		out[h.Name] = b
-	}
-}
-
-func readTarHeaders(t *testing.T, data []byte) map[string]*tar.Header {
-	t.Helper()
-	out := map[string]*tar.Header{}
-	tr := tar.NewReader(bytes.NewReader(data))
-	for {
-		h, err := tr.Next()
-		if err == io.EOF {
-			return out
-		}
-		if err != nil {
-			t.Fatal(err)
-		}
-		out[h.Name] = h
+		contents[h.Name], headers[h.Name] = b, h
 	}
 }
 
