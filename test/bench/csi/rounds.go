@@ -62,8 +62,7 @@ func (b *bench) createDeleteRounds(ctx context.Context) ([]series, error) {
 		phasePools = append(phasePools, pool)
 	}
 	for _, p := range parts {
-		p.lat = make([][]time.Duration, p.width)
-		if _, err := p.step(-1); err != nil { // warm-up, not recorded
+		if err := p.warmUp(); err != nil {
 			return nil, err
 		}
 	}
@@ -119,6 +118,18 @@ type roundSeries struct {
 	step  roundStep                            // one run of the series
 	label func(lat [][]time.Duration) []series // its series, from its latencies
 	lat   [][]time.Duration
+}
+
+// warmUp runs the step warmup times unrecorded and readies the series to
+// record.
+func (r *roundSeries) warmUp() error {
+	r.lat = make([][]time.Duration, r.width)
+	for i := range warmup {
+		if _, err := r.step(-1 - i); err != nil {
+			return err
+		}
+	}
+	return nil
 }
 
 func (r *roundSeries) run(ctx context.Context) error {

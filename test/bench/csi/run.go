@@ -239,31 +239,15 @@ func createReq(name, pool string, size int64) *csi.CreateVolumeRequest {
 // latencies, always the same number.
 type roundStep func(i int) ([]time.Duration, error)
 
-// timed runs f until n results or maxTime, after warmup unrecorded runs.
-func (b *bench) timed(ctx context.Context, n int, f roundStep) ([][]time.Duration, error) {
-	for i := range warmup {
-		if _, err := f(-1 - i); err != nil {
-			return nil, err
-		}
+// timed runs step, which returns width latencies, until n results or
+// maxTime, after its warm-up.
+func (b *bench) timed(ctx context.Context, n, width int, step roundStep) ([][]time.Duration, error) {
+	r := &roundSeries{width: width, step: step}
+	if err := r.warmUp(); err != nil {
+		return nil, err
 	}
-	var out [][]time.Duration
-	deadline := time.Now().Add(b.o.maxTime)
-	for i := 0; i < n && time.Now().Before(deadline); i++ {
-		if err := ctx.Err(); err != nil {
-			return nil, err
-		}
-		d, err := f(i)
-		if err != nil {
-			return nil, err
-		}
-		for len(out) < len(d) {
-			out = append(out, nil)
-		}
-		for k, x := range d {
-			out[k] = append(out[k], x)
-		}
-	}
-	return out, nil
+	err := runPhase(ctx, []*roundSeries{r}, map[*roundSeries]int{r: n}, time.Now().Add(b.o.maxTime))
+	return r.lat, err
 }
 
 // createDeleteRound times one CreateVolume+DeleteVolume pair on pool:
@@ -323,7 +307,7 @@ func (b *bench) publishUnpublish(ctx context.Context) ([]series, error) {
 	}
 	// A fresh target each time, as kubelet gives each pod its own.
 	target := func(i int) string { return filepath.Join(targets, fmt.Sprintf("pod-%d", i)) }
-	lat, err := b.timed(ctx, b.o.publishOps, pairStep(
+	lat, err := b.timed(ctx, b.o.publishOps, 3, pairStep(
 		func(i int) error {
 			if _, err := b.c.NodePublishVolume(ctx, csitest.PublishRequest("bench-publish", target(i), vol.GetVolume().GetVolumeContext())); err != nil {
 				return fmt.Errorf("NodePublishVolume: %w", err)
