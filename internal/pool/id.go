@@ -12,13 +12,14 @@ import (
 const idField = "volume id"
 
 // reservedID says why a directory entry is never a volume: the ext4/XFS
-// recovery directory, and the CSI volumes directory of a pool whose path is
-// also a legacy PV_DIR.
+// recovery directory, and "csi", the directory that deployments put a
+// pool's CSI volumes in below the host pool directory, which is also the
+// legacy provisioner's PV_DIR.
 func reservedID(id string) (string, bool) {
 	switch id {
 	case "lost+found":
 		return "it is the filesystem's recovery directory", true
-	case volumesSubdir:
+	case "csi":
 		return "it is the directory that holds a pool's CSI volumes", true
 	}
 	return "", false

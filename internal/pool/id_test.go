@@ -145,7 +145,7 @@ func TestResolveInBadRoot(t *testing.T) {
 func TestVolumePath(t *testing.T) {
 	p := Pool{Name: "a", Path: t.TempDir()}
 	got, err := p.VolumePath("pvc-1")
-	if err != nil || got != p.Path+"/csi/pvc-1" {
+	if err != nil || got != p.Path+"/pvc-1" {
 		t.Fatalf("VolumePath = %q, %v", got, err)
 	}
 	if _, err := p.VolumePath("../x"); err == nil {

@@ -13,13 +13,23 @@ const docField = "datadir"
 // knownFields are the JSON keys of Pool. Keys are matched exactly: the
 // standard decoder's case-insensitive matching would let a typo such as
 // "Path" through silently.
-const knownFields = "name, path, reservedBytes, reservedPercent"
+const knownFields = "name, path, snapshotPath, snapshotProvider, shared, reservedBytes, reservedPercent"
 
 // Parse reads the --datadir JSON array, e.g.
 // [{"name":"legacy","path":"/var/hpvolumes"}], and returns every problem at
 // once as errors.Join of *FieldError, so one restart fixes the whole config.
+// Paths must be absolute; see ParseRelativeTo.
 func Parse(data []byte) (*Set, error) {
+	return ParseRelativeTo(data, "")
+}
+
+// ParseRelativeTo is Parse where a relative path or snapshotPath is taken
+// relative to workDir, as the KubeVirt driver does (its operator writes
+// "<mount>/csi" relative to the container's working directory "/"). An
+// empty workDir refuses relative paths.
+func ParseRelativeTo(data []byte, workDir string) (*Set, error) {
 	pools, bad, errs := decode(data)
+	errs = append(errs, resolveRelative(pools, bad, workDir)...)
 	if len(errs) > 0 {
 		// Problems of the entries that did decode are still worth
 		// reporting alongside the decoding ones.
@@ -84,6 +94,12 @@ func decodeEntry(i int, entry json.RawMessage, p *Pool) []error {
 			err = decodeValue(field, obj[k], &p.Name, "a string")
 		case "path":
 			err = decodeValue(field, obj[k], &p.Path, "a string")
+		case "snapshotPath":
+			err = decodeValue(field, obj[k], &p.SnapshotPath, "a string")
+		case "snapshotProvider":
+			err = decodeValue(field, obj[k], &p.SnapshotProvider, "a string")
+		case "shared":
+			err = decodeValue(field, obj[k], &p.Shared, "true or false")
 		case "reservedBytes":
 			err = decodeValue(field, obj[k], &p.ReservedBytes, "a whole number of bytes")
 		case "reservedPercent":

@@ -29,8 +29,9 @@ func TestParseValid(t *testing.T) {
 	if _, ok := s.Get("nope"); ok {
 		t.Fatal("Get(nope) found a pool")
 	}
-	if got := p.VolumesDir(); got != "/mnt/fast/csi" {
-		t.Fatalf("VolumesDir = %q", got)
+	// The path is the volumes directory itself (the KubeVirt meaning).
+	if got, err := p.VolumePath("pvc-1"); err != nil || got != "/mnt/fast/pvc-1" {
+		t.Fatalf("VolumePath = %q, %v; want /mnt/fast/pvc-1", got, err)
 	}
 	// All must return a copy: callers cannot change the set.
 	s.All()[0].Name = "changed"
@@ -65,8 +66,8 @@ func TestParseErrors(t *testing.T) {
 			`datadir[0]: must be a JSON object with "name" and "path", got the number 42`,
 			`datadir[1]: must be a JSON object with "name" and "path", got null`}},
 		{"unknown and miscased fields", `[{"name":"a","path":"/a","Path":"/b","size":"1Gi"}]`, []string{
-			`datadir[0].Path: is not a known field; allowed fields are name, path, reservedBytes, reservedPercent`,
-			`datadir[0].size: is not a known field; allowed fields are name, path, reservedBytes, reservedPercent`}},
+			`datadir[0].Path: is not a known field; allowed fields are name, path, snapshotPath, snapshotProvider, shared, reservedBytes, reservedPercent`,
+			`datadir[0].size: is not a known field; allowed fields are name, path, snapshotPath, snapshotProvider, shared, reservedBytes, reservedPercent`}},
 		{"wrong types", `[{"name":1,"path":["/a"],"reservedBytes":"1Gi","reservedPercent":true}]`, []string{
 			`datadir[0].name: must be a string, got the number 1`,
 			`datadir[0].path: must be a string, got an array`,
@@ -76,7 +77,7 @@ func TestParseErrors(t *testing.T) {
 			`datadir[0].reservedBytes: must be a whole number of bytes, got the number 1.5`}},
 		{"missing name and path", `[{}]`, []string{
 			`datadir[0].name: is required (a pool name: letters, digits, '.', '_' and '-', starting with a letter or digit, at most 50 characters)`,
-			`datadir[0].path: is required (an absolute directory path such as /var/hpvolumes)`}},
+			`datadir[0].path: is required (the directory that holds the volumes, such as /var/hpvolumes/csi)`}},
 		{"bad names", `[{"name":"-a","path":"/a"},{"name":"a b","path":"/b"},{"name":"` + long + `","path":"/c"},{"name":"pööl","path":"/d"}]`, []string{
 			`datadir[0].name: "-a" must start with a letter or digit`,
 			`datadir[1].name: "a b" contains " "; a pool name may only contain letters, digits, '.', '_' and '-'`,
@@ -105,7 +106,7 @@ func TestParseErrors(t *testing.T) {
 			`datadir[0].reservedPercent: 100 must be at least 0 and less than 100`,
 			`datadir[1].reservedPercent: -0.5 must be at least 0 and less than 100`}},
 		{"decode and validation problems together", `[{"name":"a","path":"/a","extra":1},{"name":"a","path":"rel"}]`, []string{
-			`datadir[0].extra: is not a known field; allowed fields are name, path, reservedBytes, reservedPercent`,
+			`datadir[0].extra: is not a known field; allowed fields are name, path, snapshotPath, snapshotProvider, shared, reservedBytes, reservedPercent`,
 			`datadir[1].path: "rel" must be an absolute path`}},
 	}
 	for _, tt := range tests {

@@ -5,7 +5,6 @@ package pool
 
 import (
 	"fmt"
-	"path/filepath"
 	"sort"
 	"strings"
 )
@@ -17,20 +16,30 @@ const (
 	// MaxNameLen bounds pool names; they end up in StorageClass parameters,
 	// labels and log lines.
 	MaxNameLen = 50
-	// MaxPathLen bounds pool paths so that <path>/csi/<id> stays well inside
+	// MaxPathLen bounds pool paths so that <path>/<id> stays well inside
 	// PATH_MAX.
 	MaxPathLen = 255
 	// MaxIDLen is NAME_MAX: an id is one directory entry.
 	MaxIDLen = 255
-	// volumesSubdir is where CSI volumes live inside a pool; the legacy
-	// provisioner uses the pool path itself.
-	volumesSubdir = "csi"
+	// SnapshotProviderReflink is the one snapshot provider the KubeVirt
+	// driver defines.
+	SnapshotProviderReflink = "reflink"
 )
 
-// Pool is one entry of the --datadir JSON array.
+// Pool is one entry of the --datadir JSON array, with the KubeVirt driver's
+// fields and meaning: Path is the directory that directly holds the volumes
+// (deployments mount the host's pool directory and pass <mount>/csi).
 type Pool struct {
 	Name string `json:"name"`
 	Path string `json:"path"`
+	// SnapshotPath and SnapshotProvider are the KubeVirt driver's snapshot
+	// settings. They are accepted and validated so that its configurations
+	// start hpp unchanged; hpp takes no snapshots yet.
+	SnapshotPath     string `json:"snapshotPath,omitempty"`
+	SnapshotProvider string `json:"snapshotProvider,omitempty"`
+	// Shared marks a pool on storage that every node mounts (NFS and the
+	// like): its volumes get no node topology and any node may publish them.
+	Shared bool `json:"shared,omitempty"`
 	// ReservedBytes and ReservedPercent are ours (not in the KubeVirt
 	// format): headroom never offered to volumes; the larger of the two
 	// applies.
@@ -38,14 +47,10 @@ type Pool struct {
 	ReservedPercent float64 `json:"reservedPercent,omitempty"`
 }
 
-// VolumesDir is the directory holding this pool's CSI volumes.
-func (p Pool) VolumesDir() string {
-	return filepath.Join(p.Path, volumesSubdir)
-}
-
-// VolumePath is the directory of CSI volume id in this pool; see ResolveIn.
+// VolumePath is the directory of CSI volume id in this pool, <path>/<id>;
+// see ResolveIn.
 func (p Pool) VolumePath(id string) (string, error) {
-	return ResolveIn(p.VolumesDir(), id)
+	return ResolveIn(p.Path, id)
 }
 
 // Set is a validated, immutable list of pools.

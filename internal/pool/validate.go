@@ -29,6 +29,7 @@ func validateEntries(pools []Pool, skip map[int]bool) []error {
 		prefix := fmt.Sprintf("%s[%d]", docField, i)
 		errs = appendErr(errs, validateName(prefix+".name", p.Name))
 		errs = appendErr(errs, validatePath(prefix+".path", p.Path))
+		errs = append(errs, validateSnapshot(prefix, p)...)
 		if p.ReservedBytes < 0 {
 			errs = append(errs, fieldErr(prefix+".reservedBytes", "%d must be zero or more", p.ReservedBytes))
 		}
@@ -64,7 +65,7 @@ func validateName(field, name string) error {
 func validatePath(field, path string) error {
 	switch {
 	case path == "":
-		return fieldErr(field, "is required (an absolute directory path such as /var/hpvolumes)")
+		return fieldErr(field, "is required (the directory that holds the volumes, such as /var/hpvolumes/csi)")
 	case len(path) > MaxPathLen:
 		return fieldErr(field, "is %d characters long; at most %d are allowed", len(path), MaxPathLen)
 	case strings.IndexByte(path, 0) >= 0:
@@ -77,6 +78,40 @@ func validatePath(field, path string) error {
 		return fieldErr(field, "\"/\" is the whole root filesystem; a pool must be a directory below it")
 	}
 	return nil
+}
+
+// validateSnapshot checks the KubeVirt driver's snapshot fields. They take
+// no effect yet, but a configuration that would break once they do is
+// refused now rather than on the upgrade that enables them.
+func validateSnapshot(prefix string, p Pool) []error {
+	var errs []error
+	switch p.SnapshotProvider {
+	case "", SnapshotProviderReflink:
+	default:
+		errs = append(errs, fieldErr(prefix+".snapshotProvider", "%q is not a known snapshot provider; the only one is %q", p.SnapshotProvider, SnapshotProviderReflink))
+	}
+	if p.SnapshotPath == "" {
+		return errs
+	}
+	field := prefix + ".snapshotPath"
+	if err := validatePath(field, p.SnapshotPath); err != nil {
+		return append(errs, err)
+	}
+	if !validPath(p.Path) {
+		return errs
+	}
+	switch {
+	case p.SnapshotPath == p.Path:
+		errs = append(errs, fieldErr(field, "%q is the pool's path; snapshots need their own directory", p.SnapshotPath))
+	case within(p.Path, p.SnapshotPath):
+		// Every directory in path is a volume: snapshots there would be
+		// listed, and could be deleted, as volumes.
+		errs = append(errs, fieldErr(field, "%q is inside the pool's path %q, where every directory is a volume; put it beside it (e.g. %s)",
+			p.SnapshotPath, p.Path, filepath.Join(filepath.Dir(p.Path), "snapshots")))
+	case within(p.SnapshotPath, p.Path):
+		errs = append(errs, fieldErr(field, "%q contains the pool's path %q; snapshots and volumes must not be nested", p.SnapshotPath, p.Path))
+	}
+	return errs
 }
 
 // crossCheck reports each later pool that repeats or nests with an earlier
