@@ -3,6 +3,7 @@ package main
 import (
 	"errors"
 	"fmt"
+	"os"
 	"path/filepath"
 	"time"
 
@@ -76,7 +77,7 @@ func (o *options) complete(fs *pflag.FlagSet) error {
 	}
 	if o.datadir == "" {
 		errs = append(errs, errors.New("--datadir: required (JSON list of pools; env PV_DIR)"))
-	} else if o.pools, err = pool.Parse([]byte(o.datadir)); err != nil {
+	} else if o.pools, err = parsePools(o.datadir); err != nil {
 		errs = append(errs, fmt.Errorf("--datadir: %w", err))
 	}
 	if o.kubeletRegistrationPath != "" && !filepath.IsAbs(o.kubeletRegistrationPath) {
@@ -108,4 +109,14 @@ func (o *options) driverConfig() driver.Config {
 		StatsCacheTTL:     o.statsCacheTTL,
 		StatsTimeout:      o.statsTimeout,
 	}
+}
+
+// parsePools reads --datadir; relative paths are taken relative to the
+// working directory, as the KubeVirt driver does.
+func parsePools(datadir string) (*pool.Set, error) {
+	wd, err := os.Getwd()
+	if err != nil {
+		return nil, fmt.Errorf("working directory for relative pool paths: %w", err)
+	}
+	return pool.ParseRelativeTo([]byte(datadir), wd)
 }

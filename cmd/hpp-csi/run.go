@@ -3,6 +3,7 @@ package main
 import (
 	"context"
 	"fmt"
+	"time"
 
 	"go.uber.org/zap"
 	"golang.org/x/sync/errgroup"
@@ -12,6 +13,10 @@ import (
 	"github.com/hostpath-provisioner/hpp/internal/selinux"
 	"github.com/hostpath-provisioner/hpp/internal/version"
 )
+
+// poolRetryInterval is how often a pool that could not be opened at start
+// (its disk not mounted yet) is tried again.
+const poolRetryInterval = 10 * time.Second
 
 // run builds the real dependencies and serves until ctx is cancelled.
 func run(ctx context.Context, o *options) error {
@@ -42,13 +47,16 @@ func run(ctx context.Context, o *options) error {
 	if err != nil {
 		return fmt.Errorf("configuring driver: %w", err)
 	}
+	// Pools are opened and recovered here, once, before the socket serves;
+	// no request ever opens one.
 	if err := d.OpenPools(ctx); err != nil {
 		// Not fatal: the pool's disk may be mounted later. Probe and
-		// /healthz say not-ready until it is.
+		// /healthz say not-ready until RetryPools opens it.
 		log.Warn("some storage pools are not usable yet", zap.Error(err))
 	}
 
 	g, gctx := errgroup.WithContext(ctx)
+	g.Go(func() error { d.RetryPools(gctx, poolRetryInterval); return nil })
 	g.Go(func() error { return d.Serve(gctx, o.socketPath, o.shutdownGrace) })
 	var reg *driver.Registrar
 	if o.kubeletRegistrationPath != "" {

@@ -109,7 +109,7 @@ func (d *Driver) GetCapacity(ctx context.Context, req *csi.GetCapacityRequest) (
 		// controller retry forever.
 		return &csi.GetCapacityResponse{}, nil //nolint:nilerr // zero capacity is the answer
 	}
-	store, err := d.openPool(ctx, p)
+	store, err := d.storeOf(p)
 	if err != nil {
 		// A pool that is not mounted offers nothing; that is an answer,
 		// not an error the capacity controller should retry.

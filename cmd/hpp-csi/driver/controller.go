@@ -97,7 +97,7 @@ func (d *Driver) CreateVolume(ctx context.Context, req *csi.CreateVolumeRequest)
 	}
 	defer release()
 
-	store, err := d.openPool(ctx, p)
+	store, err := d.storeOf(p)
 	if err != nil {
 		return nil, toStatus("opening pool", err)
 	}
@@ -157,7 +157,7 @@ func (d *Driver) refuseSameNameElsewhere(ctx context.Context, name string, want 
 		if p == want {
 			continue
 		}
-		store, err := d.openPool(ctx, p)
+		store, err := d.storeOf(p)
 		if err != nil {
 			continue
 		}
@@ -194,7 +194,7 @@ func (d *Driver) DeleteVolume(ctx context.Context, req *csi.DeleteVolumeRequest)
 	if err != nil {
 		return nil, err
 	}
-	store, err := d.openPool(ctx, p)
+	store, err := d.storeOf(p)
 	if err != nil {
 		return nil, toStatus("opening pool", err)
 	}

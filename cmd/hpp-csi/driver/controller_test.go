@@ -63,7 +63,7 @@ func TestCreateVolumeRefusesBadRequests(t *testing.T) {
 		t.Run(tc.name, func(t *testing.T) {
 			_, err := h.d.CreateVolume(context.Background(), tc.req)
 			wantCode(t, err, tc.code, tc.parts...)
-			entries, _ := os.ReadDir(filepath.Join(h.pools["fast"], "csi"))
+			entries, _ := os.ReadDir(h.pools["fast"])
 			for _, e := range entries {
 				if e.Name()[0] != '.' {
 					t.Fatalf("refused request left %s in the pool", e.Name())
@@ -89,7 +89,7 @@ func TestCreateVolumeCreatesDirectoryAndIsIdempotent(t *testing.T) {
 	if got := v.GetAccessibleTopology()[0].GetSegments()[TopologyKey]; got != testNode {
 		t.Fatalf("topology = %q, want %q", got, testNode)
 	}
-	dir := filepath.Join(h.pools["fast"], "csi", "pvc-1")
+	dir := filepath.Join(h.pools["fast"], "pvc-1")
 	fi, err := os.Stat(dir)
 	if err != nil || fi.Mode().Perm() != 0o750 {
 		t.Fatalf("volume directory %s: %v %v, want mode 0750", dir, fi, err)
@@ -117,7 +117,7 @@ func TestCreateVolumeCapacityChecks(t *testing.T) {
 	wantCode(t, err, codes.OutOfRange, "exceeds the total size 1073741824 bytes", `"fast"`)
 	_, err = h.d.CreateVolume(ctx, createReq("pvc-big", "fast", 600<<20))
 	wantCode(t, err, codes.ResourceExhausted, "can offer 536870912 bytes now", "less than the requested 629145600")
-	if _, err := os.Stat(filepath.Join(h.pools["fast"], "csi", "pvc-big")); !os.IsNotExist(err) {
+	if _, err := os.Stat(filepath.Join(h.pools["fast"], "pvc-big")); !os.IsNotExist(err) {
 		t.Fatalf("refused volume exists on disk: %v", err)
 	}
 }
@@ -155,7 +155,7 @@ func TestDeleteVolume(t *testing.T) {
 			t.Fatalf("delete #%d: %v", i+1, err)
 		}
 	}
-	if _, err := os.Stat(filepath.Join(h.pools["slow"], "csi", "pvc-1")); !os.IsNotExist(err) {
+	if _, err := os.Stat(filepath.Join(h.pools["slow"], "pvc-1")); !os.IsNotExist(err) {
 		t.Fatalf("directory still there: %v", err)
 	}
 	_, err := h.d.DeleteVolume(ctx, &csi.DeleteVolumeRequest{VolumeId: "../../etc"})
@@ -267,7 +267,7 @@ func TestCreateVolumeRefusesImmediateStorageClass(t *testing.T) {
 	h.d.deps.Binding = fakeBinding{immediate: true}
 	_, err := h.d.CreateVolume(ctx, req)
 	wantCode(t, err, codes.InvalidArgument, `StorageClass "local" of claim ns/claim uses volumeBindingMode Immediate`, "WaitForFirstConsumer")
-	if _, err := os.Stat(filepath.Join(h.pools["fast"], "csi", "pvc-1")); !os.IsNotExist(err) {
+	if _, err := os.Stat(filepath.Join(h.pools["fast"], "pvc-1")); !os.IsNotExist(err) {
 		t.Fatalf("refused Immediate claim created a directory: %v", err)
 	}
 	// An API error does not stop provisioning.

@@ -121,7 +121,7 @@ type Driver struct {
 	stats *usageCache
 }
 
-// New builds a driver; it touches no disk until the first call.
+// New builds a driver; it touches no disk until OpenPools.
 func New(cfg Config, deps Deps) (*Driver, error) {
 	if err := cfg.Validate(); err != nil {
 		return nil, err
@@ -144,22 +144,11 @@ func New(cfg Config, deps Deps) (*Driver, error) {
 		d.pools = append(d.pools, &poolState{
 			cfg:      p,
 			headroom: capacity.Headroom{Bytes: p.ReservedBytes, Percent: p.ReservedPercent},
+			notOpen:  "not opened yet",
 		})
 	}
 	deps.Metrics.registerPools(d)
 	return d, nil
-}
-
-// OpenPools opens every pool that is usable now and reports those that are
-// not; the driver serves anyway and Probe says not-ready until all are.
-func (d *Driver) OpenPools(ctx context.Context) error {
-	var errs []error
-	for _, p := range d.pools {
-		if _, err := d.openPool(ctx, p); err != nil {
-			errs = append(errs, err)
-		}
-	}
-	return errors.Join(errs...)
 }
 
 func (d *Driver) topology() *csi.Topology {

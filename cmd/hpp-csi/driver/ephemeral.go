@@ -27,7 +27,7 @@ func (d *Driver) ensureEphemeral(ctx context.Context, req *csi.NodePublishVolume
 	if err != nil {
 		return dirvol.Volume{}, err
 	}
-	store, err := d.openPool(ctx, p)
+	store, err := d.storeOf(p)
 	if err != nil {
 		return dirvol.Volume{}, toStatus("opening pool", err)
 	}
@@ -67,7 +67,7 @@ func (d *Driver) deleteIfEphemeral(ctx context.Context, id string) error {
 	if vol.Kind != dirvol.KindEphemeral {
 		return nil
 	}
-	store, err := d.openPool(ctx, p)
+	store, err := d.storeOf(p)
 	if err != nil {
 		return toStatus("opening pool", err)
 	}

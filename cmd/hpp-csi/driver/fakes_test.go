@@ -140,21 +140,34 @@ type harness struct {
 	mounter *fakeMounter
 	fs      *fakeFS
 	labeler *fakeLabeler
-	pools   map[string]string // name -> path
+	pools   map[string]string // name -> path, the volumes directory <dir>/<name>/csi
 	dir     string
 }
 
 const testNode = "node-a"
 
 // newHarness builds a driver over real temp pools "fast" and "slow" with
-// fake mounts and statfs (1 GiB, 512 MiB free) unless a test changes them.
+// fake mounts and statfs (1 GiB, 512 MiB free) unless a test changes them,
+// and opens the pools as run does before serving. Each pool is laid out as a
+// deployment does it: the host pool directory <dir>/<name> exists, and the
+// pool path is its csi/ subdirectory, which OpenPools creates.
 func newHarness(t *testing.T, mutate ...func(*Config)) *harness {
 	t.Helper()
+	h := newUnopenedHarness(t, mutate...)
+	if err := h.d.OpenPools(context.Background()); err != nil {
+		t.Fatal(err)
+	}
+	return h
+}
+
+// newUnopenedHarness is newHarness without OpenPools.
+func newUnopenedHarness(t *testing.T, mutate ...func(*Config)) *harness {
+	t.Helper()
 	dir := t.TempDir()
-	h := &harness{dir: dir, pools: map[string]string{"fast": filepath.Join(dir, "fast"), "slow": filepath.Join(dir, "slow")}}
+	h := &harness{dir: dir, pools: map[string]string{"fast": filepath.Join(dir, "fast", "csi"), "slow": filepath.Join(dir, "slow", "csi")}}
 	var cfgPools []pool.Pool
 	for _, name := range []string{"fast", "slow"} {
-		if err := os.MkdirAll(h.pools[name], 0o755); err != nil {
+		if err := os.MkdirAll(filepath.Dir(h.pools[name]), 0o755); err != nil {
 			t.Fatal(err)
 		}
 		cfgPools = append(cfgPools, pool.Pool{Name: name, Path: h.pools[name]})

@@ -101,7 +101,7 @@ func (d *Driver) volumeProblems(ctx context.Context, id string) ([]problem, erro
 		return nil, err
 	}
 	for _, p := range d.pools {
-		store, oerr := d.openPool(ctx, p)
+		store, oerr := d.storeOf(p)
 		if oerr != nil {
 			continue
 		}
@@ -121,7 +121,7 @@ func (d *Driver) volumeProblems(ctx context.Context, id string) ([]problem, erro
 func (d *Driver) unusablePoolProblems(ctx context.Context) []problem {
 	var out []problem
 	for _, p := range d.pools {
-		if _, err := d.openPool(ctx, p); err == nil {
+		if _, err := d.storeOf(p); err == nil {
 			continue
 		}
 		for _, pr := range d.poolProblems(p) {
@@ -155,7 +155,7 @@ func (d *Driver) ControllerListVolumeHealth(ctx context.Context, req *csi.Contro
 	var abnormal []listed
 	byID := map[string][]problem{}
 	for _, p := range d.pools {
-		store, err := d.openPool(ctx, p)
+		store, err := d.storeOf(p)
 		if err != nil {
 			continue
 		}

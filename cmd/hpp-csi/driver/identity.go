@@ -36,7 +36,7 @@ func (d *Driver) Probe(ctx context.Context, _ *csi.ProbeRequest) (*csi.ProbeResp
 func (d *Driver) Ready(ctx context.Context) error {
 	var problems []string
 	for _, p := range d.pools {
-		if _, err := d.openPool(ctx, p); err != nil {
+		if _, err := d.storeOf(p); err != nil {
 			problems = append(problems, err.Error())
 			continue
 		}

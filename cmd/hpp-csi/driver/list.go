@@ -42,7 +42,7 @@ func decodeToken(tok string) (poolName, id string, err error) {
 func (d *Driver) allVolumes(ctx context.Context) ([]listed, error) {
 	var out []listed
 	for _, p := range d.pools {
-		store, err := d.openPool(ctx, p)
+		store, err := d.storeOf(p)
 		if err != nil {
 			continue
 		}

@@ -6,6 +6,7 @@ import (
 	"path/filepath"
 	"strings"
 	"testing"
+	"time"
 
 	"github.com/container-storage-interface/spec/lib/go/csi"
 	"google.golang.org/grpc"
@@ -33,7 +34,7 @@ func TestNodePublishAndUnpublish(t *testing.T) {
 	if _, err := h.d.NodePublishVolume(ctx, req); err != nil {
 		t.Fatal(err)
 	}
-	src := filepath.Join(h.pools["fast"], "csi", "pvc-1")
+	src := filepath.Join(h.pools["fast"], "pvc-1")
 	if h.mounter.mounts[target] != src || !h.mounter.readOnl[target] {
 		t.Fatalf("mounts %v readOnly %v, want %s read-only at %s", h.mounter.mounts, h.mounter.readOnl, src, target)
 	}
@@ -125,7 +126,7 @@ func TestEphemeralVolumeLivesWithItsPod(t *testing.T) {
 	if _, err := h.d.NodePublishVolume(ctx, req); err != nil {
 		t.Fatal(err)
 	}
-	dir := filepath.Join(h.pools["slow"], "csi", "csi-0123abcd")
+	dir := filepath.Join(h.pools["slow"], "csi-0123abcd")
 	if _, err := os.Stat(dir); err != nil {
 		t.Fatalf("ephemeral directory: %v", err)
 	}
@@ -150,7 +151,7 @@ func TestPersistentVolumeWithEphemeralLookingIDSurvivesUnpublish(t *testing.T) {
 	if _, err := h.d.NodeUnpublishVolume(ctx, &csi.NodeUnpublishVolumeRequest{VolumeId: "csi-0123abcd", TargetPath: target}); err != nil {
 		t.Fatal(err)
 	}
-	if _, err := os.Stat(filepath.Join(h.pools["fast"], "csi", "csi-0123abcd")); err != nil {
+	if _, err := os.Stat(filepath.Join(h.pools["fast"], "csi-0123abcd")); err != nil {
 		t.Fatalf("persistent volume deleted by unpublish: %v", err)
 	}
 	// And it cannot be hijacked as an ephemeral volume either.
@@ -166,7 +167,7 @@ func TestNodeGetVolumeStatsMeasuresTheVolumeAndCaches(t *testing.T) {
 	if _, err := h.d.CreateVolume(ctx, createReq("pvc-1", "fast", 1)); err != nil {
 		t.Fatal(err)
 	}
-	dir := filepath.Join(h.pools["fast"], "csi", "pvc-1")
+	dir := filepath.Join(h.pools["fast"], "pvc-1")
 	for _, name := range []string{"a", "b"} {
 		if err := os.WriteFile(filepath.Join(dir, name), make([]byte, 1<<20), 0o644); err != nil {
 			t.Fatal(err)
@@ -209,7 +210,7 @@ func TestHealthReportsEachProblemWithAReason(t *testing.T) {
 	if got := health("pvc-1"); len(got) != 0 {
 		t.Fatalf("healthy volume reports %v", got)
 	}
-	if err := os.RemoveAll(filepath.Join(h.pools["fast"], "csi", "pvc-2")); err != nil {
+	if err := os.RemoveAll(filepath.Join(h.pools["fast"], "pvc-2")); err != nil {
 		t.Fatal(err)
 	}
 	if got := health("pvc-2"); len(got) != 1 || got[0].GetReason() != reasonVolumeDirMissing || got[0].GetStatus() != csi.VolumeHealthErrorType_INACCESSIBLE {
@@ -253,26 +254,55 @@ func TestHealthReportsEachProblemWithAReason(t *testing.T) {
 }
 
 func TestProbeWaitsForMissingPool(t *testing.T) {
-	h := newHarness(t)
+	h := newUnopenedHarness(t)
 	ctx := context.Background()
-	if err := os.RemoveAll(h.pools["slow"]); err != nil {
+	hostDir := filepath.Dir(h.pools["slow"])
+	if err := os.RemoveAll(hostDir); err != nil {
 		t.Fatal(err)
+	}
+	err := h.d.OpenPools(ctx)
+	if err == nil || !strings.Contains(err.Error(), `storage pool "slow" is not ready`) || !strings.Contains(err.Error(), "is the pool's disk mounted?") {
+		t.Fatalf("OpenPools = %v, want the slow pool refused for its missing disk", err)
 	}
 	probe, _ := h.d.Probe(ctx, &csi.ProbeRequest{})
 	if probe.GetReady().GetValue() {
 		t.Fatal("ready with a missing pool")
 	}
-	_, err := h.d.CreateVolume(ctx, createReq("pvc-1", "slow", 1))
-	wantCode(t, err, codes.Unavailable, `storage pool "slow" is not ready`, "is its disk mounted?")
-	if _, err := os.Stat(h.pools["slow"]); !os.IsNotExist(err) {
+	_, err = h.d.CreateVolume(ctx, createReq("pvc-1", "slow", 1))
+	wantCode(t, err, codes.Unavailable, `storage pool "slow" is not ready`, "is the pool's disk mounted?")
+	if _, err := os.Stat(hostDir); !os.IsNotExist(err) {
 		t.Fatal("the driver created a missing pool directory (it would land on the OS disk)")
 	}
-	if err := os.MkdirAll(h.pools["slow"], 0o755); err != nil {
+	// The disk appears. Read paths still write nothing: only the runner
+	// opens the pool (and creates its volumes directory).
+	if err := os.MkdirAll(hostDir, 0o755); err != nil {
 		t.Fatal(err)
 	}
-	probe, _ = h.d.Probe(ctx, &csi.ProbeRequest{})
-	if !probe.GetReady().GetValue() {
+	if probe, _ = h.d.Probe(ctx, &csi.ProbeRequest{}); probe.GetReady().GetValue() {
+		t.Fatal("Probe opened the pool itself")
+	}
+	if _, err := os.Stat(h.pools["slow"]); !os.IsNotExist(err) {
+		t.Fatalf("Probe created the volumes directory: %v", err)
+	}
+	h.d.RetryPools(ctx, time.Millisecond) // returns once every pool is open
+	if probe, _ = h.d.Probe(ctx, &csi.ProbeRequest{}); !probe.GetReady().GetValue() {
 		t.Fatalf("not ready after the pool appeared: %v", h.d.Ready(ctx))
+	}
+	if fi, err := os.Stat(h.pools["slow"]); err != nil || !fi.IsDir() {
+		t.Fatalf("volumes directory not created when its parent appeared: %v", err)
+	}
+	// The volumes directory vanishes under a running driver (its disk was
+	// unmounted): requests fail and nothing recreates it.
+	if err := os.RemoveAll(h.pools["slow"]); err != nil {
+		t.Fatal(err)
+	}
+	_, err = h.d.CreateVolume(ctx, createReq("pvc-1", "slow", 1))
+	wantCode(t, err, codes.Unavailable, "does not exist any more (was its disk unmounted?)")
+	if probe, _ = h.d.Probe(ctx, &csi.ProbeRequest{}); probe.GetReady().GetValue() {
+		t.Fatal("ready with the volumes directory gone")
+	}
+	if _, err := os.Stat(h.pools["slow"]); !os.IsNotExist(err) {
+		t.Fatalf("a read path recreated the volumes directory: %v", err)
 	}
 }
 

@@ -7,18 +7,15 @@ import (
 	"io/fs"
 	"sync"
 
-	"go.uber.org/zap"
-
 	"github.com/hostpath-provisioner/hpp/internal/capacity"
 	"github.com/hostpath-provisioner/hpp/internal/dirvol"
 	"github.com/hostpath-provisioner/hpp/internal/pool"
 )
 
-// poolState is one configured pool at run time. The pool's own directory is
-// never created by the driver: if it is missing, its disk is probably not
-// mounted, and creating it would put volumes on the OS disk. The pool is
-// opened (its csi/ directory created and half-done operations recovered) the
-// first time it is found usable, and Probe stays not-ready until then.
+// poolState is one configured pool at run time. It is opened (its
+// volumes directory made if needed, half-done operations recovered) by
+// OpenPools before the socket serves, or later by RetryPools once its disk
+// appears; request handlers only ever read it (see storeOf).
 type poolState struct {
 	cfg      pool.Pool
 	headroom capacity.Headroom
@@ -28,46 +25,40 @@ type poolState struct {
 	// device is the filesystem the pool lived on when it was opened; a
 	// different one later means the pool's mount disappeared.
 	device uint64
+	// notOpen says why the pool is not open yet ("" once it is).
+	notOpen string
 }
 
 func (p *poolState) name() string { return p.cfg.Name }
 
-// open returns the pool's store, opening it on first use.
-func (d *Driver) openPool(ctx context.Context, p *poolState) (*dirvol.Store, error) {
+// shared reports whether every node sees this pool's volumes.
+func (p *poolState) shared() bool { return p.cfg.Shared }
+
+// storeOf returns the pool's store for a request. It writes nothing: a pool
+// that is not open is Unavailable until the runner opens it. One stat per
+// call checks that the pool is still on the filesystem it was opened on: if
+// its disk was unmounted, going on would report its volumes as deleted and
+// write new ones to the wrong disk.
+func (d *Driver) storeOf(p *poolState) (*dirvol.Store, error) {
 	p.mu.Lock()
-	defer p.mu.Unlock()
+	store, opened, why := p.store, p.device, p.notOpen
+	p.mu.Unlock()
+	if store == nil {
+		return nil, &errPoolNotReady{pool: p.cfg.Name, reason: why}
+	}
 	dev, err := d.deps.FS.DeviceOf(p.cfg.Path)
 	if err != nil {
 		reason := err.Error()
 		if errors.Is(err, fs.ErrNotExist) {
-			reason = fmt.Sprintf("directory %s does not exist (is its disk mounted?)", p.cfg.Path)
+			reason = fmt.Sprintf("directory %s does not exist any more (was its disk unmounted?)", p.cfg.Path)
 		}
 		return nil, &errPoolNotReady{pool: p.cfg.Name, reason: reason}
 	}
-	if p.store != nil {
-		// Checked on every use (one stat): if the pool's disk was
-		// unmounted, its directory now sits on another filesystem, and
-		// going on would report its volumes as deleted and write new ones
-		// to the wrong disk.
-		if dev != p.device {
-			return nil, &errPoolNotReady{pool: p.cfg.Name, reason: fmt.Sprintf(
-				"%s is on another filesystem than when it was opened (device %d, was %d): its mount disappeared; remount it (or restart hpp-csi if the pool moved to a new disk on purpose)",
-				p.cfg.Path, dev, p.device)}
-		}
-		return p.store, nil
+	if dev != opened {
+		return nil, &errPoolNotReady{pool: p.cfg.Name, reason: fmt.Sprintf(
+			"%s is on another filesystem than when it was opened (device %d, was %d): its mount disappeared; remount it (or restart hpp-csi if the pool moved to a new disk on purpose)",
+			p.cfg.Path, dev, opened)}
 	}
-	store, err := dirvol.Open(p.cfg.VolumesDir(), dirvol.Options{Logger: d.log.Named("dirvol"), PurgeInBackground: true})
-	if err != nil {
-		return nil, &errPoolNotReady{pool: p.cfg.Name, reason: err.Error()}
-	}
-	report, err := store.Recover(ctx)
-	if err != nil {
-		return nil, &errPoolNotReady{pool: p.cfg.Name, reason: "recovering half-done operations: " + err.Error()}
-	}
-	d.log.Info("storage pool opened", zap.String("pool", p.cfg.Name), zap.String("path", p.cfg.Path),
-		zap.Int("finishedDeletes", report.FinishedDeletes), zap.Int("removedStaging", report.RemovedStaging),
-		zap.Int("removedOrphanMeta", report.RemovedOrphanMeta))
-	p.store, p.device = store, dev
 	return store, nil
 }
 
@@ -104,7 +95,7 @@ func (d *Driver) findVolume(ctx context.Context, id, hint string) (*poolState, d
 	}
 	var notReady error
 	for _, p := range ordered {
-		store, err := d.openPool(ctx, p)
+		store, err := d.storeOf(p)
 		if err != nil {
 			notReady = err
 			continue

@@ -1,0 +1,115 @@
+package driver
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"io/fs"
+	"path/filepath"
+	"time"
+
+	"go.uber.org/zap"
+
+	"github.com/hostpath-provisioner/hpp/internal/dirvol"
+)
+
+// OpenPools opens every pool that can be opened now and returns why the
+// others cannot. Call it once before the socket serves: opening is the only
+// place that writes to a pool outside a CreateVolume or DeleteVolume call.
+// Trash left by a crash is purged in the background, so a restart after
+// deleting large VM disks serves at once.
+func (d *Driver) OpenPools(ctx context.Context) error {
+	var errs []error
+	for _, p := range d.pools {
+		if err := d.openPool(ctx, p); err != nil {
+			errs = append(errs, err)
+		}
+	}
+	return errors.Join(errs...)
+}
+
+// RetryPools opens, every interval until ctx ends, the pools that could not
+// be opened at start (their disk was mounted late). It stops once all are.
+func (d *Driver) RetryPools(ctx context.Context, interval time.Duration) {
+	t := time.NewTicker(interval)
+	defer t.Stop()
+	for {
+		waiting := 0
+		for _, p := range d.pools {
+			if d.isOpen(p) {
+				continue
+			}
+			if err := d.openPool(ctx, p); err != nil {
+				waiting++
+				d.log.Debug("storage pool still not usable", zap.String("pool", p.name()), zap.Error(err))
+			}
+		}
+		if waiting == 0 {
+			return
+		}
+		select {
+		case <-ctx.Done():
+			return
+		case <-t.C:
+		}
+	}
+}
+
+func (d *Driver) isOpen(p *poolState) bool {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	return p.store != nil
+}
+
+// openPool makes the pool's volumes directory when its parent exists (as
+// the KubeVirt driver does at start), opens it and recovers half-done
+// operations. A missing parent is the pool's disk not being mounted:
+// creating the directory then would put volumes on the OS disk, so the pool
+// stays closed and Probe says why.
+func (d *Driver) openPool(ctx context.Context, p *poolState) error {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	if p.store != nil {
+		return nil
+	}
+	err := d.openLocked(ctx, p)
+	if err != nil {
+		var nr *errPoolNotReady
+		if errors.As(err, &nr) {
+			p.notOpen = nr.reason
+		} else {
+			p.notOpen = err.Error()
+		}
+	}
+	return err
+}
+
+func (d *Driver) openLocked(ctx context.Context, p *poolState) error {
+	notReady := func(format string, args ...any) error {
+		return &errPoolNotReady{pool: p.cfg.Name, reason: fmt.Sprintf(format, args...)}
+	}
+	parent := filepath.Dir(p.cfg.Path)
+	if _, err := d.deps.FS.DeviceOf(parent); err != nil {
+		if errors.Is(err, fs.ErrNotExist) {
+			return notReady("directory %s, which holds the volumes directory %s, does not exist (is the pool's disk mounted?)", parent, p.cfg.Path)
+		}
+		return notReady("%v", err)
+	}
+	store, err := dirvol.Open(p.cfg.Path, dirvol.Options{Logger: d.log.Named("dirvol"), PurgeInBackground: true})
+	if err != nil {
+		return notReady("%v", err)
+	}
+	dev, err := d.deps.FS.DeviceOf(p.cfg.Path)
+	if err != nil {
+		return notReady("%v", err)
+	}
+	report, err := store.Recover(ctx)
+	if err != nil {
+		return notReady("recovering half-done operations: %v", err)
+	}
+	d.log.Info("storage pool opened", zap.String("pool", p.cfg.Name), zap.String("path", p.cfg.Path),
+		zap.Bool("shared", p.cfg.Shared), zap.Int("queuedPurges", report.FinishedDeletes),
+		zap.Int("removedStaging", report.RemovedStaging), zap.Int("removedOrphanMeta", report.RemovedOrphanMeta))
+	p.store, p.device, p.notOpen = store, dev, ""
+	return nil
+}
