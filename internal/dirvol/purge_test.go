@@ -3,6 +3,7 @@ package dirvol_test
 import (
 	"context"
 	"fmt"
+	"os"
 	"path/filepath"
 	"slices"
 	"sync/atomic"
@@ -77,5 +78,54 @@ func TestBackgroundPurgeEmptiesTrashOneAtATime(t *testing.T) {
 	}
 	if !slices.Equal(purged, ids) {
 		t.Errorf("purge log lines for %q, want %q in order", purged, ids)
+	}
+}
+
+// Recover with PurgeInBackground hands trash left by a crash to the purge
+// queue and returns before any of it is removed, so a restart after deleting
+// large volumes serves at once; the queue then empties trash.
+func TestRecoverQueuesTrashForBackgroundPurge(t *testing.T) {
+	root := filepath.Join(t.TempDir(), "root")
+	release := make(chan struct{})
+	h := &hookFS{FileSystem: dirvol.OS()}
+	h.before = func(c call) error {
+		if c.Op == "RemoveAll" {
+			<-release // the purge cannot finish until the test says so
+		}
+		return nil
+	}
+	plain, err := dirvol.Open(root, dirvol.Options{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	// What a crash between the rename into trash and the purge leaves.
+	for _, id := range []string{"pvc-a", "pvc-b"} {
+		writeFile(t, filepath.Join(mustCreate(t, plain, id, spec(0o750, 1)).Path, "data"), 100)
+		if err := os.Rename(filepath.Join(root, id), filepath.Join(root, dirvol.TrashDir, id+"-crashed")); err != nil {
+			t.Fatal(err)
+		}
+	}
+	s, err := dirvol.Open(root, dirvol.Options{FS: h, PurgeInBackground: true})
+	if err != nil {
+		t.Fatal(err)
+	}
+	rep, err := s.Recover(context.Background())
+	if err != nil {
+		t.Fatal(err)
+	}
+	if rep.FinishedDeletes != 2 {
+		t.Fatalf("Recover queued %d trash entries, want 2", rep.FinishedDeletes)
+	}
+	// Recover returned while every removal is still blocked.
+	if got := names(t, filepath.Join(root, dirvol.TrashDir)); len(got) != 2 {
+		t.Fatalf("trash after Recover = %v, want both entries still there", got)
+	}
+	close(release)
+	deadline := time.Now().Add(10 * time.Second)
+	for len(names(t, filepath.Join(root, dirvol.TrashDir))) > 0 {
+		if time.Now().After(deadline) {
+			t.Fatalf("trash never emptied: %v", names(t, filepath.Join(root, dirvol.TrashDir)))
+		}
+		time.Sleep(10 * time.Millisecond)
 	}
 }

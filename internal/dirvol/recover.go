@@ -12,7 +12,7 @@ import (
 
 // RecoverReport counts what Recover cleaned up.
 type RecoverReport struct {
-	FinishedDeletes   int // trash entries removed
+	FinishedDeletes   int // trash entries removed (queued for the purge with PurgeInBackground)
 	RemovedStaging    int // half-built volumes and temp meta files removed
 	RemovedOrphanMeta int // meta files whose volume directory is missing
 }
@@ -26,7 +26,7 @@ type RecoverReport struct {
 func (s *Store) Recover(ctx context.Context) (RecoverReport, error) {
 	var rep RecoverReport
 	var errs []error
-	n, err := s.emptyDir(ctx, s.trashDir())
+	n, err := s.recoverTrash(ctx)
 	rep.FinishedDeletes = n
 	errs = append(errs, err)
 	n, err = s.emptyDir(ctx, s.stagingDir())
@@ -43,6 +43,24 @@ func (s *Store) Recover(ctx context.Context) (RecoverReport, error) {
 		zap.Int("removedStaging", rep.RemovedStaging),
 		zap.Int("removedOrphanMeta", rep.RemovedOrphanMeta))
 	return rep, nil
+}
+
+// recoverTrash finishes the deletes a crash interrupted. With
+// PurgeInBackground their entries join the purge queue instead of being
+// removed here, so that a restart after deleting large VM disks serves at
+// once; the count is then of queued entries.
+func (s *Store) recoverTrash(ctx context.Context) (int, error) {
+	if !s.purgeInBackground {
+		return s.emptyDir(ctx, s.trashDir())
+	}
+	entries, err := s.fs.ReadDir(s.trashDir())
+	if err != nil {
+		return 0, err
+	}
+	for _, e := range entries {
+		s.purges.add(trashEntry{id: e.Name(), dir: filepath.Join(s.trashDir(), e.Name())})
+	}
+	return len(entries), nil
 }
 
 // emptyDir removes every entry of dir and returns how many went.
