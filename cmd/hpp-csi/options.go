@@ -16,7 +16,9 @@ import (
 )
 
 type options struct {
-	logging logging.Options
+	logging       logging.Options
+	verbosity     int
+	vendorVersion string
 
 	endpoint         string
 	driverName       string
@@ -32,22 +34,33 @@ type options struct {
 	pluginRegistryDir       string
 	healthAddress           string
 	metricsAddress          string
+	metricsCertFile         string
+	metricsKeyFile          string
+	metricsTLSVersion       string
 	checkBindingMode        bool
 	kubeconfig              string
 
 	// filled by complete
 	socketPath string
 	pools      *pool.Set
+	metricsTLS *driver.MetricsTLS // nil: plain HTTP
 }
+
+// defaultTLSMetricsAddress is where the KubeVirt plugin serves its TLS
+// metrics; used when TLS is asked for without --metrics-address.
+const defaultTLSMetricsAddress = ":8443"
 
 func newOptions() *options { return &options{} }
 
 func (o *options) addFlags(fs *pflag.FlagSet) {
 	o.logging.AddFlags(fs)
+	o.addCompatFlags(fs)
 	fs.StringVar(&o.endpoint, "endpoint", "unix:///csi/csi.sock", "CSI socket: unix:///path or /path (env CSI_ENDPOINT)")
 	fs.StringVar(&o.driverName, "drivername", driver.DefaultDriverName, "CSI driver name")
 	fs.StringVar(&o.nodeID, "nodeid", "", "this node's name, as in its Node object (required; env NODE_NAME)")
-	fs.StringVar(&o.datadir, "datadir", "", `storage pools as JSON: [{"name":"legacy","path":"/var/hpvolumes"}] (required; env PV_DIR); optional per pool: reservedBytes, reservedPercent`)
+	fs.StringVar(&o.datadir, "datadir", "", `storage pools as JSON: [{"name":"legacy","path":"/var/hpvolumes/csi"}] (required; env PV_DIR). `+
+		`"path" is the directory that holds the volumes (relative: from the working directory); optional per pool: "shared" (true: storage every node mounts, volumes get no node topology), `+
+		`"snapshotPath" and "snapshotProvider" ("reflink"; accepted, no effect yet), "reservedBytes", "reservedPercent"`)
 	fs.Int64Var(&o.maxVolumes, "max-volumes", 0, "volumes this node may hold, reported to the scheduler (0: no limit)")
 	fs.BoolVar(&o.reservationAware, "reservation-aware-capacity", false, "offered capacity also subtracts what live volumes requested but have not written yet")
 	fs.DurationVar(&o.statsCacheTTL, "stats-cache-ttl", time.Minute, "how long a volume's measured usage is reused by NodeGetVolumeStats")
@@ -56,7 +69,10 @@ func (o *options) addFlags(fs *pflag.FlagSet) {
 	fs.StringVar(&o.kubeletRegistrationPath, "kubelet-registration-path", "", "register with kubelet: the CSI socket path as kubelet sees it, e.g. /var/lib/kubelet/plugins/kubevirt.io.hostpath-provisioner/csi.sock (empty: a node-driver-registrar sidecar does it)")
 	fs.StringVar(&o.pluginRegistryDir, "plugin-registration-dir", "/var/lib/kubelet/plugins_registry", "kubelet's plugin registry directory, where the registration socket goes")
 	fs.StringVar(&o.healthAddress, "health-address", "", "serve /healthz here, e.g. :9808 (empty: off)")
-	fs.StringVar(&o.metricsAddress, "metrics-address", "", "serve Prometheus /metrics here, e.g. :8080 (empty: off)")
+	fs.StringVar(&o.metricsAddress, "metrics-address", "", "serve Prometheus /metrics here, e.g. :8080 (empty: off, or :8443 when a --metrics-* TLS flag is given); plain HTTP unless a TLS flag is given")
+	fs.StringVar(&o.metricsCertFile, "metrics-cert-file", "", "serve /metrics over TLS with this certificate (with --metrics-key-file; re-read when it changes); any --metrics-* TLS flag alone turns TLS on with a self-signed certificate for localhost, 127.0.0.1 and $POD_IP")
+	fs.StringVar(&o.metricsKeyFile, "metrics-key-file", "", "private key of --metrics-cert-file")
+	fs.StringVar(&o.metricsTLSVersion, "metrics-tls-version", "VersionTLS13", "minimum TLS version of /metrics when served over TLS: VersionTLS10, VersionTLS11, VersionTLS12 or VersionTLS13")
 	fs.BoolVar(&o.checkBindingMode, "check-binding-mode", false, "refuse claims of Immediate StorageClasses with a message saying so (reads claims and StorageClasses from the API; needs csi-provisioner's --extra-create-metadata)")
 	fs.StringVar(&o.kubeconfig, "kubeconfig", "", "kubeconfig for --check-binding-mode (empty: in-cluster)")
 }
@@ -70,7 +86,13 @@ func (o *options) complete(fs *pflag.FlagSet) error {
 			errs = append(errs, err)
 		}
 	}
+	if err := o.applyVerbosity(fs); err != nil {
+		errs = append(errs, err)
+	}
 	errs = append(errs, o.logging.Validate()...)
+	if err := o.completeMetricsTLS(fs); err != nil {
+		errs = append(errs, err)
+	}
 	var err error
 	if o.socketPath, err = driver.ParseEndpoint(o.endpoint); err != nil {
 		errs = append(errs, err)
@@ -102,6 +124,7 @@ func (o *options) complete(fs *pflag.FlagSet) error {
 func (o *options) driverConfig() driver.Config {
 	return driver.Config{
 		DriverName:        o.driverName,
+		VendorVersion:     o.vendorVersion,
 		NodeID:            o.nodeID,
 		Pools:             o.pools,
 		MaxVolumesPerNode: o.maxVolumes,
@@ -119,4 +142,33 @@ func parsePools(datadir string) (*pool.Set, error) {
 		return nil, fmt.Errorf("working directory for relative pool paths: %w", err)
 	}
 	return pool.ParseRelativeTo([]byte(datadir), wd)
+}
+
+// completeMetricsTLS turns the KubeVirt plugin's metrics TLS flags into the
+// TLS settings: any of them given means TLS.
+func (o *options) completeMetricsTLS(fs *pflag.FlagSet) error {
+	if !fs.Changed("metrics-cert-file") && !fs.Changed("metrics-key-file") && !fs.Changed("metrics-tls-version") {
+		return nil
+	}
+	var errs []error
+	v, err := driver.ParseTLSVersion(o.metricsTLSVersion)
+	if err != nil {
+		errs = append(errs, fmt.Errorf("--metrics-tls-version: %w", err))
+	}
+	if (o.metricsCertFile == "") != (o.metricsKeyFile == "") {
+		errs = append(errs, errors.New("--metrics-cert-file and --metrics-key-file: give both (or neither, for a self-signed certificate)"))
+	}
+	if o.metricsAddress == "" {
+		o.metricsAddress = defaultTLSMetricsAddress
+	}
+	// Names a scraper may verify the self-signed certificate against, from
+	// the downward API as the KubeVirt plugin reads them.
+	var hosts []string
+	for _, env := range []string{"POD_IP", "SERVICE_NAME"} {
+		if h := os.Getenv(env); h != "" {
+			hosts = append(hosts, h)
+		}
+	}
+	o.metricsTLS = &driver.MetricsTLS{CertFile: o.metricsCertFile, KeyFile: o.metricsKeyFile, MinVersion: v, Hosts: hosts}
+	return errors.Join(errs...)
 }

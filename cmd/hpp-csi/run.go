@@ -2,6 +2,7 @@ package main
 
 import (
 	"context"
+	"crypto/tls"
 	"fmt"
 	"time"
 
@@ -68,12 +69,18 @@ func run(ctx context.Context, o *options) error {
 	}
 	if o.healthAddress != "" {
 		g.Go(func() error {
-			return driver.ServeHTTP(gctx, log, "health", o.healthAddress, driver.HealthHandler(d, reg))
+			return driver.ServeHTTP(gctx, log, "health", o.healthAddress, driver.HealthHandler(d, reg), nil)
 		})
 	}
 	if o.metricsAddress != "" {
+		var tlsConfig *tls.Config
+		if o.metricsTLS != nil {
+			if tlsConfig, err = o.metricsTLS.Config(); err != nil {
+				return err
+			}
+		}
 		g.Go(func() error {
-			return driver.ServeHTTP(gctx, log, "metrics", o.metricsAddress, driver.MetricsHandler(metrics))
+			return driver.ServeHTTP(gctx, log, "metrics", o.metricsAddress, driver.MetricsHandler(metrics), tlsConfig)
 		})
 	}
 	err = g.Wait()

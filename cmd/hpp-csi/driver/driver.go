@@ -32,8 +32,11 @@ const (
 // Config is the validated configuration of one driver instance.
 type Config struct {
 	DriverName string
-	NodeID     string
-	Pools      *pool.Set
+	// VendorVersion is what GetPluginInfo reports (the KubeVirt plugin's
+	// --version); empty means hpp's own version.
+	VendorVersion string
+	NodeID        string
+	Pools         *pool.Set
 	// MaxVolumesPerNode is reported by NodeGetInfo; 0 lets the CO decide.
 	MaxVolumesPerNode int64
 	// ReservationAware makes offered capacity also subtract what live

@@ -2,6 +2,7 @@ package driver
 
 import (
 	"context"
+	"crypto/tls"
 	"errors"
 	"fmt"
 	"net"
@@ -40,11 +41,15 @@ func MetricsHandler(m *Metrics) http.Handler {
 	return mux
 }
 
-// ServeHTTP serves h on addr until ctx ends.
-func ServeHTTP(ctx context.Context, log *zap.Logger, what, addr string, h http.Handler) error {
+// ServeHTTP serves h on addr until ctx ends, over TLS when tlsConfig is
+// set.
+func ServeHTTP(ctx context.Context, log *zap.Logger, what, addr string, h http.Handler, tlsConfig *tls.Config) error {
 	lis, err := net.Listen("tcp", addr)
 	if err != nil {
 		return fmt.Errorf("%s address %q: %w", what, addr, err)
+	}
+	if tlsConfig != nil {
+		lis = tls.NewListener(lis, tlsConfig)
 	}
 	srv := &http.Server{Handler: h, ReadHeaderTimeout: 10 * time.Second}
 	go func() {
@@ -53,7 +58,7 @@ func ServeHTTP(ctx context.Context, log *zap.Logger, what, addr string, h http.H
 		defer cancel()
 		_ = srv.Shutdown(sctx)
 	}()
-	log.Info("serving HTTP", zap.String("what", what), zap.String("address", lis.Addr().String()))
+	log.Info("serving HTTP", zap.String("what", what), zap.String("address", lis.Addr().String()), zap.Bool("tls", tlsConfig != nil))
 	if err := srv.Serve(lis); err != nil && !errors.Is(err, http.ErrServerClosed) {
 		return fmt.Errorf("%s server: %w", what, err)
 	}

@@ -12,7 +12,11 @@ import (
 )
 
 func (d *Driver) GetPluginInfo(context.Context, *csi.GetPluginInfoRequest) (*csi.GetPluginInfoResponse, error) {
-	return &csi.GetPluginInfoResponse{Name: d.cfg.DriverName, VendorVersion: version.Version}, nil
+	v := d.cfg.VendorVersion
+	if v == "" {
+		v = version.Version
+	}
+	return &csi.GetPluginInfoResponse{Name: d.cfg.DriverName, VendorVersion: v}, nil
 }
 
 func (d *Driver) GetPluginCapabilities(context.Context, *csi.GetPluginCapabilitiesRequest) (*csi.GetPluginCapabilitiesResponse, error) {
