@@ -126,6 +126,7 @@ func (o *options) driverConfig() driver.Config {
 		DriverName:        o.driverName,
 		VendorVersion:     o.vendorVersion,
 		NodeID:            o.nodeID,
+		HostRootRef:       hostRootRef(o.socketPath),
 		Pools:             o.pools,
 		MaxVolumesPerNode: o.maxVolumes,
 		ReservationAware:  o.reservationAware,
@@ -171,4 +172,14 @@ func (o *options) completeMetricsTLS(fs *pflag.FlagSet) error {
 	}
 	o.metricsTLS = &driver.MetricsTLS{CertFile: o.metricsCertFile, KeyFile: o.metricsKeyFile, MinVersion: v, Hosts: hosts}
 	return errors.Join(errs...)
+}
+
+// hostRootRef is the socket's directory: kubelet's plugin directory on the
+// host, mounted with hostPath in a DaemonSet, so on the host's root
+// filesystem wherever kubelet keeps its state there.
+func hostRootRef(socketPath string) string {
+	if socketPath == "" {
+		return ""
+	}
+	return filepath.Dir(socketPath)
 }

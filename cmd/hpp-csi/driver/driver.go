@@ -42,6 +42,12 @@ type Config struct {
 	// ReservationAware makes offered capacity also subtract what live
 	// volumes requested but have not written yet.
 	ReservationAware bool
+	// HostRootRef is a directory on the host's root filesystem as this
+	// process sees it: in a DaemonSet, a hostPath mount such as the CSI
+	// socket's directory (the KubeVirt driver compares with it too). A pool
+	// on the same filesystem shares the OS disk; the container's own "/"
+	// would say nothing about the host. Empty: not reported.
+	HostRootRef string
 	// StatsCacheTTL bounds how stale NodeGetVolumeStats usage may be;
 	// StatsTimeout bounds one directory walk.
 	StatsCacheTTL time.Duration

@@ -1,6 +1,7 @@
 package driver
 
 import (
+	"errors"
 	"time"
 
 	"github.com/prometheus/client_golang/prometheus"
@@ -68,15 +69,20 @@ var (
 	poolFreeDesc      = prometheus.NewDesc("hpp_pool_free_bytes", "Free bytes on the pool's filesystem (as seen by non-root).", []string{"pool"}, nil)
 	poolSharesOSDesc  = prometheus.NewDesc("hpp_pool_shares_os_filesystem", "1 when the pool lives on the same filesystem as the node's root filesystem.", []string{"pool"}, nil)
 	poolHealthyDesc   = prometheus.NewDesc("hpp_pool_healthy", "1 when the pool has no known problem.", []string{"pool"}, nil)
+	// The KubeVirt driver's metric, under its name: its alert
+	// HPPSharingPoolPathWithOS and users' dashboards read it.
+	upstreamSharedWithOSDesc = prometheus.NewDesc("kubevirt_hpp_pool_path_shared_with_os",
+		"HPP pool path sharing a filesystem with OS, fix to prevent HPP PVs from causing disk pressure and affecting node operation", nil, nil)
 )
 
 func (c *poolCollector) Describe(ch chan<- *prometheus.Desc) {
-	for _, d := range []*prometheus.Desc{poolCapacityDesc, poolUsedDesc, poolAvailableDesc, poolFreeDesc, poolSharesOSDesc, poolHealthyDesc} {
+	for _, d := range []*prometheus.Desc{poolCapacityDesc, poolUsedDesc, poolAvailableDesc, poolFreeDesc, poolSharesOSDesc, poolHealthyDesc, upstreamSharedWithOSDesc} {
 		ch <- d
 	}
 }
 
 func (c *poolCollector) Collect(ch chan<- prometheus.Metric) {
+	anyShares, known := 0.0, false
 	for _, p := range c.d.pools {
 		healthy := 1.0
 		if len(c.d.poolProblems(p)) > 0 {
@@ -91,12 +97,36 @@ func (c *poolCollector) Collect(ch chan<- prometheus.Metric) {
 		ch <- prometheus.MustNewConstMetric(poolUsedDesc, prometheus.GaugeValue, float64(st.UsedBytes), p.name())
 		ch <- prometheus.MustNewConstMetric(poolFreeDesc, prometheus.GaugeValue, float64(st.AvailableBytes), p.name())
 		ch <- prometheus.MustNewConstMetric(poolAvailableDesc, prometheus.GaugeValue, float64(capacity.Offered(st, p.headroom)), p.name())
-		if shares, err := capacity.SharesRootFilesystem(p.cfg.Path); err == nil {
+		if shares, err := c.d.sharesHostRoot(p); err == nil {
 			v := 0.0
 			if shares {
-				v = 1
+				v, anyShares = 1, 1
 			}
+			known = true
 			ch <- prometheus.MustNewConstMetric(poolSharesOSDesc, prometheus.GaugeValue, v, p.name())
 		}
 	}
+	if known {
+		// One figure for the node, as the KubeVirt driver reports it: 1
+		// when any pool shares the OS filesystem.
+		ch <- prometheus.MustNewConstMetric(upstreamSharedWithOSDesc, prometheus.GaugeValue, anyShares)
+	}
+}
+
+// sharesHostRoot reports whether the pool is on the host's root filesystem,
+// by device id against Config.HostRootRef (bind mounts of one filesystem
+// count as the same). A shared pool is on network storage by definition.
+func (d *Driver) sharesHostRoot(p *poolState) (bool, error) {
+	if d.cfg.HostRootRef == "" {
+		return false, errors.New("no host root reference configured")
+	}
+	ref, err := d.deps.FS.DeviceOf(d.cfg.HostRootRef)
+	if err != nil {
+		return false, err
+	}
+	dev, err := d.deps.FS.DeviceOf(p.cfg.Path)
+	if err != nil {
+		return false, err
+	}
+	return dev == ref, nil
 }
