@@ -6,7 +6,6 @@ import (
 
 	"github.com/container-storage-interface/spec/lib/go/csi"
 	"google.golang.org/grpc/codes"
-	"google.golang.org/grpc/status"
 	"google.golang.org/protobuf/types/known/wrapperspb"
 
 	"github.com/hostpath-provisioner/hpp/internal/capacity"
@@ -67,23 +66,17 @@ func (d *Driver) checkFits(ctx context.Context, p *poolState, store *dirvol.Stor
 		return toStatus("checking pool capacity", err)
 	}
 	if size > c.stats.TotalBytes {
-		return status.Errorf(codes.OutOfRange, "requested %d bytes exceeds the total size %d bytes of storage pool %q on node %s",
+		return errCode(codes.OutOfRange, "requested %d bytes exceeds the total size %d bytes of storage pool %q on node %s",
 			size, c.stats.TotalBytes, p.name(), d.cfg.NodeID)
 	}
 	if size > c.offered {
-		return status.Errorf(codes.ResourceExhausted, "storage pool %q on node %s can offer %d bytes now (free %d, headroom %d, reserved by volumes %d), less than the requested %d bytes",
+		return errCode(codes.ResourceExhausted, "storage pool %q on node %s can offer %d bytes now (free %d, headroom %d, reserved by volumes %d), less than the requested %d bytes",
 			p.name(), d.cfg.NodeID, c.offered, c.stats.AvailableBytes, p.headroom.Reserved(c.stats.TotalBytes), c.reserved, size)
 	}
 	return nil
 }
 
 func (d *Driver) GetCapacity(ctx context.Context, req *csi.GetCapacityRequest) (*csi.GetCapacityResponse, error) {
-	for _, c := range req.GetVolumeCapabilities() {
-		if checkCapability(c) != "" {
-			// Nothing of this kind can be provisioned here.
-			return &csi.GetCapacityResponse{}, nil
-		}
-	}
 	if seg := req.GetAccessibleTopology().GetSegments(); seg != nil {
 		if node, ok := seg[TopologyKey]; !ok || node != d.cfg.NodeID {
 			// Another node's segment: this node offers nothing there.
@@ -108,6 +101,12 @@ func (d *Driver) GetCapacity(ctx context.Context, req *csi.GetCapacityRequest) (
 		// capacity here. An error would only make the capacity
 		// controller retry forever.
 		return &csi.GetCapacityResponse{}, nil //nolint:nilerr // zero capacity is the answer
+	}
+	for _, c := range req.GetVolumeCapabilities() {
+		if checkCapability(c, p.shared()) != "" {
+			// Nothing of this kind can be provisioned here.
+			return &csi.GetCapacityResponse{}, nil
+		}
 	}
 	store, err := d.storeOf(p)
 	if err != nil {

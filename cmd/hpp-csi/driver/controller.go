@@ -8,7 +8,6 @@ import (
 	"go.uber.org/zap"
 
 	"github.com/hostpath-provisioner/hpp/internal/dirvol"
-	"github.com/hostpath-provisioner/hpp/internal/pool"
 )
 
 func (d *Driver) ControllerGetCapabilities(context.Context, *csi.ControllerGetCapabilitiesRequest) (*csi.ControllerGetCapabilitiesResponse, error) {
@@ -60,80 +59,44 @@ func compatible(existing int64, r *csi.CapacityRange) bool {
 }
 
 func (d *Driver) CreateVolume(ctx context.Context, req *csi.CreateVolumeRequest) (*csi.CreateVolumeResponse, error) {
-	name := req.GetName()
-	if name == "" {
-		return nil, invalidArg("name: required")
-	}
-	if err := pool.ValidateID(name); err != nil {
-		return nil, invalidArg("name: %v", err)
-	}
-	if err := validateCapabilities(req.GetVolumeCapabilities()); err != nil {
-		return nil, err
-	}
-	if req.GetVolumeContentSource() != nil {
-		return nil, invalidArg("volume_content_source: cloning and restoring snapshots are not supported by hostpath volumes")
-	}
-	size, err := requestedBytes(req.GetCapacityRange())
+	cr, err := validateCreateRequest(d.cfg.Pools, req)
 	if err != nil {
 		return nil, err
 	}
-	params, err := parseParams(req.GetParameters())
-	if err != nil {
-		return nil, err
+	p, _ := d.pool(cr.pool.Name)
+	// A shared pool's volumes are on every node: any node may make them,
+	// whatever topology the CO asks for, and Immediate binding is fine.
+	if !p.shared() {
+		if err := d.wantsThisNode(req.GetAccessibilityRequirements()); err != nil {
+			return nil, err
+		}
+		if err := d.refuseImmediate(ctx, req.GetParameters()); err != nil {
+			return nil, err
+		}
 	}
-	if err := d.wantsThisNode(req.GetAccessibilityRequirements()); err != nil {
-		return nil, err
-	}
-	if err := d.refuseImmediate(ctx, req.GetParameters()); err != nil {
-		return nil, err
-	}
-	p, err := d.selectPool(params.storagePool)
-	if err != nil {
-		return nil, err
-	}
-	release, err := d.locks.acquire(name)
+	release, err := d.locks.acquire(cr.name)
 	if err != nil {
 		return nil, err
 	}
 	defer release()
-
-	store, err := d.storeOf(p)
-	if err != nil {
-		return nil, toStatus("opening pool", err)
-	}
-	if err := d.refuseSameNameElsewhere(ctx, name, p); err != nil {
-		return nil, err
-	}
-	if existing, err := store.Get(ctx, name); err == nil {
-		if !compatible(existing.CapacityBytes, req.GetCapacityRange()) {
-			return nil, alreadyExists("volume %q already exists with capacity %d bytes, incompatible with the requested range [%d, %d]",
-				name, existing.CapacityBytes, req.GetCapacityRange().GetRequiredBytes(), req.GetCapacityRange().GetLimitBytes())
-		}
-		return d.createResponse(p, existing), nil
-	}
-	if err := d.checkFits(ctx, p, store, size); err != nil {
-		return nil, err
-	}
-	vol, created, err := store.Create(ctx, name, dirvol.Spec{
-		Ownership:     params.ownership,
-		CapacityBytes: size,
-		Kind:          dirvol.KindPersistent,
-		Attributes:    creationAttributes(req.GetParameters()),
+	vol, err := d.provision(ctx, provisioning{
+		pool: p, id: cr.name, what: "volume",
+		spec: dirvol.Spec{
+			Ownership:     cr.params.ownership,
+			CapacityBytes: cr.size,
+			Kind:          dirvol.KindPersistent,
+			Attributes:    creationAttributes(req.GetParameters()),
+		},
+		accept: func(existing dirvol.Volume) error {
+			if !compatible(existing.CapacityBytes, req.GetCapacityRange()) {
+				return alreadyExists("volume %q already exists with capacity %d bytes, incompatible with the requested range [%d, %d]",
+					cr.name, existing.CapacityBytes, req.GetCapacityRange().GetRequiredBytes(), req.GetCapacityRange().GetLimitBytes())
+			}
+			return nil
+		},
 	})
 	if err != nil {
-		return nil, toStatus("creating volume directory", err)
-	}
-	if err := d.deps.Labeler.Relabel(ctx, vol.Path); err != nil {
-		// An unlabelled volume would fail in the pod on an SELinux host;
-		// removing it lets the CO's retry start clean.
-		if derr := store.Delete(ctx, name); derr != nil {
-			d.log.Error("removing unlabelled volume failed", zap.String("volume", name), zap.Error(derr))
-		}
-		return nil, toStatus("labelling volume for SELinux", err)
-	}
-	if created {
-		d.log.Info("volume created", zap.String("volume", name), zap.String("pool", p.name()),
-			zap.String("path", vol.Path), zap.Int64("capacityBytes", size))
+		return nil, err
 	}
 	return d.createResponse(p, vol), nil
 }
@@ -150,31 +113,18 @@ func creationAttributes(params map[string]string) map[string]string {
 	return attrs
 }
 
-// refuseSameNameElsewhere keeps a name unique across the node's pools: the
-// same name with another storagePool is a different volume, not a retry.
-func (d *Driver) refuseSameNameElsewhere(ctx context.Context, name string, want *poolState) error {
-	for _, p := range d.pools {
-		if p == want {
-			continue
-		}
-		store, err := d.storeOf(p)
-		if err != nil {
-			continue
-		}
-		if _, err := store.Get(ctx, name); err == nil {
-			return alreadyExists("volume %q already exists in storage pool %q, not in the requested pool %q", name, p.name(), want.name())
-		}
-	}
-	return nil
-}
-
+// createResponse describes a volume. A shared pool's volume carries no
+// topology: per the CSI spec it is then accessible from every node.
 func (d *Driver) createResponse(p *poolState, vol dirvol.Volume) *csi.CreateVolumeResponse {
-	return &csi.CreateVolumeResponse{Volume: &csi.Volume{
-		VolumeId:           vol.ID,
-		CapacityBytes:      vol.CapacityBytes,
-		VolumeContext:      map[string]string{VolumeContextPool: p.name()},
-		AccessibleTopology: []*csi.Topology{d.topology()},
-	}}
+	v := &csi.Volume{
+		VolumeId:      vol.ID,
+		CapacityBytes: vol.CapacityBytes,
+		VolumeContext: map[string]string{VolumeContextPool: p.name()},
+	}
+	if !p.shared() {
+		v.AccessibleTopology = []*csi.Topology{d.topology()}
+	}
+	return &csi.CreateVolumeResponse{Volume: v}
 }
 
 func (d *Driver) DeleteVolume(ctx context.Context, req *csi.DeleteVolumeRequest) (*csi.DeleteVolumeResponse, error) {
@@ -216,11 +166,12 @@ func (d *Driver) ValidateVolumeCapabilities(ctx context.Context, req *csi.Valida
 	if _, err := parseParams(req.GetParameters()); err != nil {
 		return nil, err
 	}
-	if _, _, err := d.findVolume(ctx, req.GetVolumeId(), req.GetVolumeContext()[VolumeContextPool]); err != nil {
+	p, _, err := d.findVolume(ctx, req.GetVolumeId(), req.GetVolumeContext()[VolumeContextPool])
+	if err != nil {
 		return nil, err
 	}
 	for i, c := range req.GetVolumeCapabilities() {
-		if why := checkCapability(c); why != "" {
+		if why := checkCapability(c, p.shared()); why != "" {
 			return &csi.ValidateVolumeCapabilitiesResponse{Message: fmt.Sprintf("volume_capabilities[%d]: %s", i, why)}, nil
 		}
 	}

@@ -5,8 +5,6 @@ import (
 
 	"github.com/container-storage-interface/spec/lib/go/csi"
 	"go.uber.org/zap"
-	"google.golang.org/grpc/codes"
-	"google.golang.org/grpc/status"
 
 	"github.com/hostpath-provisioner/hpp/internal/dirvol"
 )
@@ -17,43 +15,31 @@ import (
 // persistent volume whose id happens to look like kubelet's "csi-<hash>"
 // must never be deleted by an unpublish.
 
-func (d *Driver) ensureEphemeral(ctx context.Context, req *csi.NodePublishVolumeRequest) (dirvol.Volume, error) {
+func (d *Driver) ensureEphemeral(ctx context.Context, req *csi.NodePublishVolumeRequest) (*poolState, dirvol.Volume, error) {
 	id := req.GetVolumeId()
 	params, err := parseParams(req.GetVolumeContext())
 	if err != nil {
-		return dirvol.Volume{}, err
+		return nil, dirvol.Volume{}, err
 	}
 	p, err := d.selectPool(params.storagePool)
 	if err != nil {
-		return dirvol.Volume{}, err
+		return nil, dirvol.Volume{}, err
 	}
-	store, err := d.storeOf(p)
-	if err != nil {
-		return dirvol.Volume{}, toStatus("opening pool", err)
-	}
-	if err := d.refuseSameNameElsewhere(ctx, id, p); err != nil {
-		return dirvol.Volume{}, err
-	}
-	vol, created, err := store.Create(ctx, id, dirvol.Spec{
-		Ownership:  params.ownership,
-		Kind:       dirvol.KindEphemeral,
-		Attributes: map[string]string{podUIDContextKey: req.GetVolumeContext()[podUIDContextKey]},
+	vol, err := d.provision(ctx, provisioning{
+		pool: p, id: id, what: "ephemeral volume",
+		spec: dirvol.Spec{
+			Ownership:  params.ownership,
+			Kind:       dirvol.KindEphemeral,
+			Attributes: map[string]string{podUIDContextKey: req.GetVolumeContext()[podUIDContextKey]},
+		},
+		accept: func(existing dirvol.Volume) error {
+			if existing.Kind != dirvol.KindEphemeral {
+				return alreadyExists("volume %q already exists as a persistent volume in storage pool %q; refusing to use it as an inline ephemeral volume", id, p.name())
+			}
+			return nil
+		},
 	})
-	if err != nil {
-		return dirvol.Volume{}, toStatus("creating ephemeral volume directory", err)
-	}
-	if !created && vol.Kind != dirvol.KindEphemeral {
-		return dirvol.Volume{}, status.Errorf(codes.AlreadyExists,
-			"volume %q already exists as a persistent volume in storage pool %q; refusing to use it as an inline ephemeral volume", id, p.name())
-	}
-	if created {
-		if err := d.deps.Labeler.Relabel(ctx, vol.Path); err != nil {
-			_ = store.Delete(ctx, id)
-			return dirvol.Volume{}, toStatus("labelling ephemeral volume for SELinux", err)
-		}
-		d.log.Info("ephemeral volume created", zap.String("volume", id), zap.String("pool", p.name()), zap.String("path", vol.Path))
-	}
-	return vol, nil
+	return p, vol, err
 }
 
 func (d *Driver) deleteIfEphemeral(ctx context.Context, id string) error {

@@ -12,21 +12,43 @@ import (
 	"github.com/hostpath-provisioner/hpp/internal/pool"
 )
 
-// Handlers return errors built with these helpers; toStatus maps whatever is
-// left (library errors) to a gRPC code once, at the boundary, so a plain Go
-// error never reaches the CO as codes.Unknown.
+// Handlers return a *callError (through the helpers below) for every
+// refusal they decide on, and toStatus maps whatever else is left (library
+// errors) once, at the boundary, so a plain Go error never reaches the CO
+// as codes.Unknown. GRPCStatus is the one place a gRPC status is built.
+
+// callError is a handler's answer with the gRPC code it carries.
+type callError struct {
+	code codes.Code
+	msg  string
+}
+
+func (e *callError) Error() string { return e.msg }
+
+// GRPCStatus lets grpc (and status.FromError) see the code.
+func (e *callError) GRPCStatus() *status.Status { return status.New(e.code, e.msg) }
+
+func errCode(code codes.Code, format string, args ...any) error {
+	return &callError{code: code, msg: fmt.Sprintf(format, args...)}
+}
 
 func invalidArg(format string, args ...any) error {
-	return status.Errorf(codes.InvalidArgument, format, args...)
+	return errCode(codes.InvalidArgument, format, args...)
 }
 
-func notFound(format string, args ...any) error {
-	return status.Errorf(codes.NotFound, format, args...)
+func notFound(format string, args ...any) error { return errCode(codes.NotFound, format, args...) }
+
+func alreadyExists(format string, args ...any) error {
+	return errCode(codes.AlreadyExists, format, args...)
 }
 
-func internal(op string, err error) error {
-	return status.Errorf(codes.Internal, "%s: %v", op, err)
+func aborted(format string, args ...any) error { return errCode(codes.Aborted, format, args...) }
+
+func failedPrecondition(format string, args ...any) error {
+	return errCode(codes.FailedPrecondition, format, args...)
 }
+
+func internal(op string, err error) error { return errCode(codes.Internal, "%s: %v", op, err) }
 
 // errPoolNotReady is returned while a pool's directory is missing (for
 // example its disk is not mounted yet); the CO retries Unavailable calls.
@@ -39,7 +61,8 @@ func (e *errPoolNotReady) Error() string {
 	return fmt.Sprintf("storage pool %q is not ready: %s", e.pool, e.reason)
 }
 
-// toStatus gives err a gRPC code if it does not have one yet.
+// toStatus gives err a gRPC code if it does not have one yet, prefixing
+// the message with op.
 func toStatus(op string, err error) error {
 	if err == nil {
 		return nil
@@ -49,23 +72,20 @@ func toStatus(op string, err error) error {
 	}
 	var fieldErr *pool.FieldError
 	var notReady *errPoolNotReady
+	code := codes.Internal
 	switch {
 	case errors.As(err, &fieldErr):
-		return status.Errorf(codes.InvalidArgument, "%s: %v", op, err)
+		code = codes.InvalidArgument
 	case errors.As(err, &notReady):
-		return status.Errorf(codes.Unavailable, "%s: %v", op, err)
+		code = codes.Unavailable
 	case errors.Is(err, dirvol.ErrNotFound):
-		return status.Errorf(codes.NotFound, "%s: %v", op, err)
+		code = codes.NotFound
 	case errors.Is(err, context.DeadlineExceeded):
-		return status.Errorf(codes.DeadlineExceeded, "%s: %v", op, err)
+		code = codes.DeadlineExceeded
 	case errors.Is(err, context.Canceled):
-		return status.Errorf(codes.Canceled, "%s: %v", op, err)
+		code = codes.Canceled
 	}
-	return internal(op, err)
-}
-
-func alreadyExists(format string, args ...any) error {
-	return status.Errorf(codes.AlreadyExists, format, args...)
+	return errCode(code, "%s: %v", op, err)
 }
 
 func isNotFound(err error) bool {

@@ -127,10 +127,16 @@ func (f *fakeFS) setStats(p string, st capacity.Stats) {
 	f.mu.Unlock()
 }
 
-type fakeLabeler struct{ labelled []string }
+type fakeLabeler struct {
+	labelled []string
+	err      error // returned by Relabel when set
+}
 
 func (l *fakeLabeler) Enabled() bool { return true }
 func (l *fakeLabeler) Relabel(_ context.Context, p string) error {
+	if l.err != nil {
+		return l.err
+	}
 	l.labelled = append(l.labelled, p)
 	return nil
 }

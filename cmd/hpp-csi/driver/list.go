@@ -7,8 +7,6 @@ import (
 	"strings"
 
 	"github.com/container-storage-interface/spec/lib/go/csi"
-	"google.golang.org/grpc/codes"
-	"google.golang.org/grpc/status"
 
 	"github.com/hostpath-provisioner/hpp/internal/dirvol"
 )
@@ -32,7 +30,7 @@ func decodeToken(tok string) (poolName, id string, err error) {
 	raw, derr := base64.RawURLEncoding.DecodeString(tok)
 	s := string(raw)
 	if derr != nil || !strings.HasPrefix(s, tokenPrefix) || !strings.Contains(s, "\x00") {
-		return "", "", status.Errorf(codes.Aborted, "starting_token %q was not issued by this driver; restart the listing without a token", tok)
+		return "", "", aborted("starting_token %q was not issued by this driver; restart the listing without a token", tok)
 	}
 	poolName, id, _ = strings.Cut(strings.TrimPrefix(s, tokenPrefix), "\x00")
 	return poolName, id, nil
@@ -70,7 +68,7 @@ func (d *Driver) page(entries []listed, maxEntries int32, token string) ([]liste
 		}
 		poolIdx := d.poolIndex(poolName)
 		if poolIdx < 0 {
-			return nil, "", status.Errorf(codes.Aborted, "starting_token names storage pool %q which this node no longer has", poolName)
+			return nil, "", aborted("starting_token names storage pool %q which this node no longer has", poolName)
 		}
 		start = sort.Search(len(entries), func(i int) bool {
 			pi := d.poolIndex(entries[i].pool.name())

@@ -2,9 +2,6 @@ package driver
 
 import (
 	"sync"
-
-	"google.golang.org/grpc/codes"
-	"google.golang.org/grpc/status"
 )
 
 // volumeLocks serialises operations per volume id. A second call for an id
@@ -24,7 +21,7 @@ func (l *volumeLocks) acquire(id string) (func(), error) {
 	l.mu.Lock()
 	defer l.mu.Unlock()
 	if _, taken := l.busy[id]; taken {
-		return nil, status.Errorf(codes.Aborted, "an operation on volume %q is already in progress; retry later", id)
+		return nil, aborted("an operation on volume %q is already in progress; retry later", id)
 	}
 	l.busy[id] = struct{}{}
 	return func() {

@@ -9,8 +9,6 @@ import (
 
 	"github.com/container-storage-interface/spec/lib/go/csi"
 	"go.uber.org/zap"
-	"google.golang.org/grpc/codes"
-	"google.golang.org/grpc/status"
 
 	"github.com/hostpath-provisioner/hpp/internal/dirvol"
 )
@@ -52,7 +50,9 @@ func validatePublish(req *csi.NodePublishVolumeRequest) error {
 	if req.GetVolumeCapability() == nil {
 		return invalidArg("volume_capability: required")
 	}
-	if why := checkCapability(req.GetVolumeCapability()); why != "" {
+	// Multi-node modes are checked once the volume's pool is known: a
+	// shared pool allows them.
+	if why := checkCapability(req.GetVolumeCapability(), true); why != "" {
 		return invalidArg("volume_capability: %s", why)
 	}
 	return nil
@@ -73,14 +73,21 @@ func (d *Driver) NodePublishVolume(ctx context.Context, req *csi.NodePublishVolu
 	}
 	defer release()
 
+	// Volumes made by the KubeVirt driver carry its volume context, the
+	// StorageClass parameters (possibly none): only storagePool is read
+	// from it, as a hint; the volume is found wherever it is.
 	var vol dirvol.Volume
+	var p *poolState
 	if isEphemeral(req.GetVolumeContext()) {
-		vol, err = d.ensureEphemeral(ctx, req)
+		p, vol, err = d.ensureEphemeral(ctx, req)
 	} else {
-		_, vol, err = d.findVolume(ctx, id, req.GetVolumeContext()[VolumeContextPool])
+		p, vol, err = d.findVolume(ctx, id, req.GetVolumeContext()[VolumeContextPool])
 	}
 	if err != nil {
 		return nil, err
+	}
+	if why := checkCapability(req.GetVolumeCapability(), p.shared()); why != "" {
+		return nil, invalidArg("volume_capability: %s", why)
 	}
 	flags, _ := parseMountFlags(req.GetVolumeCapability().GetMount().GetMountFlags())
 	readOnly := req.GetReadonly() || req.GetVolumeCapability().GetAccessMode().GetMode() == csi.VolumeCapability_AccessMode_SINGLE_NODE_READER_ONLY
@@ -105,7 +112,7 @@ func (d *Driver) bindOnce(vol dirvol.Volume, target string, mode csi.VolumeCapab
 			return internal("comparing target_path with the volume", err)
 		}
 		if !same {
-			return status.Errorf(codes.AlreadyExists, "target_path %s already has another volume mounted (not %s); unpublish it first", target, vol.Path)
+			return alreadyExists("target_path %s already has another volume mounted (not %s); unpublish it first", target, vol.Path)
 		}
 		return nil
 	}
@@ -188,7 +195,7 @@ func (d *Driver) refuseSecondWriter(vol dirvol.Volume, target string, mode csi.V
 	}
 	for _, t := range targets {
 		if t != target {
-			return status.Errorf(codes.FailedPrecondition,
+			return failedPrecondition(
 				"volume %q has access mode SINGLE_NODE_SINGLE_WRITER and is already published at %s", vol.ID, t)
 		}
 	}

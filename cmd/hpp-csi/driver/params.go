@@ -19,6 +19,10 @@ const (
 	ParamDirectoryGID = "directoryGID"
 	// ParamDirectoryMode is an octal permission string such as "0770".
 	ParamDirectoryMode = "directoryMode"
+	// ParamOverlayCSI is set ("true") by the KubeVirt operator on the
+	// StorageClass of a shared pool. Whether a pool is shared comes from
+	// --datadir, so hpp only checks that the value is a boolean.
+	ParamOverlayCSI = "overlayCSI"
 )
 
 // Keys with these prefixes are set by Kubernetes components (for example
@@ -61,6 +65,10 @@ func parseParams(params map[string]string) (volumeParams, error) {
 				problems = append(problems, fmt.Sprintf("parameters.%s: %v", k, err))
 			}
 			p.ownership.GID = id
+		case ParamOverlayCSI:
+			if _, err := strconv.ParseBool(v); err != nil {
+				problems = append(problems, fmt.Sprintf("parameters.%s: %q must be \"true\" or \"false\"", k, v))
+			}
 		case ParamDirectoryMode:
 			mode, err := parseMode(v)
 			if err != nil {
@@ -69,8 +77,8 @@ func parseParams(params map[string]string) (volumeParams, error) {
 			p.ownership.Mode = mode
 		default:
 			if !hasIgnoredPrefix(k) {
-				problems = append(problems, fmt.Sprintf("parameters.%s: unknown parameter (known: %s, %s, %s, %s)",
-					k, ParamStoragePool, ParamDirectoryUID, ParamDirectoryGID, ParamDirectoryMode))
+				problems = append(problems, fmt.Sprintf("parameters.%s: unknown parameter (known: %s, %s, %s, %s, %s)",
+					k, ParamStoragePool, ParamDirectoryUID, ParamDirectoryGID, ParamDirectoryMode, ParamOverlayCSI))
 			}
 		}
 	}

@@ -70,7 +70,7 @@ func (d *Driver) recoverInterceptor(ctx context.Context, req any, info *grpc.Una
 	defer func() {
 		if r := recover(); r != nil {
 			d.log.Error("handler panicked", zap.String("method", info.FullMethod), zap.Any("panic", r), zap.ByteString("stack", debug.Stack()))
-			resp, err = nil, status.Errorf(codes.Internal, "%s: internal error (panic: %v); see the driver log", info.FullMethod, r)
+			resp, err = nil, errCode(codes.Internal, "%s: internal error (panic: %v); see the driver log", info.FullMethod, r)
 		}
 	}()
 	resp, err = handler(ctx, req)

@@ -110,4 +110,3 @@ func TestMetricsTLSRefusesBadFiles(t *testing.T) {
 		t.Fatalf("ParseTLSVersion = %v", err)
 	}
 }
-

@@ -24,9 +24,9 @@ func validateVolumeID(id string) error {
 }
 
 // supportedAccessMode reports whether a hostpath directory can honour m, and
-// why not. Multi-node modes are refused: the directory exists on one node
-// only, so a second node could never see the same data.
-func supportedAccessMode(m csi.VolumeCapability_AccessMode_Mode) (bool, string) {
+// why not. Multi-node modes need a shared pool: otherwise the directory
+// exists on one node only, so a second node could never see the same data.
+func supportedAccessMode(m csi.VolumeCapability_AccessMode_Mode, shared bool) (bool, string) {
 	switch m {
 	case csi.VolumeCapability_AccessMode_SINGLE_NODE_WRITER,
 		csi.VolumeCapability_AccessMode_SINGLE_NODE_READER_ONLY,
@@ -35,13 +35,26 @@ func supportedAccessMode(m csi.VolumeCapability_AccessMode_Mode) (bool, string) 
 		return true, ""
 	case csi.VolumeCapability_AccessMode_UNKNOWN:
 		return false, "access mode is required"
-	default:
-		return false, fmt.Sprintf("access mode %s is not supported: a hostpath volume lives on one node (use ReadWriteOnce or ReadWriteOncePod)", m)
 	}
+	if shared && isMultiNode(m) {
+		return true, ""
+	}
+	return false, fmt.Sprintf("access mode %s is not supported: a hostpath volume lives on one node (use ReadWriteOnce or ReadWriteOncePod, or a pool with \"shared\": true on storage every node mounts)", m)
 }
 
-// checkCapability explains why one capability cannot be served, or "".
-func checkCapability(c *csi.VolumeCapability) string {
+func isMultiNode(m csi.VolumeCapability_AccessMode_Mode) bool {
+	switch m {
+	case csi.VolumeCapability_AccessMode_MULTI_NODE_READER_ONLY,
+		csi.VolumeCapability_AccessMode_MULTI_NODE_SINGLE_WRITER,
+		csi.VolumeCapability_AccessMode_MULTI_NODE_MULTI_WRITER:
+		return true
+	}
+	return false
+}
+
+// checkCapability explains why one capability cannot be served on a pool
+// that is shared (or not), or "".
+func checkCapability(c *csi.VolumeCapability, shared bool) string {
 	if c == nil {
 		return "capability is empty"
 	}
@@ -58,18 +71,18 @@ func checkCapability(c *csi.VolumeCapability) string {
 	if _, err := parseMountFlags(m.GetMountFlags()); err != nil {
 		return err.Error()
 	}
-	if ok, why := supportedAccessMode(c.GetAccessMode().GetMode()); !ok {
+	if ok, why := supportedAccessMode(c.GetAccessMode().GetMode(), shared); !ok {
 		return why
 	}
 	return ""
 }
 
-func validateCapabilities(caps []*csi.VolumeCapability) error {
+func validateCapabilities(caps []*csi.VolumeCapability, shared bool) error {
 	if len(caps) == 0 {
 		return invalidArg("volume_capabilities: at least one capability is required")
 	}
 	for i, c := range caps {
-		if why := checkCapability(c); why != "" {
+		if why := checkCapability(c, shared); why != "" {
 			return invalidArg("volume_capabilities[%d]: %s", i, why)
 		}
 	}
@@ -114,8 +127,9 @@ func validatePath(field, p string) error {
 	return nil
 }
 
-// wantsThisNode checks CreateVolume's topology. Only WaitForFirstConsumer is
-// supported: then the CO names the node the scheduler picked. A request with
+// wantsThisNode checks CreateVolume's topology for a pool on this node's
+// disks (shared pools need none). Only WaitForFirstConsumer is supported:
+// then the CO names the node the scheduler picked. A request with
 // no topology comes from an Immediate StorageClass (csi-provisioner in
 // node-deployment mode sends one after a delay) and would land on whichever
 // node asked first, so it is refused with what to change.
@@ -139,4 +153,46 @@ func (d *Driver) wantsThisNode(req *csi.TopologyRequirement) error {
 	}
 	return invalidArg("accessibility_requirements: names node(s) %v under %s, not this node %q",
 		named, TopologyKey, d.cfg.NodeID)
+}
+
+// createRequest is a validated CreateVolume request.
+type createRequest struct {
+	name   string
+	size   int64
+	params volumeParams
+	pool   pool.Pool // as configured; the request's storagePool rules applied
+}
+
+// validateCreateRequest checks everything in a CreateVolume request that
+// needs no disk: the name, the capabilities (against the chosen pool, since
+// a shared pool allows multi-node access), the content source, the size and
+// the parameters. It returns InvalidArgument naming the field.
+func validateCreateRequest(pools *pool.Set, req *csi.CreateVolumeRequest) (createRequest, error) {
+	cr := createRequest{name: req.GetName()}
+	if cr.name == "" {
+		return cr, invalidArg("name: required")
+	}
+	if err := pool.ValidateID(cr.name); err != nil {
+		return cr, invalidArg("name: %v", err)
+	}
+	if len(req.GetVolumeCapabilities()) == 0 {
+		return cr, invalidArg("volume_capabilities: at least one capability is required")
+	}
+	var err error
+	if cr.params, err = parseParams(req.GetParameters()); err != nil {
+		return cr, err
+	}
+	if cr.pool, err = pools.Select(cr.params.storagePool); err != nil {
+		return cr, invalidArg("%v", err)
+	}
+	if err := validateCapabilities(req.GetVolumeCapabilities(), cr.pool.Shared); err != nil {
+		return cr, err
+	}
+	if req.GetVolumeContentSource() != nil {
+		return cr, invalidArg("volume_content_source: cloning and restoring snapshots are not supported by hostpath volumes")
+	}
+	if cr.size, err = requestedBytes(req.GetCapacityRange()); err != nil {
+		return cr, err
+	}
+	return cr, nil
 }
