@@ -29,6 +29,7 @@ type options struct {
 	statsCacheTTL    time.Duration
 	statsTimeout     time.Duration
 	shutdownGrace    time.Duration
+	poolRetry        time.Duration
 
 	kubeletRegistrationPath string
 	pluginRegistryDir       string
@@ -66,6 +67,7 @@ func (o *options) addFlags(fs *pflag.FlagSet) {
 	fs.DurationVar(&o.statsCacheTTL, "stats-cache-ttl", time.Minute, "how long a volume's measured usage is reused by NodeGetVolumeStats")
 	fs.DurationVar(&o.statsTimeout, "stats-timeout", 30*time.Second, "time bound of one volume usage walk")
 	fs.DurationVar(&o.shutdownGrace, "shutdown-grace", 30*time.Second, "on SIGTERM, how long in-flight calls may take to finish")
+	fs.DurationVar(&o.poolRetry, "pool-retry-interval", 10*time.Second, "how often a pool that could not be opened at start (its disk not mounted yet) is tried again")
 	fs.StringVar(&o.kubeletRegistrationPath, "kubelet-registration-path", "", "register with kubelet: the CSI socket path as kubelet sees it, e.g. /var/lib/kubelet/plugins/kubevirt.io.hostpath-provisioner/csi.sock (empty: a node-driver-registrar sidecar does it)")
 	fs.StringVar(&o.pluginRegistryDir, "plugin-registration-dir", "/var/lib/kubelet/plugins_registry", "kubelet's plugin registry directory, where the registration socket goes")
 	fs.StringVar(&o.healthAddress, "health-address", "", "serve /healthz here, e.g. :9808 (empty: off)")
@@ -107,6 +109,9 @@ func (o *options) complete(fs *pflag.FlagSet) error {
 	}
 	if o.kubeletRegistrationPath != "" && !filepath.IsAbs(o.pluginRegistryDir) {
 		errs = append(errs, fmt.Errorf("--plugin-registration-dir: %q must be an absolute path", o.pluginRegistryDir))
+	}
+	if o.poolRetry <= 0 {
+		errs = append(errs, fmt.Errorf("--pool-retry-interval: %v must be positive", o.poolRetry))
 	}
 	if o.shutdownGrace <= 0 {
 		errs = append(errs, fmt.Errorf("--shutdown-grace: %v must be positive", o.shutdownGrace))

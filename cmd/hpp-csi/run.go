@@ -4,7 +4,6 @@ import (
 	"context"
 	"crypto/tls"
 	"fmt"
-	"time"
 
 	"go.uber.org/zap"
 	"golang.org/x/sync/errgroup"
@@ -14,10 +13,6 @@ import (
 	"github.com/hostpath-provisioner/hpp/internal/selinux"
 	"github.com/hostpath-provisioner/hpp/internal/version"
 )
-
-// poolRetryInterval is how often a pool that could not be opened at start
-// (its disk not mounted yet) is tried again.
-const poolRetryInterval = 10 * time.Second
 
 // run builds the real dependencies and serves until ctx is cancelled.
 func run(ctx context.Context, o *options) error {
@@ -57,7 +52,7 @@ func run(ctx context.Context, o *options) error {
 	}
 
 	g, gctx := errgroup.WithContext(ctx)
-	g.Go(func() error { d.RetryPools(gctx, poolRetryInterval); return nil })
+	g.Go(func() error { d.RetryPools(gctx, o.poolRetry); return nil })
 	g.Go(func() error { return d.Serve(gctx, o.socketPath, o.shutdownGrace) })
 	var reg *driver.Registrar
 	if o.kubeletRegistrationPath != "" {

@@ -25,10 +25,25 @@ const (
 	CSINamespace = "hpp-system"
 )
 
-// Pool is one storage pool of hpp-csi's --datadir.
+// Pool is one storage pool of hpp-csi. Path is the host pool directory;
+// hpp-csi's --datadir gets <Path>/csi, as a deployment that mounts the host
+// pool directory passes it, so volumes land at <Path>/csi/<id>.
 type Pool struct {
 	Name string `json:"name"`
 	Path string `json:"path"`
+}
+
+// volumesSubdir is the pool's subdirectory that holds the CSI volumes.
+const volumesSubdir = "csi"
+
+// datadir is hpp-csi's --datadir for pools.
+func datadir(pools []Pool) (string, error) {
+	entries := make([]Pool, len(pools))
+	for i, p := range pools {
+		entries[i] = Pool{Name: p.Name, Path: filepath.Join(p.Path, volumesSubdir)}
+	}
+	data, err := json.Marshal(entries)
+	return string(data), err
 }
 
 // HPPCSIConfig is the CSI driver one node runs: hpp-csi and csi-provisioner
@@ -119,7 +134,7 @@ func (n *Node) StartHPPCSI(ctx context.Context, cfg HPPCSIConfig) error {
 			return fmt.Errorf("pool %s: %w", p.Name, err)
 		}
 	}
-	pools, err := json.Marshal(cfg.Pools)
+	pools, err := datadir(cfg.Pools)
 	if err != nil {
 		return err
 	}
@@ -134,7 +149,7 @@ func (n *Node) StartHPPCSI(ctx context.Context, cfg HPPCSIConfig) error {
 	args := []string{
 		"--endpoint=unix://" + sock,
 		"--nodeid=" + n.Name,
-		"--datadir=" + string(pools),
+		"--datadir=" + pools,
 		"--health-address=127.0.0.1:" + strconv.Itoa(health),
 		// Tests read kubelet's stats summary right after a pod wrote.
 		"--stats-cache-ttl=1s",

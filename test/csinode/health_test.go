@@ -8,6 +8,7 @@ import (
 	"strings"
 	"syscall"
 	"testing"
+	"time"
 
 	"github.com/container-storage-interface/spec/lib/go/csi"
 	"golang.org/x/sys/unix"
@@ -268,9 +269,9 @@ func TestHealthPoolMountLost(t *testing.T) {
 	}
 }
 
-// A pool whose directory is missing (its disk not mounted yet) keeps the
-// driver not-ready; the driver never creates it, and becomes ready once it
-// appears.
+// A pool whose host directory is missing (its disk not mounted yet) keeps
+// the driver not-ready; the driver never creates it, and once it appears
+// makes the volumes directory in it and becomes ready.
 func TestProbeNotReadyWhenPoolMissing(t *testing.T) {
 	base := csitest.Tmpfs(t, 64*MiB, 0)
 	ready := csitest.Pool{Name: "ready", Path: filepath.Join(base, "ready")}
@@ -278,7 +279,7 @@ func TestProbeNotReadyWhenPoolMissing(t *testing.T) {
 	if err := os.Mkdir(ready.Path, 0o755); err != nil {
 		t.Fatal(err)
 	}
-	d := csitest.Start(t, node, []csitest.Pool{ready, late}, "--health-address", "127.0.0.1:0")
+	d := csitest.Start(t, node, []csitest.Pool{ready, late}, "--health-address", "127.0.0.1:0", "--pool-retry-interval=50ms")
 	e := &env{t: t, d: d, c: d.Client(t), pool: ready.Path}
 
 	if probeReady(t, e) {
@@ -300,8 +301,15 @@ func TestProbeNotReadyWhenPoolMissing(t *testing.T) {
 	if err := os.Mkdir(late.Path, 0o755); err != nil {
 		t.Fatal(err)
 	}
-	if !probeReady(t, e) {
-		t.Errorf("Probe not ready after pool %q's directory appeared", late.Name)
+	// The driver's runner opens the pool on its next try (read paths
+	// never do); wait for it.
+	for deadline := time.Now().Add(30 * time.Second); !probeReady(t, e); time.Sleep(20 * time.Millisecond) {
+		if time.Now().After(deadline) {
+			t.Fatalf("Probe not ready 30s after pool %q's directory appeared", late.Name)
+		}
+	}
+	if _, err := os.Stat(filepath.Join(late.Path, csitest.VolumesSubdir)); err != nil {
+		t.Errorf("volumes directory of the pool that appeared: %v", err)
 	}
 	if code, body := httpGet(t, d, "health", "/healthz"); code != 200 {
 		t.Errorf("/healthz = %d %q; want 200", code, body)

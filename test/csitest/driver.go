@@ -21,12 +21,26 @@ import (
 	"time"
 )
 
-// Pool is one entry of --datadir.
+// Pool is one storage pool. Path is the host pool directory; the driver is
+// given <Path>/csi (VolumesSubdir) as the pool's path, as a deployment
+// passes it, so a volume lands at <Path>/csi/<id>.
 type Pool struct {
 	Name            string  `json:"name"`
 	Path            string  `json:"path"`
+	Shared          bool    `json:"shared,omitempty"`
 	ReservedBytes   int64   `json:"reservedBytes,omitempty"`
 	ReservedPercent float64 `json:"reservedPercent,omitempty"`
+}
+
+// Datadir is the --datadir JSON for pools: each path is <Path>/csi.
+func Datadir(pools []Pool) (string, error) {
+	entries := make([]Pool, len(pools))
+	for i, p := range pools {
+		entries[i] = p
+		entries[i].Path = filepath.Join(p.Path, VolumesSubdir)
+	}
+	data, err := json.Marshal(entries)
+	return string(data), err
 }
 
 // startTimeout bounds how long a driver may take to serve its socket.
@@ -125,7 +139,7 @@ type Driver struct {
 
 // Launch starts hpp-csi and waits until its socket accepts connections.
 func Launch(bin string, cfg Config) (*Driver, error) {
-	datadir, err := json.Marshal(cfg.Pools)
+	datadir, err := Datadir(cfg.Pools)
 	if err != nil {
 		return nil, err
 	}
@@ -141,7 +155,7 @@ func Launch(bin string, cfg Config) (*Driver, error) {
 		log:    &syncBuffer{},
 	}
 	d.Args = append([]string{"--endpoint", "unix://" + d.Socket, "--nodeid", cfg.NodeID,
-		"--datadir", string(datadir), "--log-format", "text", "--log-level", level}, cfg.Extra...)
+		"--datadir", datadir, "--log-format", "text", "--log-level", level}, cfg.Extra...)
 	if err := d.start(); err != nil {
 		return nil, err
 	}

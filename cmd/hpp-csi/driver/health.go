@@ -35,17 +35,24 @@ type problem struct {
 // poolProblems inspects a pool as it is now: its directory, whether it is
 // still on the filesystem it was opened on, free space and inodes.
 func (d *Driver) poolProblems(p *poolState) []problem {
-	dev, err := d.deps.FS.DeviceOf(p.cfg.Path)
-	if err != nil {
-		msg := fmt.Sprintf("storage pool %q: cannot stat %s: %v", p.name(), p.cfg.Path, err)
-		if errors.Is(err, fs.ErrNotExist) {
-			msg = fmt.Sprintf("storage pool %q: directory %s is missing; mount the pool's disk", p.name(), p.cfg.Path)
-		}
-		return []problem{{unreachable: true, reason: reasonPoolPathMissing, message: msg}}
-	}
 	p.mu.Lock()
 	opened := p.device
 	p.mu.Unlock()
+	dev, err := d.deps.FS.DeviceOf(p.cfg.Path)
+	if err != nil {
+		msg := fmt.Sprintf("storage pool %q: cannot stat %s: %v", p.name(), p.cfg.Path, err)
+		reason := reasonPoolPathMissing
+		switch {
+		case errors.Is(err, fs.ErrNotExist) && opened != 0:
+			// The volumes directory lives on the pool's disk: it vanishes
+			// with the mount.
+			reason = reasonPoolMountLost
+			msg = fmt.Sprintf("storage pool %q: %s was there when the pool was opened and is gone now; its mount disappeared (remount it; hpp-csi does not recreate it)", p.name(), p.cfg.Path)
+		case errors.Is(err, fs.ErrNotExist):
+			msg = fmt.Sprintf("storage pool %q: directory %s is missing; mount the pool's disk", p.name(), p.cfg.Path)
+		}
+		return []problem{{unreachable: true, reason: reason, message: msg}}
+	}
 	if opened != 0 && dev != opened {
 		return []problem{{unreachable: true, reason: reasonPoolMountLost, message: fmt.Sprintf(
 			"storage pool %q: %s is now on another filesystem (device %d, was %d); its mount disappeared and writes would land on the wrong disk",

@@ -297,7 +297,7 @@ func TestProbeWaitsForMissingPool(t *testing.T) {
 		t.Fatal(err)
 	}
 	_, err = h.d.CreateVolume(ctx, createReq("pvc-1", "slow", 1))
-	wantCode(t, err, codes.Unavailable, "does not exist any more (was its disk unmounted?)")
+	wantCode(t, err, codes.Unavailable, "is gone: its mount disappeared")
 	if probe, _ = h.d.Probe(ctx, &csi.ProbeRequest{}); probe.GetReady().GetValue() {
 		t.Fatal("ready with the volumes directory gone")
 	}

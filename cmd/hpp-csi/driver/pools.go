@@ -50,7 +50,7 @@ func (d *Driver) storeOf(p *poolState) (*dirvol.Store, error) {
 	if err != nil {
 		reason := err.Error()
 		if errors.Is(err, fs.ErrNotExist) {
-			reason = fmt.Sprintf("directory %s does not exist any more (was its disk unmounted?)", p.cfg.Path)
+			reason = fmt.Sprintf("directory %s is gone: its mount disappeared (remount it; hpp-csi does not recreate it)", p.cfg.Path)
 		}
 		return nil, &errPoolNotReady{pool: p.cfg.Name, reason: reason}
 	}
