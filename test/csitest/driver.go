@@ -128,8 +128,9 @@ type Driver struct {
 	NodeID string
 	Args   []string
 
-	bin string
-	log *syncBuffer
+	bin     string
+	workDir string // the process's working directory; "" is the test's
+	log     *syncBuffer
 
 	mu      sync.Mutex
 	cmd     *exec.Cmd
@@ -181,8 +182,30 @@ func Start(t testing.TB, nodeID string, pools []Pool, extra ...string) *Driver {
 	return d
 }
 
+// StartCommand runs hpp-csi with exactly args, which must serve the socket
+// (--endpoint=unix://<socket>), in workDir ("" for the test's own), and
+// stops it at cleanup like Start. It is for tests of the command line
+// itself, such as the KubeVirt DaemonSet's argument list.
+func StartCommand(t testing.TB, socket, workDir string, args ...string) *Driver {
+	t.Helper()
+	d := &Driver{Socket: socket, Args: args, bin: Binary(t), workDir: workDir, log: &syncBuffer{}}
+	if err := d.start(); err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() {
+		if err := d.Stop(); err != nil {
+			t.Errorf("stopping hpp-csi: %v", err)
+		}
+		if t.Failed() {
+			t.Logf("hpp-csi log:\n%s", d.Log())
+		}
+	})
+	return d
+}
+
 func (d *Driver) start() error {
 	cmd := exec.Command(d.bin, d.Args...)
+	cmd.Dir = d.workDir
 	cmd.Stdout, cmd.Stderr = d.log, d.log
 	// The driver must not outlive a test binary that dies.
 	cmd.SysProcAttr = &syscall.SysProcAttr{Pdeathsig: syscall.SIGKILL}
