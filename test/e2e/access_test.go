@@ -63,15 +63,19 @@ func TestReadOnlyMountRefusesWrites(t *testing.T) {
 	if _, err := WaitPodPhase(ctx, env.C.Client, ns, "init", corev1.PodSucceeded, 2*time.Minute); err != nil {
 		t.Fatal(err)
 	}
-	script := `if echo changed > /data/file 2>/tmp/err; then echo WROTE; exit 1; fi; cat /tmp/err; cat /data/file`
+	// The subshell puts the redirection's own failure into /tmp/err (a
+	// shell applies "> /data/file" before any later "2>"), and every line
+	// goes to stdout in a fixed order, so the log is deterministic.
+	script := `if (echo changed > /data/file) 2>/tmp/err; then echo WROTE; exit 1; fi; echo "error: $(cat /tmp/err)"; echo "content: $(cat /data/file)"`
 	createPod(t, env, OnNode(Pod(ns, "ro", script, PodVolume{Name: "v", Claim: "data", Path: "/data", ReadOnly: true}), node))
 	_, err := WaitPodPhase(ctx, env.C.Client, ns, "ro", corev1.PodSucceeded, 2*time.Minute)
 	logs, _ := PodLogs(ctx, env.C.Client, ns, "ro")
 	if err != nil {
 		t.Fatalf("%v; log: %q", err, logs)
 	}
-	if !strings.Contains(logs, "Read-only file system") || !strings.HasSuffix(logs, "original\n") {
-		t.Errorf("read-only pod log %q: want a Read-only file system error and the original content", logs)
+	lines := strings.Split(strings.TrimSuffix(logs, "\n"), "\n")
+	if len(lines) != 2 || !strings.HasPrefix(lines[0], "error: ") || !strings.Contains(lines[0], "Read-only file system") || lines[1] != "content: original" {
+		t.Errorf("read-only pod log %q: want \"error: ...Read-only file system\" then \"content: original\"", logs)
 	}
 	pv := boundPV(t, env, ns, "data")
 	if got := readFile(t, filepath.Join(volumeDir(env.Pools[PoolLocal], pv), "file")); got != "original\n" {

@@ -67,7 +67,10 @@ func Pod(ns, name, script string, vols ...PodVolume) *corev1.Pod {
 			TerminationGracePeriodSeconds: ptr.To[int64](0),
 			Containers: []corev1.Container{{
 				Name: "main", Image: cluster.BusyboxImage, ImagePullPolicy: corev1.PullNever,
-				Command: []string{"sh", "-c", script},
+				// One stream: the container log keeps stdout and stderr
+				// as two pipes whose lines interleave in no fixed order,
+				// so a test reading the log would depend on timing.
+				Command: []string{"sh", "-c", "exec 2>&1; " + script},
 			}},
 		},
 	}
