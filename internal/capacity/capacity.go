@@ -61,18 +61,11 @@ func Offered(st Stats, h Headroom) int64 {
 	return max(0, st.AvailableBytes-h.Reserved(st.TotalBytes))
 }
 
-// SharesRootFilesystem reports whether path is on the same filesystem as "/"
-// of this process. In a container "/" is the container's root, so callers that
-// want the host's root compare with the host's root mount via SameFilesystem.
-func SharesRootFilesystem(path string) (bool, error) {
-	if err := validatePath("path", path); err != nil {
-		return false, err
-	}
-	return sameFilesystem(path, "/")
-}
-
 // SameFilesystem reports whether a and b are on the same filesystem, by
-// device id (symbolic links followed). Bind mounts of one filesystem count as
+// device id (symbolic links followed). To ask whether a pool shares the
+// node's OS disk, compare it with a directory of the host's root seen
+// through a hostPath mount, never with this process's "/": in a container
+// that is the container's root. Bind mounts of one filesystem count as
 // the same; btrfs subvolumes have their own device id and count as different.
 func SameFilesystem(a, b string) (bool, error) {
 	if err := errors.Join(validatePath("a", a), validatePath("b", b)); err != nil {

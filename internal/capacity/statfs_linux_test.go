@@ -68,8 +68,8 @@ func TestSameFilesystemUnprivileged(t *testing.T) {
 	if same, err := SameFilesystem(dir, sub); err != nil || !same {
 		t.Fatalf("SameFilesystem(dir, dir/sub) = %v, %v", same, err)
 	}
-	if same, err := SharesRootFilesystem("/"); err != nil || !same {
-		t.Fatalf("SharesRootFilesystem(/) = %v, %v", same, err)
+	if same, err := SameFilesystem("/", "/"); err != nil || !same {
+		t.Fatalf("SameFilesystem(/, /) = %v, %v", same, err)
 	}
 	// /proc is always its own filesystem on Linux.
 	if same, err := SameFilesystem(dir, "/proc"); err != nil || same {
@@ -90,8 +90,8 @@ func TestTmpfsNode(t *testing.T) {
 		t.Skipf("cannot make a directory under / (read-only root?): %v", err)
 	}
 	t.Cleanup(func() { _ = os.Remove(dir) })
-	if same, err := SharesRootFilesystem(dir); err != nil || !same {
-		t.Fatalf("before mount: SharesRootFilesystem(%s) = %v, %v", dir, same, err)
+	if same, err := SameFilesystem(dir, "/"); err != nil || !same {
+		t.Fatalf("before mount: SameFilesystem(%s, /) = %v, %v", dir, same, err)
 	}
 	if err := unix.Mount("tmpfs", dir, "tmpfs", unix.MS_NOSUID|unix.MS_NODEV, "size=64m,mode=0755"); err != nil {
 		t.Skipf("cannot mount tmpfs (no CAP_SYS_ADMIN in this container?): %v", err)
@@ -109,8 +109,8 @@ func TestTmpfsNode(t *testing.T) {
 	if before.TotalBytes != size || before.AvailableBytes != size || before.UsedBytes != 0 {
 		t.Fatalf("fresh 64 MiB tmpfs: %+v", before)
 	}
-	if same, err := SharesRootFilesystem(dir); err != nil || same {
-		t.Fatalf("SharesRootFilesystem(tmpfs) = %v, %v", same, err)
+	if same, err := SameFilesystem(dir, "/"); err != nil || same {
+		t.Fatalf("SameFilesystem(tmpfs, /) = %v, %v", same, err)
 	}
 	if same, err := SameFilesystem(dir, filepath.Dir(dir)); err != nil || same {
 		t.Fatalf("SameFilesystem(tmpfs, its parent) = %v, %v", same, err)
