@@ -31,6 +31,8 @@ const (
 type Pool struct {
 	Name string `json:"name"`
 	Path string `json:"path"`
+	// Shared marks storage every node mounts: volumes get no topology.
+	Shared bool `json:"shared,omitempty"`
 }
 
 // volumesSubdir is the pool's subdirectory that holds the CSI volumes.
@@ -40,7 +42,7 @@ const volumesSubdir = "csi"
 func datadir(pools []Pool) (string, error) {
 	entries := make([]Pool, len(pools))
 	for i, p := range pools {
-		entries[i] = Pool{Name: p.Name, Path: filepath.Join(p.Path, volumesSubdir)}
+		entries[i] = Pool{Name: p.Name, Path: filepath.Join(p.Path, volumesSubdir), Shared: p.Shared}
 	}
 	data, err := json.Marshal(entries)
 	return string(data), err

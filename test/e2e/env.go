@@ -17,11 +17,13 @@ import (
 	"github.com/hostpath-provisioner/hpp/test/cluster"
 )
 
-// Pool names every real node gets: two plain directories on the host's
-// filesystem.
+// Pool names every real node gets: plain directories on the host's
+// filesystem; PoolShared is configured as a shared pool (storage every node
+// mounts; on this one machine every node sees the same directory).
 const (
-	PoolLocal = "local"
-	PoolFast  = "fast"
+	PoolLocal  = "local"
+	PoolFast   = "fast"
+	PoolShared = "shared"
 )
 
 // Env is a running cluster with hpp-csi on its real node.
@@ -85,6 +87,7 @@ func (e *Env) installDriver(ctx context.Context, opts SetupOptions) error {
 	pools := []cluster.Pool{
 		{Name: PoolLocal, Path: filepath.Join(node.Dir(), "pools", PoolLocal)},
 		{Name: PoolFast, Path: filepath.Join(node.Dir(), "pools", PoolFast)},
+		{Name: PoolShared, Path: filepath.Join(node.Dir(), "pools", PoolShared), Shared: true},
 	}
 	for name, size := range opts.TmpfsPools {
 		p := cluster.Pool{Name: name, Path: filepath.Join(node.Dir(), "pools", name)}

@@ -1,0 +1,49 @@
+package e2e
+
+import (
+	"context"
+	"os"
+	"testing"
+	"time"
+
+	corev1 "k8s.io/api/core/v1"
+	storagev1 "k8s.io/api/storage/v1"
+)
+
+// Scenario: a shared pool (storage every node mounts) with the KubeVirt
+// operator's kind of StorageClass: Immediate binding, overlayCSI "true", a
+// ReadWriteMany claim. hpp-csi (with --check-binding-mode) provisions it,
+// the PV has no node affinity, a pod writes through it, and reclaim Delete
+// removes the directory.
+func TestSharedPoolImmediateReadWriteMany(t *testing.T) {
+	env := needEnv(t)
+	ns := namespace(t, env)
+	ctx := context.Background()
+	storageClass(t, env, StorageClass(ns, PoolShared, Immediate, func(sc *storagev1.StorageClass) {
+		sc.Parameters["overlayCSI"] = "true"
+	}))
+	pvc := PVC(ns, "rwx", ns, "16Mi")
+	pvc.Spec.AccessModes = []corev1.PersistentVolumeAccessMode{corev1.ReadWriteMany}
+	createPVC(t, env, pvc)
+	// csi-provisioner takes an Immediate claim after its node-deployment
+	// base delay (about 20 s).
+	pv := boundPV(t, env, ns, "rwx")
+	if pv.Spec.NodeAffinity != nil {
+		t.Errorf("pv %s of a shared pool has node affinity %+v; want none", pv.Name, pv.Spec.NodeAffinity)
+	}
+	createPod(t, env, OnNode(Pod(ns, "writer", "echo shared > /data/file", PodVolume{Name: "v", Claim: "rwx", Path: "/data"}), env.C.RealNode().Name))
+	if _, err := WaitPodPhase(ctx, env.C.Client, ns, "writer", corev1.PodSucceeded, 2*time.Minute); err != nil {
+		logs, _ := PodLogs(ctx, env.C.Client, ns, "writer")
+		t.Fatalf("%v (log %q)", err, logs)
+	}
+	dir := volumeDir(env.Pools[PoolShared], pv)
+	if got := readFile(t, dir+"/file"); got != "shared\n" {
+		t.Errorf("%s/file on the host = %q, want %q", dir, got, "shared\n")
+	}
+	deletePodNow(t, env, ns, "writer")
+	deletePVC(t, env, ns, "rwx")
+	waitPVGone(t, env, pv.Name)
+	if _, err := os.Stat(dir); !os.IsNotExist(err) {
+		t.Errorf("reclaim Delete: %s still exists after the PV is gone (stat: %v)", dir, err)
+	}
+}
