@@ -167,3 +167,12 @@ func TestBinaryImageRejectsBadInput(t *testing.T) {
 		t.Errorf("BinaryImage(/bin/sh) = %+v, %v", img, err)
 	}
 }
+
+// hpp-csi gets <host pool path>/csi, as a deployment passes it.
+func TestDatadirPassesVolumesDirectory(t *testing.T) {
+	got, err := datadir([]Pool{{Name: "a", Path: "/pools/a"}, {Name: "s", Path: "/pools/s", Shared: true}})
+	want := `[{"name":"a","path":"/pools/a/csi"},{"name":"s","path":"/pools/s/csi","shared":true}]`
+	if err != nil || got != want {
+		t.Fatalf("datadir = %s, %v; want %s", got, err, want)
+	}
+}
