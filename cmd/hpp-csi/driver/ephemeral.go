@@ -25,6 +25,9 @@ func (d *Driver) ensureEphemeral(ctx context.Context, req *csi.NodePublishVolume
 	if err != nil {
 		return nil, dirvol.Volume{}, err
 	}
+	if why := checkCapability(req.GetVolumeCapability(), p.shared()); why != "" {
+		return nil, dirvol.Volume{}, invalidArg("volume_capability: %s", why)
+	}
 	vol, err := d.provision(ctx, provisioning{
 		pool: p, id: id, what: "ephemeral volume",
 		spec: dirvol.Spec{

@@ -90,8 +90,10 @@ func (d *Driver) NodePublishVolume(ctx context.Context, req *csi.NodePublishVolu
 		return nil, invalidArg("volume_capability: %s", why)
 	}
 	flags, _ := parseMountFlags(req.GetVolumeCapability().GetMount().GetMountFlags())
-	readOnly := req.GetReadonly() || req.GetVolumeCapability().GetAccessMode().GetMode() == csi.VolumeCapability_AccessMode_SINGLE_NODE_READER_ONLY
-	if err := d.bindOnce(vol, target, req.GetVolumeCapability().GetAccessMode().GetMode(), readOnly, flags); err != nil {
+	mode := req.GetVolumeCapability().GetAccessMode().GetMode()
+	readOnly := req.GetReadonly() || mode == csi.VolumeCapability_AccessMode_SINGLE_NODE_READER_ONLY ||
+		mode == csi.VolumeCapability_AccessMode_MULTI_NODE_READER_ONLY
+	if err := d.bindOnce(vol, target, mode, readOnly, flags); err != nil {
 		return nil, err
 	}
 	d.log.Info("volume published", zap.String("volume", id), zap.String("source", vol.Path),

@@ -98,6 +98,16 @@ func TestSharedPoolPublishMultiNode(t *testing.T) {
 	if h.mounter.mounts[target] != filepath.Join(h.pools["slow"], "pvc-slow") {
 		t.Fatalf("mounts = %v", h.mounter.mounts)
 	}
+	// ReadOnlyMany mounts read-only.
+	roTarget := filepath.Join(h.dir, "pods", "ro", "mount")
+	ro := mountCap()
+	ro.AccessMode.Mode = csi.VolumeCapability_AccessMode_MULTI_NODE_READER_ONLY
+	if _, err := h.d.NodePublishVolume(ctx, &csi.NodePublishVolumeRequest{VolumeId: "pvc-slow", TargetPath: roTarget, VolumeCapability: ro}); err != nil {
+		t.Fatal(err)
+	}
+	if !h.mounter.readOnl[roTarget] {
+		t.Fatal("MULTI_NODE_READER_ONLY publish is writable")
+	}
 	err := publish("pvc-fast", filepath.Join(h.dir, "pods", "b", "mount"))
 	wantCode(t, err, codes.InvalidArgument, "volume_capability: access mode MULTI_NODE_MULTI_WRITER is not supported")
 	v, err := h.d.ValidateVolumeCapabilities(ctx, &csi.ValidateVolumeCapabilitiesRequest{VolumeId: "pvc-slow",
