@@ -34,6 +34,8 @@ func newCommand(serve func(*options) error) *cobra.Command {
 	// which would shadow --v.
 	cmd.Version = ""
 	o.addFlags(cmd.Flags())
+	// Registered now rather than by Execute, so goFlagArgs knows -help.
+	cmd.InitDefaultHelpFlag()
 	cmd.RunE = func(cmd *cobra.Command, _ []string) error {
 		if o.vendorVersion == printVersion {
 			_, err := fmt.Fprintln(cmd.OutOrStdout(), version.Get("hpp-csi"))

@@ -124,8 +124,8 @@ func TestRelativePoolPathsFromWorkingDirectory(t *testing.T) {
 
 func TestGoFlagArgs(t *testing.T) {
 	cmd := newCommand(func(*options) error { return nil })
-	got := goFlagArgs(cmd.Flags(), []string{"-nodeid", "-odd-node", "-v=3", "-h", "--endpoint=/x", "-version", "-unknown", "--", "-v"})
-	want := []string{"--nodeid", "-odd-node", "--v=3", "-h", "--endpoint=/x", "--version", "-unknown", "--", "-v"}
+	got := goFlagArgs(cmd.Flags(), []string{"-nodeid", "-odd-node", "-v=3", "-h", "-help", "--endpoint=/x", "-version", "-unknown", "--", "-v"})
+	want := []string{"--nodeid", "-odd-node", "--v=3", "-h", "--help", "--endpoint=/x", "--version", "-unknown", "--", "-v"}
 	if !reflect.DeepEqual(got, want) {
 		t.Fatalf("goFlagArgs = %q, want %q", got, want)
 	}
