@@ -4,6 +4,7 @@ import (
 	"context"
 	"fmt"
 	"path"
+	"slices"
 	"strings"
 
 	"github.com/hostpath-provisioner/hpp/test/cluster"
@@ -28,36 +29,43 @@ var imageKinds = map[string]string{
 }
 
 // neededImages picks, from `e2e.test --list-images` run with
-// KUBE_TEST_REPO_LIST, the references of the images this tier builds, so
-// their tags always follow the pinned suite. Each must be listed.
-func neededImages(listImages string) (map[string]string, error) {
-	refs := map[string]string{} // name -> ref
+// KUBE_TEST_REPO_LIST, every reference under Registry of the images this
+// tier builds, so their tags always follow the pinned suite. The suite
+// lists some names with two tags (e.g. agnhost 2.66.1 and an older one
+// for version-skew tests); both are built, as the content is ours anyway.
+// Each name must be listed at least once.
+func neededImages(listImages string) ([]string, error) {
+	var refs []string
+	seen := map[string]bool{}
 	for _, line := range strings.Fields(listImages) {
 		dir, nameTag := path.Split(line)
 		name, _, ok := strings.Cut(nameTag, ":")
 		if !ok || strings.TrimSuffix(dir, "/") != Registry {
 			continue
 		}
-		if _, want := imageKinds[name]; want {
-			refs[name] = line
+		if _, want := imageKinds[name]; want && !slices.Contains(refs, line) {
+			refs = append(refs, line)
+			seen[name] = true
 		}
 	}
 	var missing []string
 	for name := range imageKinds {
-		if refs[name] == "" {
+		if !seen[name] {
 			missing = append(missing, Registry+"/"+name)
 		}
 	}
 	if len(missing) > 0 {
+		slices.Sort(missing)
 		return nil, fmt.Errorf("e2e.test --list-images names none of %q (was KUBE_TEST_REPO_LIST honoured? did the suite rename an image?)", missing)
 	}
 	return refs, nil
 }
 
 // buildImages makes the images for the references neededImages found.
-func buildImages(ctx context.Context, refs map[string]string, agnhost string) ([]cluster.Image, error) {
+func buildImages(ctx context.Context, refs []string, agnhost string) ([]cluster.Image, error) {
 	var out []cluster.Image
-	for name, ref := range refs {
+	for _, ref := range refs {
+		name, _, _ := strings.Cut(path.Base(ref), ":")
 		var img cluster.Image
 		var err error
 		if imageKinds[name] == "agnhost" {
