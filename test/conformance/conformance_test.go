@@ -68,7 +68,7 @@ func TestExternalStorage(t *testing.T) {
 	deadline, ok := t.Deadline()
 	if ok {
 		// Leave ginkgo time to write its report and the cluster time to stop.
-		opts.Timeout = time.Until(deadline) - 5*time.Minute
+		opts.Timeout = time.Until(deadline).Truncate(time.Minute) - 5*time.Minute
 	}
 	sum, err := Run(context.Background(), opts)
 	if err != nil {
