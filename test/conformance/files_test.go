@@ -87,8 +87,8 @@ func TestCheckDriverFileNamesEveryProblem(t *testing.T) {
 			want: []string{`storageClass`},
 		},
 		"unknown capability": {
-			driver: strings.Replace(goodDriver, "persistence: true", "persistance: true", 1), sc: goodSC,
-			want: []string{`DriverInfo.Capabilities: "persistance" is not a capability`},
+			driver: strings.Replace(goodDriver, "persistence: true", "persistenceX: true", 1), sc: goodSC,
+			want: []string{`DriverInfo.Capabilities: "persistenceX" is not a capability`},
 		},
 		"driver, topology, pool, timeout": {
 			driver: strings.NewReplacer("Name: kubevirt.io.hostpath-provisioner", "Name: hostpath.csi.k8s.io",
