@@ -1,10 +1,13 @@
 package conformance
 
 import (
+	"cmp"
 	"encoding/xml"
 	"fmt"
 	"io"
+	"maps"
 	"os"
+	"slices"
 	"strings"
 	"time"
 
@@ -22,6 +25,9 @@ type Summary struct {
 	NotSelected int
 	// Failures names every failed spec or suite node.
 	Failures []string
+	// SkipReasons counts the suite's own skips by their message, which
+	// names the capability hpp-csi lacks or the pattern that cannot apply.
+	SkipReasons map[string]int
 	// Duration is the suite's run time as the report gives it.
 	Duration time.Duration
 }
@@ -52,7 +58,7 @@ func summarize(r io.Reader) (Summary, error) {
 	if err := xml.NewDecoder(r).Decode(&suites); err != nil {
 		return Summary{}, err
 	}
-	s := Summary{Duration: time.Duration(suites.Time * float64(time.Second))}
+	s := Summary{Duration: time.Duration(suites.Time * float64(time.Second)), SkipReasons: map[string]int{}}
 	for _, suite := range suites.TestSuites {
 		for _, tc := range suite.TestCases {
 			failed := tc.Failure != nil || tc.Error != nil
@@ -72,6 +78,7 @@ func summarize(r io.Reader) (Summary, error) {
 				s.NotSelected++
 			case tc.Skipped != nil:
 				s.Skipped++
+				s.SkipReasons[strings.TrimPrefix(tc.Skipped.Message, "skipped - ")]++
 			default:
 				s.Passed++
 			}
@@ -87,6 +94,27 @@ func isSuiteNode(name string) bool {
 		}
 	}
 	return false
+}
+
+// Report is the summary line, then the suite's skip reasons (most
+// frequent first) and every failure, one per line.
+func (s Summary) Report() string {
+	var b strings.Builder
+	b.WriteString(s.String())
+	reasons := slices.Collect(maps.Keys(s.SkipReasons))
+	slices.SortFunc(reasons, func(a, b string) int {
+		return cmp.Or(cmp.Compare(s.SkipReasons[b], s.SkipReasons[a]), cmp.Compare(a, b))
+	})
+	if len(reasons) > 0 {
+		b.WriteString("\nskipped by the suite:")
+	}
+	for _, r := range reasons {
+		fmt.Fprintf(&b, "\n  %d x %s", s.SkipReasons[r], r)
+	}
+	if len(s.Failures) > 0 {
+		b.WriteString("\nfailed:\n  " + strings.Join(s.Failures, "\n  "))
+	}
+	return b.String()
 }
 
 // String is the summary line `make conformance` prints.

@@ -51,8 +51,13 @@ func TestSummarizeCountsSelectedSpecsOnly(t *testing.T) {
 	if !slices.Equal(s.Failures, want) {
 		t.Errorf("failures %q, want %q", s.Failures, want)
 	}
-	if got := s.String(); got != "4 selected: 1 passed, 1 skipped by the suite, 2 failed in 6m43s (1 specs of e2e.test not selected)" {
-		t.Errorf("summary line %q", got)
+	wantReport := `4 selected: 1 passed, 1 skipped by the suite, 2 failed in 6m43s (1 specs of e2e.test not selected)
+skipped by the suite:
+  1 x Driver x doesn't support Block -- skipping
+failed:
+  ` + strings.Join(want, "\n  ")
+	if got := s.Report(); got != wantReport {
+		t.Errorf("report\n%s\nwant\n%s", got, wantReport)
 	}
 }
 

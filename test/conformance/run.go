@@ -161,10 +161,7 @@ func Run(ctx context.Context, opts Options) (Summary, error) {
 	runErr := runGinkgo(ctx, opts, env, hpp.C, SkipRegexp(skips), logf)
 	sum, sumErr := ReadSummary(junit)
 	if sumErr == nil {
-		line := sum.String()
-		if len(sum.Failures) > 0 {
-			line += "\nfailed:\n  " + strings.Join(sum.Failures, "\n  ")
-		}
+		line := sum.Report()
 		logf("%s\nreport: %s (whole run %s)", line, junit, time.Since(started).Round(time.Second))
 		if err := os.WriteFile(filepath.Join(opts.OutputDir, "summary.txt"), []byte(line+"\n"), 0o644); err != nil {
 			logf("summary file: %v", err)
@@ -197,6 +194,12 @@ func runGinkgo(ctx context.Context, opts Options, env []string, c *cluster.Clust
 		"--output-dir=" + opts.OutputDir,
 		"--junit-report=junit.xml",
 		"--no-color",
+		// One dot per spec that runs; the thousands that the focus leaves
+		// out (and the suite's own skips) are counted in the summary.
+		"--silence-skips",
+		// A spec still running after 3 minutes (the longest take ~100 s)
+		// gets a progress report saying where it waits.
+		"--poll-progress-after=3m",
 		opts.Tools.E2ETest,
 		"--",
 		"--kubeconfig=" + c.Kubeconfig,
