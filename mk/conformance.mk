@@ -13,6 +13,9 @@
 # processes). `HPP_CONFORMANCE=1 make test` adds it as the last tier.
 
 CONFORMANCE_TIMEOUT ?= 60m
+# A regular expression that narrows the run to some of the tier's tests
+# (e.g. CONFORMANCE_FOCUS=subPath), for working on one failure.
+CONFORMANCE_FOCUS ?=
 CONFORMANCE_IS_ROOT := $(shell [ "$$(id -u)" = 0 ] && echo yes)
 
 .PHONY: conformance-binaries
@@ -27,6 +30,7 @@ ifeq ($(CONFORMANCE_IS_ROOT),yes)
 	@$(MAKE) --no-print-directory hpp-csi-bin
 	@echo "==> conformance: External Storage e2e suite (report: _output/conformance/junit.xml)"
 	@cd $(ROOT)/test && HPP_TEST_TIER=conformance HPP_BIN_DIR=$(BIN) HPP_CONFORMANCE_OUTPUT=$(ROOT)/_output/conformance \
+	  HPP_CONFORMANCE_FOCUS='$(CONFORMANCE_FOCUS)' \
 	  go test -count=1 -timeout $(CONFORMANCE_TIMEOUT) -v -run '^TestExternalStorage$$' ./conformance/
 else
 	@echo "==> conformance SKIPPED: the local cluster needs root (kubelet, containerd, mounts); run make conformance as root"

@@ -42,6 +42,7 @@ func TestExternalStorage(t *testing.T) {
 		Cluster:   cluster.BinariesFromCache(cache),
 		Tools:     ToolsFromCache(cache),
 		OutputDir: os.Getenv("HPP_CONFORMANCE_OUTPUT"),
+		Narrow:    os.Getenv("HPP_CONFORMANCE_FOCUS"),
 	}
 	if opts.OutputDir == "" {
 		opts.OutputDir = filepath.Join(opts.Root, "_output", "conformance")

@@ -133,3 +133,20 @@ func TestLoadSkipsRequiresKindAndReason(t *testing.T) {
 		}
 	}
 }
+
+func TestFocusNarrowsWithinTheTier(t *testing.T) {
+	in := "[sig-storage] External Storage [Driver: kubevirt.io.hostpath-provisioner] [Testpattern: Dynamic PV (default fs)] subPath should support existing directory"
+	other := "[sig-storage] External Storage [Driver: kubevirt.io.hostpath-provisioner] [Testpattern: Dynamic PV (default fs)] volumes should store data"
+	elsewhere := "[sig-storage] CSI mock volume subPath should work"
+	for narrow, want := range map[string][3]bool{
+		"":                       {true, true, false},
+		"subPath":                {true, false, false},
+		"subPath|volumes should": {true, true, false},
+	} {
+		re := regexp.MustCompile(focus(narrow))
+		got := [3]bool{re.MatchString(in), re.MatchString(other), re.MatchString(elsewhere)}
+		if got != want {
+			t.Errorf("focus(%q) matches %v, want %v", narrow, got, want)
+		}
+	}
+}

@@ -9,6 +9,7 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
+	"regexp"
 	"strconv"
 	"strings"
 	"time"
@@ -59,6 +60,10 @@ type Options struct {
 	Timeout time.Duration
 	// Out receives progress and ginkgo's output; os.Stdout when nil.
 	Out io.Writer
+	// Narrow, when set, is a regular expression that selects a subset of
+	// the tier's tests (e.g. "subPath" or "Ephemeral"), for working on one
+	// failure; the full tier runs without it.
+	Narrow string
 }
 
 func (o Options) withDefaults() Options {
@@ -87,6 +92,11 @@ func (o Options) Validate() error {
 	}
 	if !filepath.IsAbs(o.OutputDir) {
 		errs = append(errs, fmt.Errorf("options.OutputDir %q: must be absolute", o.OutputDir))
+	}
+	if o.Narrow != "" {
+		if _, err := regexp.Compile(o.Narrow); err != nil {
+			errs = append(errs, fmt.Errorf("options.Narrow %q: %w", o.Narrow, err))
+		}
 	}
 	if o.Procs < 0 {
 		errs = append(errs, fmt.Errorf("options.Procs %d: must not be negative", o.Procs))
@@ -189,7 +199,7 @@ func runGinkgo(ctx context.Context, opts Options, env []string, c *cluster.Clust
 		"run",
 		"--procs=" + strconv.Itoa(opts.Procs),
 		"--timeout=" + opts.Timeout.String(),
-		"--focus=" + Focus,
+		"--focus=" + focus(opts.Narrow),
 		"--skip=" + skip,
 		"--output-dir=" + opts.OutputDir,
 		"--junit-report=junit.xml",
@@ -227,6 +237,15 @@ func runGinkgo(ctx context.Context, opts Options, env []string, c *cluster.Clust
 		return fmt.Errorf("ginkgo: %w (output in %s)", err, logPath)
 	}
 	return nil
+}
+
+// focus is the ginkgo --focus: the tier's Focus, narrowed to test names
+// that also match narrow further on.
+func focus(narrow string) string {
+	if narrow == "" {
+		return Focus
+	}
+	return Focus + ".*(?:" + narrow + ")"
 }
 
 // runOutput runs a short command and returns its stdout; the error carries
