@@ -69,7 +69,8 @@ lint: ## golangci-lint (pinned, tools/), go vet, gofmt
 include $(wildcard $(ROOT)/mk/*.mk)
 
 .PHONY: test
-test: deps lint build build-standalone unit fuzz sanity csi-tests e2e ## everything that can run on this machine (what CI runs)
+# HPP_CONFORMANCE=1 adds the conformance tier (mk/conformance.mk) last.
+test: deps lint build build-standalone unit fuzz sanity csi-tests e2e $(if $(filter 1,$(HPP_CONFORMANCE)),conformance) ## everything that can run on this machine (what CI runs)
 	@echo "make test: all tiers passed"
 
 .PHONY: images

@@ -4,8 +4,12 @@
 # $HPP_CACHE/<set>/<version>/ — outside the repository, so a fresh clone (CI)
 # reuses them. A set already complete in the cache is skipped; a cold build
 # prints what it builds and the elapsed time, because it takes minutes.
+# The conformance set (e2e.test, agnhost, ginkgo from test/conformance-tools,
+# for test/conformance) is built only when asked for: it is big (e2e.test is
+# ~150 MB) and only `make conformance` needs it.
 #
-# Usage: hack/cluster-binaries.sh [k8s] [csi-provisioner] [etcd]   (default: all)
+# Usage: hack/cluster-binaries.sh [k8s] [csi-provisioner] [etcd] [conformance]
+#        (default: k8s csi-provisioner etcd)
 # Prints nothing else on stdout than progress; `--print-env` prints the
 # HPP_*_DIR variables test/cluster reads instead of building.
 set -euo pipefail
@@ -20,13 +24,18 @@ ETCD_VERSION=v3.6.16
 K8S_DIR=$HPP_CACHE/k8s/$K8S_VERSION
 PROVISIONER_DIR=$HPP_CACHE/csi-provisioner/$PROVISIONER_VERSION
 ETCD_DIR=$HPP_CACHE/etcd/$ETCD_VERSION
+# Same k8s.io/kubernetes as the k8s set (test/conformance checks the two
+# go.mod files agree), so its directory is named by the same version.
+CONFORMANCE_DIR=$HPP_CACHE/conformance/$K8S_VERSION
 
 K8S_BINS=(kube-apiserver kube-controller-manager kube-scheduler kubelet kubectl)
+CONFORMANCE_BINS=(e2e.test agnhost ginkgo)
 
 if [[ ${1:-} == --print-env ]]; then
   echo "HPP_K8S_DIR=$K8S_DIR"
   echo "HPP_CSI_PROVISIONER_DIR=$PROVISIONER_DIR"
   echo "HPP_ETCD_DIR=$ETCD_DIR"
+  echo "HPP_CONFORMANCE_DIR=$CONFORMANCE_DIR"
   exit 0
 fi
 
@@ -36,40 +45,56 @@ complete() { # dir bin...
   for b in "$@"; do [[ -x $dir/$b ]] || return 1; done
 }
 
-# build NAME MODDIR DESTDIR LDFLAGS OUT=PKG... — one `go build` for all the
-# packages of a set, so shared dependencies compile once; the result lands in
-# a temporary directory and is renamed into place, so an interrupted build
-# never leaves a half set that a later run would take as complete.
-build() {
-  local name=$1 moddir=$2 dest=$3 ldflags=$4; shift 4
-  local tmp
-  mkdir -p "$(dirname "$dest")"
-  tmp=$(mktemp -d "$dest.tmp.XXXXXX")
-  chmod 755 "$tmp"
-  BUILD_TMP=$tmp # removed by the EXIT trap if the build does not finish
-  local pkgs=() outs=() spec
-  for spec in "$@"; do outs+=("${spec%%=*}"); pkgs+=("${spec#*=}"); done
-  echo "==> building $name (${outs[*]}) into $dest — cold builds take minutes on 2 cores"
-  local start=$SECONDS log=$tmp/build.log
-  (
-    cd "$moddir"
-    GOWORK=off CGO_ENABLED=0 go build -v -trimpath -ldflags "$ldflags" -o "$tmp/" "${pkgs[@]}"
-  ) >"$log" 2>&1 &
+# with_progress NAME LOG PATTERN CMD... — runs CMD (output to LOG) in the
+# background and prints a progress line every 15 s until it ends: the
+# elapsed time and how many LOG lines match PATTERN (one per compiled
+# package, the only progress measure Go gives). Fails with the log's tail.
+with_progress() {
+  local name=$1 log=$2 pattern=$3; shift 3
+  local start=$SECONDS
+  "$@" >"$log" 2>&1 &
   local pid=$!
-  # A loop that reports progress until the build ends; `go build -v` prints
-  # one line per compiled package, which is the only progress measure Go gives.
   while kill -0 "$pid" 2>/dev/null; do
     sleep 15
     kill -0 "$pid" 2>/dev/null || break
     printf '    %s: %dm%02ds elapsed, %d packages compiled\n' "$name" \
-      $(((SECONDS - start) / 60)) $(((SECONDS - start) % 60)) "$(grep -vc '^go: ' "$log" || true)"
+      $(((SECONDS - start) / 60)) $(((SECONDS - start) % 60)) "$(grep -Ec -- "$pattern" "$log" || true)"
   done
   if ! wait "$pid"; then
     echo "==> building $name FAILED after $((SECONDS - start))s; last lines of the build log:" >&2
     tail -n 40 "$log" >&2
-    rm -rf "$tmp"
     return 1
   fi
+}
+
+# new_tmp DEST — sets BUILD_TMP to a new temporary directory beside DEST;
+# the result is renamed into place only when complete, so an interrupted
+# build never leaves a half set that a later run would take as complete.
+# The EXIT trap removes BUILD_TMP if the build does not finish.
+new_tmp() {
+  mkdir -p "$(dirname "$1")"
+  BUILD_TMP=$(mktemp -d "$1.tmp.XXXXXX")
+  chmod 755 "$BUILD_TMP"
+}
+
+# commit_tmp TMP DEST — moves a complete set into place.
+commit_tmp() {
+  rm -rf "$2"
+  mv "$1" "$2"
+  BUILD_TMP=
+}
+
+# go_build NAME MODDIR TMP LDFLAGS OUT=PKG... — one `go build` for all the
+# packages of a set, so shared dependencies compile once, into TMP.
+go_build() {
+  local name=$1 moddir=$2 tmp=$3 ldflags=$4; shift 4
+  local pkgs=() outs=() spec
+  for spec in "$@"; do outs+=("${spec%%=*}"); pkgs+=("${spec#*=}"); done
+  local log=$tmp/build.log
+  # `go build -v` prints one line per compiled package ("go: ..." lines are
+  # downloads).
+  with_progress "$name" "$log" '^[^g]|^g[^o]|^go[^:]' \
+    env -C "$moddir" GOWORK=off CGO_ENABLED=0 go build -v -trimpath -ldflags "$ldflags" -o "$tmp/" "${pkgs[@]}" || return 1
   local i
   for i in "${!pkgs[@]}"; do
     local built=$tmp/$(basename "${pkgs[$i]}")
@@ -77,29 +102,43 @@ build() {
     if [[ $(basename "${pkgs[$i]}") =~ ^v[0-9]+$ ]]; then
       built=$tmp/$(basename "$(dirname "${pkgs[$i]}")")
     fi
-    [[ -x $built ]] || { echo "==> $name: $built missing after the build" >&2; rm -rf "$tmp"; return 1; }
+    [[ -x $built ]] || { echo "==> $name: $built missing after the build" >&2; return 1; }
     [[ $built == "$tmp/${outs[$i]}" ]] || mv "$built" "$tmp/${outs[$i]}"
   done
   rm -f "$log"
-  rm -rf "$dest"
-  mv "$tmp" "$dest"
-  BUILD_TMP=
+}
+
+# build NAME MODDIR DESTDIR LDFLAGS OUT=PKG... — go_build of one set into
+# its cache directory.
+build() {
+  local name=$1 moddir=$2 dest=$3 ldflags=$4; shift 4
+  local tmp start=$SECONDS
+  new_tmp "$dest"; tmp=$BUILD_TMP
+  echo "==> building $name (${*%%=*}) into $dest — cold builds take minutes on 2 cores"
+  go_build "$name" "$moddir" "$tmp" "$ldflags" "$@" || { rm -rf "$tmp"; return 1; }
+  commit_tmp "$tmp" "$dest"
   echo "==> built $name in $((SECONDS - start))s"
 }
 
-k8s() {
-  if complete "$K8S_DIR" "${K8S_BINS[@]}"; then
-    echo "==> k8s $K8S_VERSION binaries cached in $K8S_DIR"; return
-  fi
+# k8s_ldflags — the version stamp of every Kubernetes binary (else they
+# report v0.0.0-master).
+k8s_ldflags() {
   local major minor v=${K8S_VERSION#v}
   major=${v%%.*}; minor=${v#*.}; minor=${minor%%.*}
   local cb=k8s.io/component-base/version cg=k8s.io/client-go/pkg/version ld="-s -w" p
   for p in $cb $cg; do
     ld+=" -X $p.gitVersion=$K8S_VERSION -X $p.gitMajor=$major -X $p.gitMinor=$minor -X $p.gitTreeState=clean"
   done
+  echo "$ld"
+}
+
+k8s() {
+  if complete "$K8S_DIR" "${K8S_BINS[@]}"; then
+    echo "==> k8s $K8S_VERSION binaries cached in $K8S_DIR"; return
+  fi
   local specs=() b
   for b in "${K8S_BINS[@]}"; do specs+=("$b=k8s.io/kubernetes/cmd/$b"); done
-  build "k8s $K8S_VERSION" "$ROOT/test/k8s-tools" "$K8S_DIR" "$ld" "${specs[@]}"
+  build "k8s $K8S_VERSION" "$ROOT/test/k8s-tools" "$K8S_DIR" "$(k8s_ldflags)" "${specs[@]}"
 }
 
 provisioner() {
@@ -120,6 +159,33 @@ etcd() {
     "etcd=go.etcd.io/etcd/server/v3"
 }
 
+# conformance — the Kubernetes e2e suite (e2e.test), agnhost (the image
+# most of its pods run) and the ginkgo CLI (runs e2e.test in parallel), all
+# from test/conformance-tools, i.e. the same sources and flags as the k8s
+# set: with the k8s set built, most of e2e.test's ~2,600 packages come from
+# Go's build cache.
+conformance() {
+  if complete "$CONFORMANCE_DIR" "${CONFORMANCE_BINS[@]}"; then
+    echo "==> conformance $K8S_VERSION binaries cached in $CONFORMANCE_DIR"; return
+  fi
+  local name="conformance $K8S_VERSION" moddir=$ROOT/test/conformance-tools tmp start=$SECONDS ld
+  ld=$(k8s_ldflags)
+  new_tmp "$CONFORMANCE_DIR"; tmp=$BUILD_TMP
+  echo "==> building $name (${CONFORMANCE_BINS[*]}) into $CONFORMANCE_DIR — cold builds take minutes on 2 cores"
+  go_build "$name: agnhost, ginkgo" "$moddir" "$tmp" "$ld" \
+    "agnhost=k8s.io/kubernetes/test/images/agnhost" "ginkgo=github.com/onsi/ginkgo/v2/ginkgo" || { rm -rf "$tmp"; return 1; }
+  # `go test -c` has no -v for packages; -x prints one compile command per
+  # package it compiles. -vet=off: by default it vets the test package,
+  # which computes vet facts for all ~2,800 dependencies (many minutes).
+  with_progress "$name: e2e.test" "$tmp/build.log" '/compile -o' \
+    env -C "$moddir" GOWORK=off CGO_ENABLED=0 go test -c -x -vet=off -trimpath -ldflags "$ld" -o "$tmp/e2e.test" k8s.io/kubernetes/test/e2e \
+    || { rm -rf "$tmp"; return 1; }
+  rm -f "$tmp/build.log"
+  complete "$tmp" "${CONFORMANCE_BINS[@]}" || { echo "==> $name: a binary is missing after the build" >&2; rm -rf "$tmp"; return 1; }
+  commit_tmp "$tmp" "$CONFORMANCE_DIR"
+  echo "==> built $name in $((SECONDS - start))s"
+}
+
 BUILD_TMP=
 trap '[[ -z $BUILD_TMP ]] || rm -rf "$BUILD_TMP"' EXIT
 
@@ -130,6 +196,7 @@ for s in "${sets[@]}"; do
     k8s) k8s ;;
     csi-provisioner) provisioner ;;
     etcd) etcd ;;
-    *) echo "unknown binary set $s (want k8s, csi-provisioner or etcd)" >&2; exit 2 ;;
+    conformance) conformance ;;
+    *) echo "unknown binary set $s (want k8s, csi-provisioner, etcd or conformance)" >&2; exit 2 ;;
   esac
 done

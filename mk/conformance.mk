@@ -1,0 +1,37 @@
+# The conformance tier (test/conformance): Kubernetes' own external storage
+# e2e suite (e2e.test of the pinned k8s.io/kubernetes, "External Storage"
+# with test/conformance/driver.yaml) against hpp-csi on the real node of a
+# local cluster, 2 ginkgo processes. Needs root. Writes
+# _output/conformance/junit.xml, ginkgo.log and summary.txt (and
+# cluster-logs/ after a failure).
+#
+# Not part of the default `make test` (measured 2026-11-23 on 2 busy
+# cores): building e2e.test, agnhost and ginkgo takes about 7 min once the
+# k8s set is built (they share its Go build cache; ~200 packages of their
+# own), 1 min when only the link is left, nothing once cached in
+# $(HPP_CACHE); the run takes about 8 min (58 specs selected, 2 ginkgo
+# processes). `HPP_CONFORMANCE=1 make test` adds it as the last tier.
+
+CONFORMANCE_TIMEOUT ?= 60m
+# A regular expression that narrows the run to some of the tier's tests
+# (e.g. CONFORMANCE_FOCUS=subPath), for working on one failure.
+CONFORMANCE_FOCUS ?=
+CONFORMANCE_IS_ROOT := $(shell [ "$$(id -u)" = 0 ] && echo yes)
+
+.PHONY: conformance-binaries
+conformance-binaries: ## build e2e.test, agnhost and ginkgo into $(HPP_CACHE) (cold: minutes)
+	@$(ROOT)/hack/cluster-binaries.sh conformance
+
+.PHONY: conformance
+conformance: ## Kubernetes external storage e2e suite against hpp-csi on a local cluster (root; ~8 min when built)
+ifeq ($(CONFORMANCE_IS_ROOT),yes)
+	@$(MAKE) --no-print-directory deps
+	@$(ROOT)/hack/cluster-binaries.sh k8s csi-provisioner etcd conformance
+	@$(MAKE) --no-print-directory hpp-csi-bin
+	@echo "==> conformance: External Storage e2e suite (report: _output/conformance/junit.xml)"
+	@cd $(ROOT)/test && HPP_TEST_TIER=conformance HPP_BIN_DIR=$(BIN) HPP_CONFORMANCE_OUTPUT=$(ROOT)/_output/conformance \
+	  HPP_CONFORMANCE_FOCUS='$(CONFORMANCE_FOCUS)' \
+	  go test -count=1 -timeout $(CONFORMANCE_TIMEOUT) -v -run '^TestExternalStorage$$' ./conformance/
+else
+	@echo "==> conformance SKIPPED: the local cluster needs root (kubelet, containerd, mounts); run make conformance as root"
+endif
