@@ -1,0 +1,315 @@
+package migrate
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"slices"
+	"time"
+
+	corev1 "k8s.io/api/core/v1"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/types"
+	"k8s.io/client-go/kubernetes"
+)
+
+// Step is one API write (or the backup) of a replacement. A failure
+// injection hook runs after each, so tests can kill the tool between any
+// pair of steps.
+type Step string
+
+// The steps in order. README.md explains why this order keeps the claim
+// Bound.
+const (
+	StepBackup  Step = "backup"  // the original PV is in its backup file
+	StepHold    Step = "hold"    // reclaim policy Retain + our finalizer on the old PV
+	StepDelete  Step = "delete"  // old PV marked for deletion; our finalizer keeps it
+	StepRelease Step = "release" // claimRef parked, finalizers dropped: the old PV is gone
+	StepCreate  Step = "create"  // new PV created, Retain
+	StepRestore Step = "restore" // original reclaim policy on the new PV
+	StepConfirm Step = "confirm" // PV and claim Bound to each other
+)
+
+// Steps lists every step, in order.
+var Steps = []Step{StepBackup, StepHold, StepDelete, StepRelease, StepCreate, StepRestore, StepConfirm}
+
+// FinalizerMigration holds the old PV while it is marked for deletion, so
+// that the last state the PV controller sees of it (its delete event) is
+// the one hpp-migrate chose: with the claimRef parked.
+const FinalizerMigration = "hostpath.csi/migration"
+
+// finalizerExternalProvisioner is csi-provisioner's; rollback removes it
+// from the CSI PV it replaces (no DeleteVolume must happen).
+const finalizerExternalProvisioner = "external-provisioner.volume.kubernetes.io/finalizer"
+
+// droppable are the finalizers release removes; any other one stops the
+// replacement with an error naming it.
+var droppable = []string{FinalizerMigration, FinalizerPVProtection, finalizerExternalProvisioner}
+
+// Replacement is one PV to replace by another object of the same name.
+type Replacement struct {
+	// Original is the PV as it was before anything changed (the backup):
+	// the claim it is bound to and its reclaim policy.
+	Original *corev1.PersistentVolume
+	// Want is the final object, with the original reclaim policy.
+	Want *corev1.PersistentVolume
+	// IsWant tells whether a live PV is already the replacement.
+	IsWant func(*corev1.PersistentVolume) bool
+}
+
+// Engine replaces PVs in place. Each call to Replace looks at the cluster
+// first and continues from there, so a rerun after a kill finishes the job.
+type Engine struct {
+	Client kubernetes.Interface
+	// AfterStep runs after each completed step (progress, failure injection).
+	AfterStep func(pv string, step Step)
+	// PollInterval and BoundTimeout bound the wait for the PV controller.
+	PollInterval time.Duration
+	BoundTimeout time.Duration
+}
+
+// ParkedClaimName is the claimRef name a PV carries when it is deleted: no
+// claim has it (the claim's UID is kept, so none could match), so the PV
+// controller's reaction to the delete event cannot touch the real claim.
+func ParkedClaimName(uid types.UID) string { return "hpp-migrate-parked-" + string(uid) }
+
+func (e *Engine) after(pv string, s Step) {
+	if e.AfterStep != nil {
+		e.AfterStep(pv, s)
+	}
+}
+
+// maxRounds bounds the loop of Replace: each round makes progress or
+// retries after a conflict with a controller.
+const maxRounds = 30
+
+// Replace drives r to completion from whatever state the cluster is in.
+func (e *Engine) Replace(ctx context.Context, r Replacement) error {
+	name := r.Want.Name
+	ref := r.Original.Spec.ClaimRef
+	if ref == nil || ref.UID == "" {
+		return fmt.Errorf("PV %s: the original has no claimRef with a uid", name)
+	}
+	live, err := e.get(ctx, name)
+	for round := 0; round < maxRounds; round++ {
+		if err != nil {
+			return err
+		}
+		switch {
+		case live == nil:
+			live, err = e.create(ctx, r)
+		case live.Spec.ClaimRef == nil || live.Spec.ClaimRef.UID != ref.UID:
+			return fmt.Errorf("PV %s: spec.claimRef is %s, not the claim %s/%s (uid %s) of the backup: left alone",
+				name, refString(live.Spec.ClaimRef), ref.Namespace, ref.Name, ref.UID)
+		case live.DeletionTimestamp != nil && r.IsWant(live) && !slices.Contains(live.Finalizers, FinalizerMigration):
+			return fmt.Errorf("PV %s: the replacement is being deleted by someone else: left alone", name)
+		case live.DeletionTimestamp != nil:
+			live, err = e.release(ctx, live)
+		case r.IsWant(live):
+			return e.finish(ctx, r, live)
+		case live.Spec.PersistentVolumeReclaimPolicy != corev1.PersistentVolumeReclaimRetain ||
+			!slices.Contains(live.Finalizers, FinalizerMigration):
+			live, err = e.hold(ctx, live)
+		default:
+			live, err = e.delete(ctx, live)
+		}
+		if apierrors.IsConflict(err) || apierrors.IsAlreadyExists(err) {
+			// A controller wrote first (or the object came back): look again.
+			live, err = e.get(ctx, name)
+		}
+	}
+	return fmt.Errorf("PV %s: no progress after %d rounds (a controller keeps changing it)", name, maxRounds)
+}
+
+func (e *Engine) get(ctx context.Context, name string) (*corev1.PersistentVolume, error) {
+	pv, err := e.Client.CoreV1().PersistentVolumes().Get(ctx, name, metav1.GetOptions{})
+	if apierrors.IsNotFound(err) {
+		return nil, nil
+	}
+	if err != nil {
+		return nil, fmt.Errorf("get PV %s: %w", name, err)
+	}
+	return pv, nil
+}
+
+// hold sets Retain (nothing may delete the directory while two objects
+// describe it) and adds our finalizer, in one patch guarded by the
+// resourceVersion.
+func (e *Engine) hold(ctx context.Context, live *corev1.PersistentVolume) (*corev1.PersistentVolume, error) {
+	fins := live.Finalizers
+	if !slices.Contains(fins, FinalizerMigration) {
+		fins = append(slices.Clone(fins), FinalizerMigration)
+	}
+	patch, _ := json.Marshal(map[string]any{
+		"metadata": map[string]any{"resourceVersion": live.ResourceVersion, "finalizers": fins},
+		"spec":     map[string]any{"persistentVolumeReclaimPolicy": corev1.PersistentVolumeReclaimRetain},
+	})
+	pv, err := e.Client.CoreV1().PersistentVolumes().Patch(ctx, live.Name, types.MergePatchType, patch, metav1.PatchOptions{})
+	if err != nil {
+		return nil, wrapConflict(fmt.Sprintf("PV %s: set Retain and finalizer", live.Name), err)
+	}
+	e.after(live.Name, StepHold)
+	return pv, nil
+}
+
+// delete marks the old PV for deletion. It stays (our finalizer) and keeps
+// its claimRef, so the claim stays Bound meanwhile.
+func (e *Engine) delete(ctx context.Context, live *corev1.PersistentVolume) (*corev1.PersistentVolume, error) {
+	uid := live.UID
+	err := e.Client.CoreV1().PersistentVolumes().Delete(ctx, live.Name, metav1.DeleteOptions{
+		Preconditions: &metav1.Preconditions{UID: &uid},
+	})
+	if err != nil && !apierrors.IsNotFound(err) {
+		return nil, wrapConflict(fmt.Sprintf("PV %s: delete", live.Name), err)
+	}
+	e.after(live.Name, StepDelete)
+	return e.get(ctx, live.Name)
+}
+
+// release parks the claimRef and drops the finalizers in one update: the
+// object disappears with that update, and its last state names no real
+// claim, so the PV controller does not sync (and mark Lost) the claim.
+func (e *Engine) release(ctx context.Context, live *corev1.PersistentVolume) (*corev1.PersistentVolume, error) {
+	var keep []string
+	for _, f := range live.Finalizers {
+		if !slices.Contains(droppable, f) {
+			keep = append(keep, f)
+		}
+	}
+	if len(keep) > 0 {
+		return nil, fmt.Errorf("PV %s: marked for deletion but held by finalizers %q that hpp-migrate does not own: remove them (or finish what they wait for), then rerun", live.Name, keep)
+	}
+	pv := live.DeepCopy()
+	pv.Finalizers = nil
+	pv.Spec.ClaimRef.Name = ParkedClaimName(live.Spec.ClaimRef.UID)
+	pv.Spec.ClaimRef.ResourceVersion = ""
+	_, err := e.Client.CoreV1().PersistentVolumes().Update(ctx, pv, metav1.UpdateOptions{})
+	if err != nil && !apierrors.IsNotFound(err) {
+		return nil, wrapConflict(fmt.Sprintf("PV %s: release", live.Name), err)
+	}
+	e.after(live.Name, StepRelease)
+	// The update removed the object; a GET shows whether anything else
+	// (someone re-creating it) happened meanwhile.
+	return e.get(ctx, live.Name)
+}
+
+// create makes the replacement with Retain: the original policy comes back
+// only once the claim is confirmed on it.
+func (e *Engine) create(ctx context.Context, r Replacement) (*corev1.PersistentVolume, error) {
+	obj := r.Want.DeepCopy()
+	obj.Spec.PersistentVolumeReclaimPolicy = corev1.PersistentVolumeReclaimRetain
+	obj.Finalizers = slices.DeleteFunc(obj.Finalizers, func(f string) bool { return f == FinalizerMigration })
+	pv, err := e.Client.CoreV1().PersistentVolumes().Create(ctx, obj, metav1.CreateOptions{})
+	if err != nil {
+		if apierrors.IsAlreadyExists(err) {
+			return nil, err
+		}
+		return nil, fmt.Errorf("PV %s: create: %w", obj.Name, err)
+	}
+	e.after(obj.Name, StepCreate)
+	return pv, nil
+}
+
+func (e *Engine) finish(ctx context.Context, r Replacement, live *corev1.PersistentVolume) error {
+	want := r.Original.Spec.PersistentVolumeReclaimPolicy
+	if want == "" {
+		want = corev1.PersistentVolumeReclaimDelete
+	}
+	if live.Spec.PersistentVolumeReclaimPolicy != want {
+		patch, _ := json.Marshal(map[string]any{"spec": map[string]any{"persistentVolumeReclaimPolicy": want}})
+		if _, err := e.Client.CoreV1().PersistentVolumes().Patch(ctx, live.Name, types.MergePatchType, patch, metav1.PatchOptions{}); err != nil {
+			return fmt.Errorf("PV %s: restore reclaim policy %s: %w", live.Name, want, err)
+		}
+		e.after(live.Name, StepRestore)
+	}
+	if err := e.confirm(ctx, live.Name, r.Original.Spec.ClaimRef); err != nil {
+		return err
+	}
+	e.after(live.Name, StepConfirm)
+	return nil
+}
+
+// confirm waits until the PV controller has the PV and the claim Bound to
+// each other. A claim it marked Lost while the PV was absent (its periodic
+// resync fell into the gap) is nudged with an annotation: the update makes
+// the controller sync it at once, and it binds it again (same UID).
+func (e *Engine) confirm(ctx context.Context, name string, ref *corev1.ObjectReference) error {
+	interval := e.PollInterval
+	if interval <= 0 {
+		interval = 100 * time.Millisecond
+	}
+	timeout := e.BoundTimeout
+	if timeout <= 0 {
+		timeout = 2 * time.Minute
+	}
+	ctx, cancel := context.WithTimeout(ctx, timeout)
+	defer cancel()
+	nudged := false
+	var last string
+	for {
+		pv, err := e.get(ctx, name)
+		if err == nil && pv != nil && pv.Status.Phase == corev1.VolumeBound {
+			claim, cerr := e.Client.CoreV1().PersistentVolumeClaims(ref.Namespace).Get(ctx, ref.Name, metav1.GetOptions{})
+			switch {
+			case cerr != nil:
+				last = fmt.Sprintf("claim %s/%s: %v", ref.Namespace, ref.Name, cerr)
+			case claim.UID != ref.UID:
+				return fmt.Errorf("PV %s: claim %s/%s has uid %s, not %s: the claim was deleted and re-created", name, ref.Namespace, ref.Name, claim.UID, ref.UID)
+			case claim.Spec.VolumeName != name:
+				return fmt.Errorf("PV %s: claim %s/%s names volume %q", name, ref.Namespace, ref.Name, claim.Spec.VolumeName)
+			case claim.Status.Phase == corev1.ClaimBound:
+				return nil
+			case claim.Status.Phase == corev1.ClaimLost && !nudged:
+				if err := e.nudge(ctx, claim); err != nil {
+					return err
+				}
+				nudged = true
+			default:
+				last = fmt.Sprintf("claim %s/%s is %s", ref.Namespace, ref.Name, claim.Status.Phase)
+			}
+		} else if err == nil && pv != nil {
+			last = fmt.Sprintf("PV is %q", pv.Status.Phase)
+		} else if err == nil {
+			last = "PV is gone"
+		} else {
+			last = err.Error()
+		}
+		select {
+		case <-ctx.Done():
+			return fmt.Errorf("PV %s: not Bound to claim %s/%s within %s (%s); rerun to keep waiting", name, ref.Namespace, ref.Name, timeout, last)
+		case <-time.After(interval):
+		}
+	}
+}
+
+// AnnRebind is set on a claim the PV controller marked Lost during the
+// replacement: writing it makes the controller look at the claim again.
+const AnnRebind = "hostpath.csi/rebound-to"
+
+func (e *Engine) nudge(ctx context.Context, claim *corev1.PersistentVolumeClaim) error {
+	patch, _ := json.Marshal(map[string]any{"metadata": map[string]any{"annotations": map[string]string{AnnRebind: claim.Spec.VolumeName}}})
+	_, err := e.Client.CoreV1().PersistentVolumeClaims(claim.Namespace).Patch(ctx, claim.Name, types.MergePatchType, patch, metav1.PatchOptions{})
+	if err != nil {
+		return fmt.Errorf("claim %s/%s: annotate to rebind: %w", claim.Namespace, claim.Name, err)
+	}
+	return nil
+}
+
+func wrapConflict(what string, err error) error {
+	if apierrors.IsConflict(err) {
+		return err // retried by Replace
+	}
+	return fmt.Errorf("%s: %w", what, err)
+}
+
+func refString(ref *corev1.ObjectReference) string {
+	if ref == nil {
+		return "empty"
+	}
+	return fmt.Sprintf("claim %s/%s (uid %s)", ref.Namespace, ref.Name, ref.UID)
+}
+
+// ErrNotLegacy is returned for a PV that is not a legacy hostPath PV.
+var ErrNotLegacy = errors.New("not a legacy hostPath PV")
