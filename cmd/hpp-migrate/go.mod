@@ -3,6 +3,7 @@ module github.com/hostpath-provisioner/hpp/cmd/hpp-migrate
 go 1.26.0
 
 require (
+	github.com/google/go-cmp v0.7.0
 	github.com/hostpath-provisioner/hpp/internal v0.0.0
 	github.com/schollz/progressbar/v3 v3.19.1
 	github.com/spf13/cobra v1.10.2
