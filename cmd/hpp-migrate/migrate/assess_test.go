@@ -79,12 +79,12 @@ func TestAssessReasons(t *testing.T) {
 		t.Fatal(err)
 	}
 	want := map[string][]string{
-		"ok":           nil,
-		"prefixed":     nil,
-		"no-owner":     nil,
-		"unknown-node": {`unknown node: annotation kubevirt.io/provisionOnNode names node "gone", which does not exist`},
-		"no-driver":    {"hpp-csi is not running on node node-b (its CSINode has no driver kubevirt.io.hostpath-provisioner): install it first, or pods could not mount the volume"},
-		"outside":      {`spec.hostPath.path "/elsewhere/outside": outside PV_DIR /var/hpvolumes (not a direct child)`},
+		"ok":            nil,
+		"prefixed":      nil,
+		"no-owner":      nil,
+		"unknown-node":  {`unknown node: annotation kubevirt.io/provisionOnNode names node "gone", which does not exist`},
+		"no-driver":     {"hpp-csi is not running on node node-b (its CSINode has no driver kubevirt.io.hostpath-provisioner): install it first, or pods could not mount the volume"},
+		"outside":       {`spec.hostPath.path "/elsewhere/outside": outside PV_DIR /var/hpvolumes (not a direct child)`},
 		"claim-missing": {"claim missing: ns/c-gone does not exist"},
 		"recreated":     {"claim missing: ns/c-recreated has uid other, the PV was bound to uid uid-c-recreated"},
 		"released":      {"Released: its claim ns/c-released is gone; the reclaim policy Delete applies, not a migration"},
