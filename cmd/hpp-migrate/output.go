@@ -48,7 +48,7 @@ func printPlan(w io.Writer, plan *migrate.Plan) {
 		fmt.Fprintf(tw, "%s\t%s\t%s\t%s\t%s\t%s\t%s\t%s\t%s\n", it.PV, dash(it.Claim), dash(it.Node), dash(it.Directory),
 			dash(it.Size), dash(strings.Join(it.Pods, ",")), becomes, it.State, dash(strings.Join(it.Reasons, "; ")))
 	}
-	tw.Flush()
+	_ = tw.Flush()
 	fmt.Fprintf(w, "\n%d legacy PVs: %d ready, %d interrupted (migrate finishes them), %d blocked, %d already migrated\n",
 		len(plan.Items), plan.Count(migrate.StateReady), plan.Count(migrate.StateInterrupted), plan.Count(migrate.StateBlocked), plan.Count(migrate.StateMigrated))
 	if len(plan.StorageClasses) == 0 {
@@ -60,7 +60,7 @@ func printPlan(w io.Writer, plan *migrate.Plan) {
 	for _, c := range plan.StorageClasses {
 		fmt.Fprintf(tw, "%s\t%s\t%s\t%s\n", c.Legacy, c.CSI, c.State, dash(c.Reason))
 	}
-	tw.Flush()
+	_ = tw.Flush()
 }
 
 // printInUse says what happens to running pods of PVs migrated with
@@ -84,7 +84,7 @@ func printSummary(w io.Writer, results []migrate.Result) {
 		counts[r.Outcome]++
 		fmt.Fprintf(tw, "%s\t%s\t%s\t%s\n", r.PV, dash(r.Claim), r.Outcome, dash(r.Reason))
 	}
-	tw.Flush()
+	_ = tw.Flush()
 	fmt.Fprintf(w, "\n%d migrated, %d rolled back, %d already done, %d skipped, %d failed\n",
 		counts[migrate.OutcomeMigrated], counts[migrate.OutcomeRestored], counts[migrate.OutcomeDone], counts[migrate.OutcomeSkipped], counts[migrate.OutcomeFailed])
 }

@@ -52,7 +52,7 @@ func migrateBinary(t *testing.T) string {
 		cmd := exec.Command("go", "build", "-o", binPath, ".")
 		cmd.Dir = src
 		if out, err := cmd.CombinedOutput(); err != nil {
-			buildErr = fmt.Errorf("go build hpp-migrate: %v\n%s", err, out)
+			buildErr = fmt.Errorf("go build hpp-migrate: %w\n%s", err, out)
 		}
 	})
 	if buildErr != nil {

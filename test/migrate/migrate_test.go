@@ -17,7 +17,7 @@ import (
 )
 
 // steps are hpp-migrate's failure-injection points, in order.
-var steps = []string{"backup", "hold", "delete", "release", "create", "restore", "confirm"}
+var steps = []string{"backup", "hold", "delete", "park", "release", "create", "restore", "confirm"}
 
 // TestMigrateKilledAtEveryStepAndRollback migrates legacy PVs bound to
 // claims, killing hpp-migrate after each step (one PV per step) and
@@ -97,7 +97,8 @@ func TestMigrateKilledAtEveryStepAndRollback(t *testing.T) {
 			t.Fatalf("migrate killed after %s: %s", step, res)
 		}
 		res = hppMigrate(t, cp, "", "migrate", "--backup-dir", backupDir, v.pv)
-		if res.code != 0 || !(strings.Contains(res.stdout, "1 migrated") || strings.Contains(res.stdout, "1 already done")) {
+		done := strings.Contains(res.stdout, "1 migrated") || strings.Contains(res.stdout, "1 already done")
+		if res.code != 0 || !done {
 			t.Fatalf("migrate rerun after a kill after %s: %s", step, res)
 		}
 		checkMigrated(t, c, ns, v.pv, v.claim, v.uid, v.prefixed)
@@ -169,7 +170,7 @@ func TestLostClaimIsRebound(t *testing.T) {
 	}
 	checkMigrated(t, c, ns, pv, "disk", uid, false)
 	claim, _ = c.CoreV1().PersistentVolumeClaims(ns).Get(ctx, "disk", metav1.GetOptions{})
-	if claim.Annotations["hostpath.csi/rebound-to"] != pv {
+	if !strings.HasPrefix(claim.Annotations["hostpath.csi/rebound-to"], pv+"/") {
 		t.Errorf("claim annotations %v: want the rebind nudge", claim.Annotations)
 	}
 }

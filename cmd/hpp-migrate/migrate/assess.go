@@ -91,14 +91,22 @@ func Assess(inv Inventory, cfg Config) (*Plan, error) {
 	pvDir := cfg.PVDir
 	if pvDir == "" {
 		var err error
-		if pvDir, err = InferPVDir(inv.PVs); err != nil {
+		// The backups count too: the PV of an interrupted run may be gone.
+		all := slices.Clone(inv.PVs)
+		for _, b := range inv.Backups {
+			all = append(all, *b)
+		}
+		if pvDir, err = InferPVDir(all); err != nil {
 			return nil, err
 		}
 	} else if !filepath.IsAbs(pvDir) {
 		return nil, fmt.Errorf("--pv-dir %q: must be an absolute path", pvDir)
 	}
 	ix := newIndex(inv)
-	plan := &Plan{PVDir: filepath.Clean(pvDir), Pool: cfg.Pool}
+	if pvDir != "" {
+		pvDir = filepath.Clean(pvDir)
+	}
+	plan := &Plan{PVDir: pvDir, Pool: cfg.Pool}
 	seen := map[string]bool{}
 	for i := range inv.PVs {
 		pv := &inv.PVs[i]
@@ -106,7 +114,7 @@ func Assess(inv Inventory, cfg Config) (*Plan, error) {
 		backup := inv.Backups[pv.Name]
 		var it *Item
 		switch {
-		case backup != nil && pv.UID != backup.UID && IsLegacy(backup) && IsMigrated(pv) && !finished(pv, backup):
+		case backup != nil && pv.UID != backup.UID && IsLegacy(backup) && IsMigrated(pv) && !ix.finished(pv, backup):
 			it = ix.assess(backup, pv, plan, cfg)
 		case backup != nil && pv.UID != backup.UID && IsLegacy(backup) && (pv.DeletionTimestamp != nil || slices.Contains(pv.Finalizers, FinalizerMigration)):
 			it = ix.assess(backup, pv, plan, cfg)
@@ -174,12 +182,16 @@ func migratedItem(pv *corev1.PersistentVolume) *Item {
 	return it
 }
 
-// finished tells a migrated PV whose last steps (policy restored, Bound)
-// are done.
-func finished(pv, backup *corev1.PersistentVolume) bool {
+// finished tells a migrated PV whose last steps are done: policy restored,
+// PV Bound, and its claim Bound to it (not Lost).
+func (ix *index) finished(pv, backup *corev1.PersistentVolume) bool {
 	want := backup.Spec.PersistentVolumeReclaimPolicy
 	if want == "" {
 		want = corev1.PersistentVolumeReclaimDelete
 	}
-	return pv.Spec.PersistentVolumeReclaimPolicy == want && pv.Status.Phase == corev1.VolumeBound
+	if pv.Spec.PersistentVolumeReclaimPolicy != want || pv.Status.Phase != corev1.VolumeBound || pv.Spec.ClaimRef == nil {
+		return false
+	}
+	c := ix.claims[pv.Spec.ClaimRef.Namespace+"/"+pv.Spec.ClaimRef.Name]
+	return c != nil && c.UID == pv.Spec.ClaimRef.UID && c.Spec.VolumeName == pv.Name && c.Status.Phase == corev1.ClaimBound
 }

@@ -90,13 +90,14 @@ func (b Backups) write(pv *corev1.PersistentVolume) error {
 	if err != nil {
 		return fmt.Errorf("backup of PV %s: %w", pv.Name, err)
 	}
-	defer os.Remove(tmp.Name()) // after a successful rename this is a no-op
+	// After a successful rename there is nothing left to remove.
+	defer func() { _ = os.Remove(tmp.Name()) }()
 	if _, err := tmp.Write(data); err != nil {
-		tmp.Close()
+		_ = tmp.Close()
 		return fmt.Errorf("backup of PV %s: %w", pv.Name, err)
 	}
 	if err := tmp.Sync(); err != nil {
-		tmp.Close()
+		_ = tmp.Close()
 		return fmt.Errorf("backup of PV %s: %w", pv.Name, err)
 	}
 	if err := tmp.Close(); err != nil {
@@ -110,7 +111,7 @@ func (b Backups) write(pv *corev1.PersistentVolume) error {
 	if err != nil {
 		return fmt.Errorf("backup dir: %w", err)
 	}
-	defer d.Close()
+	defer func() { _ = d.Close() }()
 	if err := d.Sync(); err != nil {
 		return fmt.Errorf("backup dir: %w", err)
 	}

@@ -26,18 +26,22 @@ const (
 	StepBackup  Step = "backup"  // the original PV is in its backup file
 	StepHold    Step = "hold"    // reclaim policy Retain + our finalizer on the old PV
 	StepDelete  Step = "delete"  // old PV marked for deletion; our finalizer keeps it
-	StepRelease Step = "release" // claimRef parked, finalizers dropped: the old PV is gone
+	StepPark    Step = "park"    // the terminating PV's claimRef names no claim
+	StepRelease Step = "release" // finalizers dropped: the old PV is gone
 	StepCreate  Step = "create"  // new PV created, Retain
 	StepRestore Step = "restore" // original reclaim policy on the new PV
 	StepConfirm Step = "confirm" // PV and claim Bound to each other
 )
 
 // Steps lists every step, in order.
-var Steps = []Step{StepBackup, StepHold, StepDelete, StepRelease, StepCreate, StepRestore, StepConfirm}
+var Steps = []Step{StepBackup, StepHold, StepDelete, StepPark, StepRelease, StepCreate, StepRestore, StepConfirm}
 
 // FinalizerMigration holds the old PV while it is marked for deletion, so
 // that the last state the PV controller sees of it (its delete event) is
-// the one hpp-migrate chose: with the claimRef parked.
+// the one hpp-migrate chose: with the claimRef parked. Parking and dropping
+// the finalizers are two updates: when one update empties the finalizers,
+// the API server deletes the object as it was stored before that update,
+// and the delete event carries the old claimRef.
 const FinalizerMigration = "hostpath.csi/migration"
 
 // finalizerExternalProvisioner is csi-provisioner's; rollback removes it
@@ -105,6 +109,8 @@ func (e *Engine) Replace(ctx context.Context, r Replacement) error {
 				name, refString(live.Spec.ClaimRef), ref.Namespace, ref.Name, ref.UID)
 		case live.DeletionTimestamp != nil && r.IsWant(live) && !slices.Contains(live.Finalizers, FinalizerMigration):
 			return fmt.Errorf("PV %s: the replacement is being deleted by someone else: left alone", name)
+		case live.DeletionTimestamp != nil && live.Spec.ClaimRef.Name != ParkedClaimName(ref.UID):
+			live, err = e.park(ctx, live)
 		case live.DeletionTimestamp != nil:
 			live, err = e.release(ctx, live)
 		case r.IsWant(live):
@@ -168,9 +174,25 @@ func (e *Engine) delete(ctx context.Context, live *corev1.PersistentVolume) (*co
 	return e.get(ctx, live.Name)
 }
 
-// release parks the claimRef and drops the finalizers in one update: the
-// object disappears with that update, and its last state names no real
-// claim, so the PV controller does not sync (and mark Lost) the claim.
+// park points the terminating PV's claimRef at a claim that cannot exist
+// (the name changes, the UID stays). The PV controller may mark it
+// Released (Retain: nothing happens); if its periodic resync binds it back
+// to the claim meanwhile, release conflicts and Replace parks it again.
+func (e *Engine) park(ctx context.Context, live *corev1.PersistentVolume) (*corev1.PersistentVolume, error) {
+	pv := live.DeepCopy()
+	pv.Spec.ClaimRef.Name = ParkedClaimName(live.Spec.ClaimRef.UID)
+	pv.Spec.ClaimRef.ResourceVersion = ""
+	out, err := e.Client.CoreV1().PersistentVolumes().Update(ctx, pv, metav1.UpdateOptions{})
+	if err != nil {
+		return nil, wrapConflict(fmt.Sprintf("PV %s: park claimRef", live.Name), err)
+	}
+	e.after(live.Name, StepPark)
+	return out, nil
+}
+
+// release drops the finalizers of the parked PV: it disappears, and its
+// delete event names no real claim, so the PV controller does not sync
+// (and mark Lost) the claim.
 func (e *Engine) release(ctx context.Context, live *corev1.PersistentVolume) (*corev1.PersistentVolume, error) {
 	var keep []string
 	for _, f := range live.Finalizers {
@@ -181,17 +203,16 @@ func (e *Engine) release(ctx context.Context, live *corev1.PersistentVolume) (*c
 	if len(keep) > 0 {
 		return nil, fmt.Errorf("PV %s: marked for deletion but held by finalizers %q that hpp-migrate does not own: remove them (or finish what they wait for), then rerun", live.Name, keep)
 	}
-	pv := live.DeepCopy()
-	pv.Finalizers = nil
-	pv.Spec.ClaimRef.Name = ParkedClaimName(live.Spec.ClaimRef.UID)
-	pv.Spec.ClaimRef.ResourceVersion = ""
-	_, err := e.Client.CoreV1().PersistentVolumes().Update(ctx, pv, metav1.UpdateOptions{})
+	// A merge patch guarded by the resourceVersion: only a parked object
+	// may lose its finalizers.
+	patch, _ := json.Marshal(map[string]any{"metadata": map[string]any{"resourceVersion": live.ResourceVersion, "finalizers": nil}})
+	_, err := e.Client.CoreV1().PersistentVolumes().Patch(ctx, live.Name, types.MergePatchType, patch, metav1.PatchOptions{})
 	if err != nil && !apierrors.IsNotFound(err) {
 		return nil, wrapConflict(fmt.Sprintf("PV %s: release", live.Name), err)
 	}
 	e.after(live.Name, StepRelease)
-	// The update removed the object; a GET shows whether anything else
-	// (someone re-creating it) happened meanwhile.
+	// The object is gone; a GET shows whether anything else (someone
+	// re-creating it) happened meanwhile.
 	return e.get(ctx, live.Name)
 }
 
@@ -262,7 +283,7 @@ func (e *Engine) confirm(ctx context.Context, name string, ref *corev1.ObjectRef
 			case claim.Status.Phase == corev1.ClaimBound:
 				return nil
 			case claim.Status.Phase == corev1.ClaimLost && !nudged:
-				if err := e.nudge(ctx, claim); err != nil {
+				if err := e.nudge(ctx, claim, pv); err != nil {
 					return err
 				}
 				nudged = true
@@ -286,10 +307,12 @@ func (e *Engine) confirm(ctx context.Context, name string, ref *corev1.ObjectRef
 
 // AnnRebind is set on a claim the PV controller marked Lost during the
 // replacement: writing it makes the controller look at the claim again.
+// Its value, <pv name>/<pv uid>, differs for every replacement (a patch
+// that changes nothing would not wake the controller).
 const AnnRebind = "hostpath.csi/rebound-to"
 
-func (e *Engine) nudge(ctx context.Context, claim *corev1.PersistentVolumeClaim) error {
-	patch, _ := json.Marshal(map[string]any{"metadata": map[string]any{"annotations": map[string]string{AnnRebind: claim.Spec.VolumeName}}})
+func (e *Engine) nudge(ctx context.Context, claim *corev1.PersistentVolumeClaim, pv *corev1.PersistentVolume) error {
+	patch, _ := json.Marshal(map[string]any{"metadata": map[string]any{"annotations": map[string]string{AnnRebind: pv.Name + "/" + string(pv.UID)}}})
 	_, err := e.Client.CoreV1().PersistentVolumeClaims(claim.Namespace).Patch(ctx, claim.Name, types.MergePatchType, patch, metav1.PatchOptions{})
 	if err != nil {
 		return fmt.Errorf("claim %s/%s: annotate to rebind: %w", claim.Namespace, claim.Name, err)

@@ -144,7 +144,8 @@ func (r *Runner) rollbackOne(ctx context.Context, backup *corev1.PersistentVolum
 	}
 	// Only a PV this tool made from that very backup is replaced: a CSI PV
 	// of the same name made otherwise is someone else's volume.
-	if live != nil && !rep.IsWant(live) && !(IsMigrated(live) && live.Annotations[AnnMigratedFromUID] == string(backup.UID)) {
+	ours := live != nil && IsMigrated(live) && live.Annotations[AnnMigratedFromUID] == string(backup.UID)
+	if live != nil && !rep.IsWant(live) && !ours {
 		return fmt.Errorf("PV %s is not the CSI PV hpp-migrate made from this backup (uid %s): left alone", backup.Name, backup.UID)
 	}
 	return r.Engine.Replace(ctx, rep)
