@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"slices"
 	"strings"
+	"time"
 
 	"github.com/spf13/cobra"
 	"k8s.io/client-go/kubernetes"
@@ -90,6 +91,7 @@ func newMigrateCommand(env *environment, g *globalOptions) *cobra.Command {
 			if err := usage(g.validate(), p.validate(args), r.validate(), errList(err)); err != nil {
 				return err
 			}
+			started := time.Now()
 			c, err := g.client()
 			if err != nil {
 				return err
@@ -113,7 +115,7 @@ func newMigrateCommand(env *environment, g *globalOptions) *cobra.Command {
 				Progress: env.progress("migrating"),
 			}
 			results = append(results, runner.Migrate(cmd.Context(), plan)...)
-			printSummary(env.stdout, results)
+			printSummary(env.stdout, results, g.requests.Load(), time.Since(started))
 			env.failed = migrate.Failed(results) || namedSkipped(p.names, results)
 			return nil
 		},
@@ -158,6 +160,7 @@ func newRollbackCommand(env *environment, g *globalOptions) *cobra.Command {
 			if r.dryRun {
 				return printRollbackDryRun(env.stdout, backups, names)
 			}
+			started := time.Now()
 			c, err := g.client()
 			if err != nil {
 				return err
@@ -169,7 +172,7 @@ func newRollbackCommand(env *environment, g *globalOptions) *cobra.Command {
 				Progress: env.progress("rolling back"),
 			}
 			results := runner.Rollback(cmd.Context(), names)
-			printSummary(env.stdout, results)
+			printSummary(env.stdout, results, g.requests.Load(), time.Since(started))
 			env.failed = migrate.Failed(results)
 			return nil
 		},

@@ -4,8 +4,10 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"net/http"
 	"path/filepath"
 	"strings"
+	"sync/atomic"
 	"time"
 
 	"github.com/spf13/cobra"
@@ -38,14 +40,16 @@ type globalOptions struct {
 	context    string
 	qps        float32
 	burst      int
+	// requests counts the API requests made through client().
+	requests atomic.Int64
 }
 
 func (g *globalOptions) addFlags(cmd *cobra.Command) {
 	fs := cmd.PersistentFlags()
 	fs.StringVar(&g.kubeconfig, "kubeconfig", "", "kubeconfig file (default: $KUBECONFIG, ~/.kube/config, then the in-cluster service account)")
 	fs.StringVar(&g.context, "context", "", "kubeconfig context to use (default: the current context)")
-	fs.Float32Var(&g.qps, "kube-api-qps", 50, "API requests per second")
-	fs.IntVar(&g.burst, "kube-api-burst", 100, "API request burst")
+	fs.Float32Var(&g.qps, "kube-api-qps", 200, "API requests per second (the API server's priority and fairness still applies)")
+	fs.IntVar(&g.burst, "kube-api-burst", 400, "API request burst")
 }
 
 func (g *globalOptions) validate() []error {
@@ -71,7 +75,20 @@ func (g *globalOptions) client() (kubernetes.Interface, error) {
 	}
 	cfg.QPS, cfg.Burst = g.qps, g.burst
 	cfg.UserAgent = "hpp-migrate"
+	cfg.Wrap(func(rt http.RoundTripper) http.RoundTripper { return &countingTransport{rt: rt, n: &g.requests} })
 	return kubernetes.NewForConfig(cfg)
+}
+
+// countingTransport counts API requests, for the summary: the cost of a
+// migration in requests per PV is what an API server operator asks about.
+type countingTransport struct {
+	rt http.RoundTripper
+	n  *atomic.Int64
+}
+
+func (c *countingTransport) RoundTrip(req *http.Request) (*http.Response, error) {
+	c.n.Add(1)
+	return c.rt.RoundTrip(req)
 }
 
 // planOptions select and describe the legacy PVs.
@@ -132,7 +149,7 @@ type runOptions struct {
 func (r *runOptions) addFlags(cmd *cobra.Command) {
 	fs := cmd.Flags()
 	fs.BoolVar(&r.dryRun, "dry-run", false, "print the exact objects that would be written, write nothing")
-	fs.IntVar(&r.parallel, "parallel", 8, "PVs replaced at the same time")
+	fs.IntVar(&r.parallel, "parallel", 16, "PVs replaced at the same time")
 	fs.DurationVar(&r.boundTimeout, "bound-timeout", 2*time.Minute, "how long to wait for a claim to be Bound to its new PV")
 }
 

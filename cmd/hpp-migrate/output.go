@@ -6,6 +6,7 @@ import (
 	"io"
 	"strings"
 	"text/tabwriter"
+	"time"
 
 	corev1 "k8s.io/api/core/v1"
 	"sigs.k8s.io/yaml"
@@ -76,7 +77,7 @@ func printInUse(w io.Writer, plan *migrate.Plan) {
 	}
 }
 
-func printSummary(w io.Writer, results []migrate.Result) {
+func printSummary(w io.Writer, results []migrate.Result, requests int64, took time.Duration) {
 	counts := map[migrate.Outcome]int{}
 	tw := tabwriter.NewWriter(w, 0, 4, 2, ' ', 0)
 	fmt.Fprintln(tw, "\nOBJECT\tCLAIM\tRESULT\tREASON")
@@ -87,6 +88,7 @@ func printSummary(w io.Writer, results []migrate.Result) {
 	_ = tw.Flush()
 	fmt.Fprintf(w, "\n%d migrated, %d rolled back, %d already done, %d skipped, %d failed\n",
 		counts[migrate.OutcomeMigrated], counts[migrate.OutcomeRestored], counts[migrate.OutcomeDone], counts[migrate.OutcomeSkipped], counts[migrate.OutcomeFailed])
+	fmt.Fprintf(w, "took %s, %d API requests\n", took.Round(time.Millisecond), requests)
 }
 
 // printDryRun prints, per PV, every write migrate would make, with the

@@ -37,7 +37,7 @@ type controlPlane struct {
 
 // binaries returns the cached binaries, or skips (fails under CI=true)
 // with the reason.
-func binaries(t *testing.T) cluster.Binaries {
+func binaries(t testing.TB) cluster.Binaries {
 	t.Helper()
 	cache := os.Getenv("HPP_CACHE")
 	if cache == "" {
@@ -63,7 +63,7 @@ func binaries(t *testing.T) cluster.Binaries {
 	return b
 }
 
-func freePort(t *testing.T) int {
+func freePort(t testing.TB) int {
 	t.Helper()
 	l, err := net.Listen("tcp", "127.0.0.1:0")
 	if err != nil {
@@ -75,7 +75,7 @@ func freePort(t *testing.T) int {
 
 // advertiseIP is a non-loopback address: the kubernetes Service's endpoint
 // must not be a loopback one.
-func advertiseIP(t *testing.T) string {
+func advertiseIP(t testing.TB) string {
 	t.Helper()
 	addrs, err := net.InterfaceAddrs()
 	if err != nil {
@@ -93,7 +93,7 @@ func advertiseIP(t *testing.T) string {
 // startControlPlane starts the three processes and stops them at cleanup
 // (reverse order: the API server hangs on SIGTERM when etcd is gone).
 // binderSync is kube-controller-manager's --pvclaimbinder-sync-period.
-func startControlPlane(t *testing.T, b cluster.Binaries, binderSync time.Duration) *controlPlane {
+func startControlPlane(t testing.TB, b cluster.Binaries, binderSync time.Duration) *controlPlane {
 	t.Helper()
 	cp := &controlPlane{dir: t.TempDir()}
 	t.Cleanup(cp.stop)
@@ -155,7 +155,7 @@ current-context: test
 	return cp
 }
 
-func (cp *controlPlane) run(t *testing.T, name, path string, args ...string) {
+func (cp *controlPlane) run(t testing.TB, name, path string, args ...string) {
 	t.Helper()
 	logf, err := os.Create(filepath.Join(cp.dir, name+".log"))
 	if err != nil {
@@ -196,7 +196,7 @@ func (cp *controlPlane) logTail(name string, n int) string {
 	return strings.Join(lines, "\n")
 }
 
-func (cp *controlPlane) waitReady(t *testing.T, name string, check func(context.Context) error) {
+func (cp *controlPlane) waitReady(t testing.TB, name string, check func(context.Context) error) {
 	t.Helper()
 	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
 	defer cancel()
@@ -213,7 +213,7 @@ func (cp *controlPlane) waitReady(t *testing.T, name string, check func(context.
 	t.Fatalf("%s not ready: %v\n--- %s log ---\n%s", name, errors.Join(last, ctx.Err()), name, cp.logTail(name, 30))
 }
 
-func serviceAccountKeys(t *testing.T, dir string) (keyPath, pubPath string) {
+func serviceAccountKeys(t testing.TB, dir string) (keyPath, pubPath string) {
 	t.Helper()
 	key, err := rsa.GenerateKey(rand.Reader, 2048)
 	if err != nil {
@@ -229,7 +229,7 @@ func serviceAccountKeys(t *testing.T, dir string) (keyPath, pubPath string) {
 	return keyPath, pubPath
 }
 
-func write(t *testing.T, path, content string) {
+func write(t testing.TB, path, content string) {
 	t.Helper()
 	if err := os.WriteFile(path, []byte(content), 0o600); err != nil {
 		t.Fatal(err)

@@ -38,7 +38,7 @@ var (
 
 // migrateBinary builds cmd/hpp-migrate once per test run: the tests run
 // the real command, and a failure injection ends the real process.
-func migrateBinary(t *testing.T) string {
+func migrateBinary(t testing.TB) string {
 	t.Helper()
 	buildOnce.Do(func() {
 		_, file, _, _ := runtime.Caller(0)
@@ -68,7 +68,7 @@ type runResult struct {
 
 // hppMigrate runs the command against the control plane; failAfter sets
 // the failure-injection point ("" for none).
-func hppMigrate(t *testing.T, cp *controlPlane, failAfter string, args ...string) runResult {
+func hppMigrate(t testing.TB, cp *controlPlane, failAfter string, args ...string) runResult {
 	t.Helper()
 	cmd := exec.Command(migrateBinary(t), append(args, "--kubeconfig="+cp.kubeconfig)...)
 	cmd.Env = append(os.Environ(), "HPP_MIGRATE_FAIL_AFTER="+failAfter)
@@ -94,7 +94,7 @@ func (r runResult) String() string {
 // node (whose hostname label differs from its name, as on some clouds),
 // hpp-csi registered on it (CSINode), the legacy StorageClass and a
 // namespace.
-func setupCluster(t *testing.T, c kubernetes.Interface, ns string) {
+func setupCluster(t testing.TB, c kubernetes.Interface, ns string) {
 	t.Helper()
 	ctx := context.Background()
 	mustCreate(t, func() error {
@@ -119,7 +119,7 @@ func setupCluster(t *testing.T, c kubernetes.Interface, ns string) {
 	})
 }
 
-func mustCreate(t *testing.T, create func() error) {
+func mustCreate(t testing.TB, create func() error) {
 	t.Helper()
 	if err := create(); err != nil {
 		t.Fatal(err)
@@ -130,7 +130,7 @@ func mustCreate(t *testing.T, create func() error) {
 // DataVolumes own claims) and the PV hpp-legacy would provision for it,
 // pre-bound to the claim's UID as the provisioning library does, and waits
 // until the PV controller has bound them.
-func legacyVolume(t *testing.T, c kubernetes.Interface, ns, claimName, pvName string, prefixed bool) *corev1.PersistentVolumeClaim {
+func legacyVolume(t testing.TB, c kubernetes.Interface, ns, claimName, pvName string, prefixed bool) *corev1.PersistentVolumeClaim {
 	t.Helper()
 	ctx := context.Background()
 	owner, err := c.CoreV1().ConfigMaps(ns).Create(ctx, &corev1.ConfigMap{ObjectMeta: metav1.ObjectMeta{Name: "owner-" + claimName}}, metav1.CreateOptions{})
@@ -152,31 +152,7 @@ func legacyVolume(t *testing.T, c kubernetes.Interface, ns, claimName, pvName st
 	if err != nil {
 		t.Fatal(err)
 	}
-	dir := pvName
-	if prefixed {
-		dir = claimName + "-" + pvName
-	}
-	fs := corev1.PersistentVolumeFilesystem
-	hpt := corev1.HostPathDirectory
-	_, err = c.CoreV1().PersistentVolumes().Create(ctx, &corev1.PersistentVolume{
-		ObjectMeta: metav1.ObjectMeta{Name: pvName, Labels: map[string]string{"tier": "gold"}, Annotations: map[string]string{
-			"hostPathProvisionerIdentity": legacyProvisioner, "kubevirt.io/provisionOnNode": testNode,
-			"pv.kubernetes.io/provisioned-by": legacyProvisioner,
-		}},
-		Spec: corev1.PersistentVolumeSpec{
-			Capacity:                      corev1.ResourceList{corev1.ResourceStorage: resource.MustParse("1Gi")},
-			AccessModes:                   []corev1.PersistentVolumeAccessMode{corev1.ReadWriteOnce},
-			PersistentVolumeReclaimPolicy: corev1.PersistentVolumeReclaimDelete,
-			StorageClassName:              sc,
-			VolumeMode:                    &fs,
-			ClaimRef:                      &corev1.ObjectReference{Kind: "PersistentVolumeClaim", APIVersion: "v1", Namespace: ns, Name: claimName, UID: claim.UID},
-			PersistentVolumeSource:        corev1.PersistentVolumeSource{HostPath: &corev1.HostPathVolumeSource{Path: pvDir + "/" + dir, Type: &hpt}},
-			NodeAffinity: &corev1.VolumeNodeAffinity{Required: &corev1.NodeSelector{NodeSelectorTerms: []corev1.NodeSelectorTerm{{
-				MatchExpressions: []corev1.NodeSelectorRequirement{{Key: corev1.LabelHostname, Operator: corev1.NodeSelectorOpIn, Values: []string{"host-a"}}},
-			}}}},
-		},
-	}, metav1.CreateOptions{})
-	if err != nil {
+	if _, err := c.CoreV1().PersistentVolumes().Create(ctx, legacyPVObject(ns, claim, pvName, prefixed), metav1.CreateOptions{}); err != nil {
 		t.Fatal(err)
 	}
 	return claim
@@ -184,7 +160,7 @@ func legacyVolume(t *testing.T, c kubernetes.Interface, ns, claimName, pvName st
 
 // waitBound waits (bounded, not asserted on time) until every claim in ns
 // is Bound.
-func waitBound(t *testing.T, c kubernetes.Interface, ns string, n int) {
+func waitBound(t testing.TB, c kubernetes.Interface, ns string, n int) {
 	t.Helper()
 	deadline := time.Now().Add(2 * time.Minute)
 	for {
@@ -216,7 +192,7 @@ type phaseRecorder struct {
 	cancel func()
 }
 
-func recordPhases(t *testing.T, c kubernetes.Interface, ns string) *phaseRecorder {
+func recordPhases(t testing.TB, c kubernetes.Interface, ns string) *phaseRecorder {
 	t.Helper()
 	list, err := c.CoreV1().PersistentVolumeClaims(ns).List(context.Background(), metav1.ListOptions{})
 	if err != nil {
@@ -259,4 +235,34 @@ func (r *phaseRecorder) notBound() []string {
 	r.mu.Lock()
 	defer r.mu.Unlock()
 	return append([]string(nil), r.seen...)
+}
+
+// legacyPVObject is the PV hpp-legacy provisions for claim: pre-bound to
+// the claim's UID (as the provisioning library does), hostPath in PV_DIR,
+// node affinity on the node's hostname label, the legacy annotations.
+func legacyPVObject(ns string, claim *corev1.PersistentVolumeClaim, pvName string, prefixed bool) *corev1.PersistentVolume {
+	dir := pvName
+	if prefixed {
+		dir = claim.Name + "-" + pvName
+	}
+	fs := corev1.PersistentVolumeFilesystem
+	hpt := corev1.HostPathDirectory
+	return &corev1.PersistentVolume{
+		ObjectMeta: metav1.ObjectMeta{Name: pvName, Labels: map[string]string{"tier": "gold"}, Annotations: map[string]string{
+			"hostPathProvisionerIdentity": legacyProvisioner, "kubevirt.io/provisionOnNode": testNode,
+			"pv.kubernetes.io/provisioned-by": legacyProvisioner,
+		}},
+		Spec: corev1.PersistentVolumeSpec{
+			Capacity:                      corev1.ResourceList{corev1.ResourceStorage: resource.MustParse("1Gi")},
+			AccessModes:                   []corev1.PersistentVolumeAccessMode{corev1.ReadWriteOnce},
+			PersistentVolumeReclaimPolicy: corev1.PersistentVolumeReclaimDelete,
+			StorageClassName:              *claim.Spec.StorageClassName,
+			VolumeMode:                    &fs,
+			ClaimRef:                      &corev1.ObjectReference{Kind: "PersistentVolumeClaim", APIVersion: "v1", Namespace: ns, Name: claim.Name, UID: claim.UID},
+			PersistentVolumeSource:        corev1.PersistentVolumeSource{HostPath: &corev1.HostPathVolumeSource{Path: pvDir + "/" + dir, Type: &hpt}},
+			NodeAffinity: &corev1.VolumeNodeAffinity{Required: &corev1.NodeSelector{NodeSelectorTerms: []corev1.NodeSelectorTerm{{
+				MatchExpressions: []corev1.NodeSelectorRequirement{{Key: corev1.LabelHostname, Operator: corev1.NodeSelectorOpIn, Values: []string{"host-a"}}},
+			}}}},
+		},
+	}
 }

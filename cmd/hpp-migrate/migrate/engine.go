@@ -5,6 +5,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"net/http"
 	"slices"
 	"time"
 
@@ -61,6 +62,10 @@ type Replacement struct {
 	Want *corev1.PersistentVolume
 	// IsWant tells whether a live PV is already the replacement.
 	IsWant func(*corev1.PersistentVolume) bool
+	// Live, when set, is the PV as the plan read it: the first step starts
+	// from it instead of a GET (every write is guarded, so a stale copy
+	// only costs a retry).
+	Live *corev1.PersistentVolume
 }
 
 // Engine replaces PVs in place. Each call to Replace looks at the cluster
@@ -96,13 +101,16 @@ func (e *Engine) Replace(ctx context.Context, r Replacement) error {
 	if ref == nil || ref.UID == "" {
 		return fmt.Errorf("PV %s: the original has no claimRef with a uid", name)
 	}
-	live, err := e.get(ctx, name)
+	live, err := r.Live, error(nil)
+	if live == nil {
+		live, err = e.get(ctx, name)
+	}
 	for round := 0; round < maxRounds; round++ {
 		if err != nil {
 			return err
 		}
 		switch {
-		case live == nil:
+		case live == nil: // gone
 			live, err = e.create(ctx, r)
 		case live.Spec.ClaimRef == nil || live.Spec.ClaimRef.UID != ref.UID:
 			return fmt.Errorf("PV %s: spec.claimRef is %s, not the claim %s/%s (uid %s) of the backup: left alone",
@@ -121,8 +129,8 @@ func (e *Engine) Replace(ctx context.Context, r Replacement) error {
 		default:
 			live, err = e.delete(ctx, live)
 		}
-		if apierrors.IsConflict(err) || apierrors.IsAlreadyExists(err) {
-			// A controller wrote first (or the object came back): look again.
+		if isStale(err) {
+			// A controller wrote first, the object came back or went: look again.
 			live, err = e.get(ctx, name)
 		}
 	}
@@ -154,7 +162,7 @@ func (e *Engine) hold(ctx context.Context, live *corev1.PersistentVolume) (*core
 	})
 	pv, err := e.Client.CoreV1().PersistentVolumes().Patch(ctx, live.Name, types.MergePatchType, patch, metav1.PatchOptions{})
 	if err != nil {
-		return nil, wrapConflict(fmt.Sprintf("PV %s: set Retain and finalizer", live.Name), err)
+		return nil, wrapStale(fmt.Sprintf("PV %s: set Retain and finalizer", live.Name), err)
 	}
 	e.after(live.Name, StepHold)
 	return pv, nil
@@ -167,11 +175,16 @@ func (e *Engine) delete(ctx context.Context, live *corev1.PersistentVolume) (*co
 	err := e.Client.CoreV1().PersistentVolumes().Delete(ctx, live.Name, metav1.DeleteOptions{
 		Preconditions: &metav1.Preconditions{UID: &uid},
 	})
-	if err != nil && !apierrors.IsNotFound(err) {
-		return nil, wrapConflict(fmt.Sprintf("PV %s: delete", live.Name), err)
+	if err != nil {
+		return nil, wrapStale(fmt.Sprintf("PV %s: delete", live.Name), err)
 	}
 	e.after(live.Name, StepDelete)
-	return e.get(ctx, live.Name)
+	// No GET: the object is terminating now, and the next writes are JSON
+	// patches that test what they depend on instead of a resourceVersion.
+	pv := live.DeepCopy()
+	now := metav1.Now()
+	pv.DeletionTimestamp = &now
+	return pv, nil
 }
 
 // park points the terminating PV's claimRef at a claim that cannot exist
@@ -179,12 +192,15 @@ func (e *Engine) delete(ctx context.Context, live *corev1.PersistentVolume) (*co
 // Released (Retain: nothing happens); if its periodic resync binds it back
 // to the claim meanwhile, release conflicts and Replace parks it again.
 func (e *Engine) park(ctx context.Context, live *corev1.PersistentVolume) (*corev1.PersistentVolume, error) {
-	pv := live.DeepCopy()
-	pv.Spec.ClaimRef.Name = ParkedClaimName(live.Spec.ClaimRef.UID)
-	pv.Spec.ClaimRef.ResourceVersion = ""
-	out, err := e.Client.CoreV1().PersistentVolumes().Update(ctx, pv, metav1.UpdateOptions{})
+	ref := live.Spec.ClaimRef
+	patch := jsonPatch(
+		op{"test", "/metadata/uid", live.UID},
+		op{"test", "/spec/claimRef/uid", ref.UID},
+		op{"replace", "/spec/claimRef/name", ParkedClaimName(ref.UID)},
+	)
+	out, err := e.Client.CoreV1().PersistentVolumes().Patch(ctx, live.Name, types.JSONPatchType, patch, metav1.PatchOptions{})
 	if err != nil {
-		return nil, wrapConflict(fmt.Sprintf("PV %s: park claimRef", live.Name), err)
+		return nil, wrapStale(fmt.Sprintf("PV %s: park claimRef", live.Name), err)
 	}
 	e.after(live.Name, StepPark)
 	return out, nil
@@ -203,17 +219,54 @@ func (e *Engine) release(ctx context.Context, live *corev1.PersistentVolume) (*c
 	if len(keep) > 0 {
 		return nil, fmt.Errorf("PV %s: marked for deletion but held by finalizers %q that hpp-migrate does not own: remove them (or finish what they wait for), then rerun", live.Name, keep)
 	}
-	// A merge patch guarded by the resourceVersion: only a parked object
-	// may lose its finalizers.
-	patch, _ := json.Marshal(map[string]any{"metadata": map[string]any{"resourceVersion": live.ResourceVersion, "finalizers": nil}})
-	_, err := e.Client.CoreV1().PersistentVolumes().Patch(ctx, live.Name, types.MergePatchType, patch, metav1.PatchOptions{})
-	if err != nil && !apierrors.IsNotFound(err) {
-		return nil, wrapConflict(fmt.Sprintf("PV %s: release", live.Name), err)
+	// Only this object, and only while parked, loses its finalizers; the
+	// test fails (and Replace looks again) if the PV controller bound it
+	// back to the claim meanwhile.
+	patch := jsonPatch(
+		op{"test", "/metadata/uid", live.UID},
+		op{"test", "/spec/claimRef/name", ParkedClaimName(live.Spec.ClaimRef.UID)},
+		op{"test", "/metadata/finalizers", live.Finalizers},
+		op{"replace", "/metadata/finalizers", []string{}},
+	)
+	_, err := e.Client.CoreV1().PersistentVolumes().Patch(ctx, live.Name, types.JSONPatchType, patch, metav1.PatchOptions{})
+	if err != nil {
+		return nil, wrapStale(fmt.Sprintf("PV %s: release", live.Name), err)
 	}
 	e.after(live.Name, StepRelease)
-	// The object is gone; a GET shows whether anything else (someone
-	// re-creating it) happened meanwhile.
-	return e.get(ctx, live.Name)
+	// Gone: create next (an AlreadyExists there means someone re-created
+	// it, and Replace looks again).
+	return nil, nil
+}
+
+type op struct {
+	Op    string `json:"op"`
+	Path  string `json:"path"`
+	Value any    `json:"value"`
+}
+
+func jsonPatch(ops ...op) []byte {
+	data, _ := json.Marshal(ops)
+	return data
+}
+
+// isStale tells an error that means "the object is not as we read it": a
+// resourceVersion conflict, a failed JSON patch test, an object that came
+// back or went away. Replace then reads it again. A failed test is a bare
+// 422 (the API server does not say which operation failed); our patches
+// are otherwise well-formed, and a persistent 422 ends after maxRounds.
+// (The pv-protection controller dropping its finalizer from a parked PV is
+// the usual cause.)
+func isStale(err error) bool {
+	var status apierrors.APIStatus
+	return apierrors.IsConflict(err) || apierrors.IsAlreadyExists(err) || apierrors.IsNotFound(err) ||
+		(errors.As(err, &status) && status.Status().Code == http.StatusUnprocessableEntity)
+}
+
+func wrapStale(what string, err error) error {
+	if isStale(err) {
+		return err
+	}
+	return fmt.Errorf("%s: %w", what, err)
 }
 
 // create makes the replacement with Retain: the original policy comes back
@@ -240,12 +293,14 @@ func (e *Engine) finish(ctx context.Context, r Replacement, live *corev1.Persist
 	}
 	if live.Spec.PersistentVolumeReclaimPolicy != want {
 		patch, _ := json.Marshal(map[string]any{"spec": map[string]any{"persistentVolumeReclaimPolicy": want}})
-		if _, err := e.Client.CoreV1().PersistentVolumes().Patch(ctx, live.Name, types.MergePatchType, patch, metav1.PatchOptions{}); err != nil {
+		out, err := e.Client.CoreV1().PersistentVolumes().Patch(ctx, live.Name, types.MergePatchType, patch, metav1.PatchOptions{})
+		if err != nil {
 			return fmt.Errorf("PV %s: restore reclaim policy %s: %w", live.Name, want, err)
 		}
 		e.after(live.Name, StepRestore)
+		live = out
 	}
-	if err := e.confirm(ctx, live.Name, r.Original.Spec.ClaimRef); err != nil {
+	if err := e.confirm(ctx, live, r.Original.Spec.ClaimRef); err != nil {
 		return err
 	}
 	e.after(live.Name, StepConfirm)
@@ -256,7 +311,8 @@ func (e *Engine) finish(ctx context.Context, r Replacement, live *corev1.Persist
 // each other. A claim it marked Lost while the PV was absent (its periodic
 // resync fell into the gap) is nudged with an annotation: the update makes
 // the controller sync it at once, and it binds it again (same UID).
-func (e *Engine) confirm(ctx context.Context, name string, ref *corev1.ObjectReference) error {
+func (e *Engine) confirm(ctx context.Context, pv *corev1.PersistentVolume, ref *corev1.ObjectReference) error {
+	name := pv.Name
 	interval := e.PollInterval
 	if interval <= 0 {
 		interval = 100 * time.Millisecond
@@ -269,8 +325,13 @@ func (e *Engine) confirm(ctx context.Context, name string, ref *corev1.ObjectRef
 	defer cancel()
 	nudged := false
 	var last string
+	// The PV as the last write returned it saves a GET when the PV
+	// controller was quicker than us.
+	var err error
 	for {
-		pv, err := e.get(ctx, name)
+		if pv == nil {
+			pv, err = e.get(ctx, name)
+		}
 		if err == nil && pv != nil && pv.Status.Phase == corev1.VolumeBound {
 			claim, cerr := e.Client.CoreV1().PersistentVolumeClaims(ref.Namespace).Get(ctx, ref.Name, metav1.GetOptions{})
 			switch {
@@ -297,6 +358,7 @@ func (e *Engine) confirm(ctx context.Context, name string, ref *corev1.ObjectRef
 		} else {
 			last = err.Error()
 		}
+		pv = nil
 		select {
 		case <-ctx.Done():
 			return fmt.Errorf("PV %s: not Bound to claim %s/%s within %s (%s); rerun to keep waiting", name, ref.Namespace, ref.Name, timeout, last)
@@ -318,13 +380,6 @@ func (e *Engine) nudge(ctx context.Context, claim *corev1.PersistentVolumeClaim,
 		return fmt.Errorf("claim %s/%s: annotate to rebind: %w", claim.Namespace, claim.Name, err)
 	}
 	return nil
-}
-
-func wrapConflict(what string, err error) error {
-	if apierrors.IsConflict(err) {
-		return err // retried by Replace
-	}
-	return fmt.Errorf("%s: %w", what, err)
 }
 
 func refString(ref *corev1.ObjectReference) string {

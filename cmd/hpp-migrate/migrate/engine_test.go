@@ -12,6 +12,7 @@ import (
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/runtime"
+	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/client-go/kubernetes/fake"
 	k8stesting "k8s.io/client-go/testing"
 )
@@ -32,7 +33,9 @@ func fakeCluster(t *testing.T, prefixed bool) (*fake.Clientset, *corev1.Persiste
 	cn := csiNode("node-a")
 	c := fake.NewClientset(pv, boundClaim("disk", "pvc-1"), &n, &cn)
 	c.PrependReactor("create", "persistentvolumes", func(a k8stesting.Action) (bool, runtime.Object, error) {
-		a.(k8stesting.CreateAction).GetObject().(*corev1.PersistentVolume).Status.Phase = corev1.VolumeBound
+		pv := a.(k8stesting.CreateAction).GetObject().(*corev1.PersistentVolume)
+		pv.Status.Phase = corev1.VolumeBound
+		pv.UID = types.UID(fmt.Sprintf("uid-%d", time.Now().UnixNano())) // the API server's job
 		return false, nil, nil
 	})
 	pvs := corev1.SchemeGroupVersion.WithResource("persistentvolumes")
@@ -49,7 +52,7 @@ func fakeCluster(t *testing.T, prefixed bool) (*fake.Clientset, *corev1.Persiste
 	c.PrependReactor("patch", "persistentvolumes", func(a k8stesting.Action) (bool, runtime.Object, error) {
 		name := a.(k8stesting.PatchAction).GetName()
 		obj, err := c.Tracker().Get(pvs, "", name)
-		if err != nil || obj.(*corev1.PersistentVolume).DeletionTimestamp == nil || !strings.Contains(string(a.(k8stesting.PatchAction).GetPatch()), `"finalizers":null`) {
+		if err != nil || obj.(*corev1.PersistentVolume).DeletionTimestamp == nil || !strings.Contains(string(a.(k8stesting.PatchAction).GetPatch()), `{"op":"replace","path":"/metadata/finalizers","value":[]}`) {
 			return false, nil, nil
 		}
 		return true, obj, c.Tracker().Delete(pvs, "", name)

@@ -101,7 +101,7 @@ func (ix *index) node(pv *corev1.PersistentVolume) (string, error) {
 // before any change (live or backup); live is the PV in the cluster now
 // (nil when gone).
 func (ix *index) assess(orig, live *corev1.PersistentVolume, plan *Plan, cfg Config) *Item {
-	it := &Item{PV: orig.Name, Directory: orig.Spec.HostPath.Path, StorageClass: orig.Spec.StorageClassName, Original: orig, State: StateReady}
+	it := &Item{PV: orig.Name, Directory: orig.Spec.HostPath.Path, StorageClass: orig.Spec.StorageClassName, Original: orig, Live: live, State: StateReady}
 	if q, ok := orig.Spec.Capacity[corev1.ResourceStorage]; ok {
 		it.Size = q.String()
 	}

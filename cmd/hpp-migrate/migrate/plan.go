@@ -34,6 +34,8 @@ type Item struct {
 	// Original is the legacy PV: the live object, or the backup when the
 	// live one is already gone or changed by an interrupted run.
 	Original *corev1.PersistentVolume `json:"-"`
+	// Live is the PV as listed (nil when gone).
+	Live *corev1.PersistentVolume `json:"-"`
 	// Want is the CSI PV it becomes (nil when Blocked).
 	Want *corev1.PersistentVolume `json:"-"`
 }

@@ -92,6 +92,7 @@ func (r *Runner) migrateOne(ctx context.Context, it Item) error {
 	return r.Engine.Replace(ctx, Replacement{
 		Original: it.Original,
 		Want:     it.Want,
+		Live:     it.Live,
 		IsWant: func(pv *corev1.PersistentVolume) bool {
 			return pv.Spec.CSI != nil && pv.Spec.CSI.Driver == CSIDriver && pv.Spec.CSI.VolumeHandle == handle
 		},
