@@ -92,7 +92,7 @@ func newMigrateCommand(env *environment, g *globalOptions) *cobra.Command {
 				return err
 			}
 			started := time.Now()
-			c, err := g.client()
+			c, urgent, err := g.clients()
 			if err != nil {
 				return err
 			}
@@ -109,7 +109,7 @@ func newMigrateCommand(env *environment, g *globalOptions) *cobra.Command {
 				results = migrate.CreateClasses(cmd.Context(), c, plan)
 			}
 			runner := &migrate.Runner{
-				Engine:   &migrate.Engine{Client: c, AfterStep: hook, BoundTimeout: r.boundTimeout},
+				Engine:   &migrate.Engine{Client: c, Urgent: urgent, AfterStep: hook, BoundTimeout: r.boundTimeout},
 				Backups:  migrate.Backups{Dir: p.backupDir},
 				Parallel: r.parallel,
 				Progress: env.progress("migrating"),
@@ -161,12 +161,12 @@ func newRollbackCommand(env *environment, g *globalOptions) *cobra.Command {
 				return printRollbackDryRun(env.stdout, backups, names)
 			}
 			started := time.Now()
-			c, err := g.client()
+			c, urgent, err := g.clients()
 			if err != nil {
 				return err
 			}
 			runner := &migrate.Runner{
-				Engine:   &migrate.Engine{Client: c, AfterStep: hook, BoundTimeout: r.boundTimeout},
+				Engine:   &migrate.Engine{Client: c, Urgent: urgent, AfterStep: hook, BoundTimeout: r.boundTimeout},
 				Backups:  backups,
 				Parallel: r.parallel,
 				Progress: env.progress("rolling back"),

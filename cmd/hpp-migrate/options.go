@@ -12,6 +12,8 @@ import (
 
 	"github.com/spf13/cobra"
 	"k8s.io/client-go/kubernetes"
+	"k8s.io/client-go/rest"
+	"k8s.io/client-go/util/flowcontrol"
 	"k8s.io/client-go/tools/clientcmd"
 
 	"github.com/hostpath-provisioner/hpp/cmd/hpp-migrate/migrate"
@@ -63,9 +65,31 @@ func (g *globalOptions) validate() []error {
 	return errs
 }
 
-// client loads the configuration as kubectl does: --kubeconfig, else the
-// KUBECONFIG files, else ~/.kube/config, else the in-cluster account.
+// clients returns the client (rate limited by --kube-api-qps/burst) and
+// an unlimited one for the single create that ends a PV's gap.
+func (g *globalOptions) clients() (limited, urgent kubernetes.Interface, err error) {
+	cfg, err := g.config()
+	if err != nil {
+		return nil, nil, err
+	}
+	if limited, err = kubernetes.NewForConfig(cfg); err != nil {
+		return nil, nil, err
+	}
+	cfg = rest.CopyConfig(cfg)
+	cfg.RateLimiter = flowcontrol.NewFakeAlwaysRateLimiter()
+	urgent, err = kubernetes.NewForConfig(cfg)
+	return limited, urgent, err
+}
+
+// client is the rate-limited client alone.
 func (g *globalOptions) client() (kubernetes.Interface, error) {
+	c, _, err := g.clients()
+	return c, err
+}
+
+// config loads the configuration as kubectl does: --kubeconfig, else the
+// KUBECONFIG files, else ~/.kube/config, else the in-cluster account.
+func (g *globalOptions) config() (*rest.Config, error) {
 	rules := clientcmd.NewDefaultClientConfigLoadingRules()
 	rules.ExplicitPath = g.kubeconfig
 	cfg, err := clientcmd.NewNonInteractiveDeferredLoadingClientConfig(rules,
@@ -76,7 +100,7 @@ func (g *globalOptions) client() (kubernetes.Interface, error) {
 	cfg.QPS, cfg.Burst = g.qps, g.burst
 	cfg.UserAgent = "hpp-migrate"
 	cfg.Wrap(func(rt http.RoundTripper) http.RoundTripper { return &countingTransport{rt: rt, n: &g.requests} })
-	return kubernetes.NewForConfig(cfg)
+	return cfg, nil
 }
 
 // countingTransport counts API requests, for the summary: the cost of a

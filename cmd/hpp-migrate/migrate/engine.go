@@ -72,6 +72,10 @@ type Replacement struct {
 // first and continues from there, so a rerun after a kill finishes the job.
 type Engine struct {
 	Client kubernetes.Interface
+	// Urgent, when set, makes the create that follows a release: a client
+	// without client-side rate limiting, so that the only moment the claim
+	// has no PV is not stretched by a wait behind other PVs' requests.
+	Urgent kubernetes.Interface
 	// AfterStep runs after each completed step (progress, failure injection).
 	AfterStep func(pv string, step Step)
 	// PollInterval and BoundTimeout bound the wait for the PV controller.
@@ -119,6 +123,8 @@ func (e *Engine) Replace(ctx context.Context, r Replacement) error {
 			return fmt.Errorf("PV %s: the replacement is being deleted by someone else: left alone", name)
 		case live.DeletionTimestamp != nil && live.Spec.ClaimRef.Name != ParkedClaimName(ref.UID):
 			live, err = e.park(ctx, live)
+		case live.DeletionTimestamp != nil && live.Status.Phase != corev1.VolumeReleased:
+			live, err = e.waitReleased(ctx, live)
 		case live.DeletionTimestamp != nil:
 			live, err = e.release(ctx, live)
 		case r.IsWant(live):
@@ -206,6 +212,38 @@ func (e *Engine) park(ctx context.Context, live *corev1.PersistentVolume) (*core
 	return out, nil
 }
 
+// waitReleased waits until the PV controller has marked the parked PV
+// Released. That write proves the controller's own cache holds the parked
+// version: when a PV disappears, the controller queues the claim named by
+// the version in its cache (not by the delete event), so releasing before
+// it has seen the parked version would make it sync the real claim while
+// no PV exists, and mark it Lost. Under load its volume queue lags, and
+// this is what happened in the 1,000-PV benchmark before this wait.
+func (e *Engine) waitReleased(ctx context.Context, live *corev1.PersistentVolume) (*corev1.PersistentVolume, error) {
+	interval := e.PollInterval
+	if interval <= 0 {
+		interval = 50 * time.Millisecond
+	}
+	timeout := e.BoundTimeout
+	if timeout <= 0 {
+		timeout = 2 * time.Minute
+	}
+	ctx, cancel := context.WithTimeout(ctx, timeout)
+	defer cancel()
+	for {
+		select {
+		case <-ctx.Done():
+			return nil, fmt.Errorf("PV %s: the PV controller did not mark the parked PV Released within %s (is kube-controller-manager's persistentvolume-binder-controller running?); rerun to keep waiting", live.Name, timeout)
+		case <-time.After(interval):
+		}
+		pv, err := e.get(ctx, live.Name)
+		if err != nil || pv == nil || pv.UID != live.UID || pv.Status.Phase == corev1.VolumeReleased ||
+			pv.Spec.ClaimRef == nil || pv.Spec.ClaimRef.Name != live.Spec.ClaimRef.Name {
+			return pv, err // Released, or changed: Replace decides
+		}
+	}
+}
+
 // release drops the finalizers of the parked PV: it disappears, and its
 // delete event names no real claim, so the PV controller does not sync
 // (and mark Lost) the claim.
@@ -275,7 +313,11 @@ func (e *Engine) create(ctx context.Context, r Replacement) (*corev1.PersistentV
 	obj := r.Want.DeepCopy()
 	obj.Spec.PersistentVolumeReclaimPolicy = corev1.PersistentVolumeReclaimRetain
 	obj.Finalizers = slices.DeleteFunc(obj.Finalizers, func(f string) bool { return f == FinalizerMigration })
-	pv, err := e.Client.CoreV1().PersistentVolumes().Create(ctx, obj, metav1.CreateOptions{})
+	c := e.Client
+	if e.Urgent != nil {
+		c = e.Urgent
+	}
+	pv, err := c.CoreV1().PersistentVolumes().Create(ctx, obj, metav1.CreateOptions{})
 	if err != nil {
 		if apierrors.IsAlreadyExists(err) {
 			return nil, err

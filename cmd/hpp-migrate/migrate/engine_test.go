@@ -25,7 +25,8 @@ type killed struct{ pv string }
 // stand-in for the PV controller (a created PV whose claim names it is
 // Bound at once) and for the API server's finalizers (a DELETE of a PV
 // with finalizers only marks it; a write that empties them removes it).
-// The real behaviour is tested against kube-apiserver in test/migrate.
+// A parked PV is Released at once. The real behaviour is tested against
+// kube-apiserver and kube-controller-manager in test/migrate.
 func fakeCluster(t *testing.T, prefixed bool) (*fake.Clientset, *corev1.PersistentVolume) {
 	t.Helper()
 	pv := legacyPV("pvc-1", "disk", prefixed)
@@ -48,6 +49,22 @@ func fakeCluster(t *testing.T, prefixed bool) (*fake.Clientset, *corev1.Persiste
 		now := metav1.Now()
 		live.DeletionTimestamp = &now
 		return true, nil, c.Tracker().Update(pvs, live, "")
+	})
+	// Parking: the PV controller marks a PV whose claim does not exist
+	// Released.
+	c.PrependReactor("patch", "persistentvolumes", func(a k8stesting.Action) (bool, runtime.Object, error) {
+		patch := string(a.(k8stesting.PatchAction).GetPatch())
+		if !strings.Contains(patch, `"op":"replace","path":"/spec/claimRef/name"`) {
+			return false, nil, nil
+		}
+		obj, err := c.Tracker().Get(pvs, "", a.(k8stesting.PatchAction).GetName())
+		if err != nil {
+			return true, nil, err
+		}
+		pv := obj.(*corev1.PersistentVolume)
+		pv.Spec.ClaimRef.Name = ParkedClaimName(pv.Spec.ClaimRef.UID)
+		pv.Status.Phase = corev1.VolumeReleased
+		return true, pv, c.Tracker().Update(pvs, pv, "")
 	})
 	c.PrependReactor("patch", "persistentvolumes", func(a k8stesting.Action) (bool, runtime.Object, error) {
 		name := a.(k8stesting.PatchAction).GetName()
