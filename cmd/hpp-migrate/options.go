@@ -13,8 +13,8 @@ import (
 	"github.com/spf13/cobra"
 	"k8s.io/client-go/kubernetes"
 	"k8s.io/client-go/rest"
-	"k8s.io/client-go/util/flowcontrol"
 	"k8s.io/client-go/tools/clientcmd"
+	"k8s.io/client-go/util/flowcontrol"
 
 	"github.com/hostpath-provisioner/hpp/cmd/hpp-migrate/migrate"
 	"github.com/hostpath-provisioner/hpp/internal/cli"
