@@ -46,7 +46,7 @@ deps: ## install the Debian packages the tests need (root; skipped when present)
 
 # The test module's heavy packages (sanity, node/abuse, e2e, benchmarks) have
 # their own targets; `unit` runs the rest of it.
-HEAVY_TEST_PKGS := /(sanity|e2e|csinode|csiabuse|bench)(/|$$)
+HEAVY_TEST_PKGS := /(sanity|e2e|csinode|csiabuse|bench|migrate)(/|$$)
 
 .PHONY: unit
 unit: ## unit tests in every module (root-only tests inside them skip without root)
@@ -69,7 +69,7 @@ lint: ## golangci-lint (pinned, tools/), go vet, gofmt
 include $(wildcard $(ROOT)/mk/*.mk)
 
 .PHONY: test
-test: deps lint build build-standalone unit fuzz sanity csi-tests e2e ## everything that can run on this machine (what CI runs)
+test: deps lint build build-standalone unit fuzz sanity csi-tests migrate-tests e2e ## everything that can run on this machine (what CI runs)
 	@echo "make test: all tiers passed"
 
 .PHONY: images
