@@ -42,8 +42,11 @@ func fakeCluster(t *testing.T, prefixed bool) (*fake.Clientset, *corev1.Persiste
 	pvs := corev1.SchemeGroupVersion.WithResource("persistentvolumes")
 	c.PrependReactor("delete", "persistentvolumes", func(a k8stesting.Action) (bool, runtime.Object, error) {
 		obj, err := c.Tracker().Get(pvs, "", a.(k8stesting.DeleteAction).GetName())
-		if err != nil || len(obj.(*corev1.PersistentVolume).Finalizers) == 0 {
-			return false, nil, nil
+		if err != nil {
+			return true, nil, err
+		}
+		if len(obj.(*corev1.PersistentVolume).Finalizers) == 0 {
+			return false, nil, nil // the default reactor deletes it
 		}
 		live := obj.(*corev1.PersistentVolume)
 		now := metav1.Now()
@@ -69,7 +72,10 @@ func fakeCluster(t *testing.T, prefixed bool) (*fake.Clientset, *corev1.Persiste
 	c.PrependReactor("patch", "persistentvolumes", func(a k8stesting.Action) (bool, runtime.Object, error) {
 		name := a.(k8stesting.PatchAction).GetName()
 		obj, err := c.Tracker().Get(pvs, "", name)
-		if err != nil || obj.(*corev1.PersistentVolume).DeletionTimestamp == nil || !strings.Contains(string(a.(k8stesting.PatchAction).GetPatch()), `{"op":"replace","path":"/metadata/finalizers","value":[]}`) {
+		if err != nil {
+			return true, nil, err
+		}
+		if obj.(*corev1.PersistentVolume).DeletionTimestamp == nil || !strings.Contains(string(a.(k8stesting.PatchAction).GetPatch()), `{"op":"replace","path":"/metadata/finalizers","value":[]}`) {
 			return false, nil, nil
 		}
 		return true, obj, c.Tracker().Delete(pvs, "", name)
