@@ -196,3 +196,35 @@ func TestCounterparts(t *testing.T) {
 		t.Errorf("counterpart %+v", sc)
 	}
 }
+
+func TestAssessSelection(t *testing.T) {
+	a := legacyPV("a", "ca", false)
+	b := legacyPV("b", "cb", false)
+	b.Annotations[AnnProvisionOnNode] = "node-b"
+	cb := boundClaim("cb", "b")
+	cb.Namespace = "other"
+	b.Spec.ClaimRef.Namespace = "other"
+	inv := inventory([]*corev1.PersistentVolume{a, b}, []*corev1.PersistentVolumeClaim{boundClaim("ca", "a"), cb})
+	for _, tc := range []struct {
+		sel  Selection
+		want []string
+	}{
+		{Selection{}, []string{"a", "b"}},
+		{Selection{Names: []string{"b"}}, []string{"b"}},
+		{Selection{Namespace: "ns"}, []string{"a"}},
+		{Selection{Node: "node-b"}, []string{"b"}},
+		{Selection{Namespace: "ns", Node: "node-b"}, nil},
+	} {
+		plan, err := Assess(inv, Config{PVDir: testPVDir, Pool: "legacy", Select: tc.sel})
+		if err != nil {
+			t.Fatal(err)
+		}
+		var got []string
+		for _, it := range plan.Items {
+			got = append(got, it.PV)
+		}
+		if diff := cmp.Diff(tc.want, got); diff != "" {
+			t.Errorf("%+v (-want +got):\n%s", tc.sel, diff)
+		}
+	}
+}

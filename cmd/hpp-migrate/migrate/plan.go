@@ -36,8 +36,9 @@ type Item struct {
 	Original *corev1.PersistentVolume `json:"-"`
 	// Live is the PV as listed (nil when gone).
 	Live *corev1.PersistentVolume `json:"-"`
-	// Want is the CSI PV it becomes (nil when Blocked).
-	Want *corev1.PersistentVolume `json:"-"`
+	// Want is the CSI PV it becomes (nil when Blocked), with its final
+	// reclaim policy.
+	Want *corev1.PersistentVolume `json:"csiPV,omitempty"`
 }
 
 // ClassItem is a legacy StorageClass and its CSI counterpart.
@@ -48,7 +49,7 @@ type ClassItem struct {
 	// Conflict (a class of that name is not the counterpart; never edited).
 	State  string                  `json:"state"`
 	Reason string                  `json:"reason,omitempty"`
-	Object *storagev1.StorageClass `json:"-"`
+	Object *storagev1.StorageClass `json:"object,omitempty"`
 }
 
 // Plan is what `plan` shows and `migrate` executes.
