@@ -152,6 +152,15 @@ func TestAssessResumeStates(t *testing.T) {
 		t.Errorf("held PV: %+v", it)
 	}
 
+	// Held by a run whose backup is not in this --backup-dir: blocked, as
+	// only that backup has the original reclaim policy.
+	inv = inventory([]*corev1.PersistentVolume{held}, []*corev1.PersistentVolumeClaim{claim})
+	plan, _ = Assess(inv, Config{PVDir: testPVDir, Pool: "legacy"})
+	if it := plan.Items[0]; it.State != StateBlocked || it.Want != nil ||
+		cmp.Diff([]string{"an earlier run changed this PV (finalizer hostpath.csi/migration) but --backup-dir has no backup of it: pass the --backup-dir of that run"}, it.Reasons) != "" {
+		t.Errorf("held PV without backup: %+v", it)
+	}
+
 	// Created, policy not yet restored: interrupted. Restored and Bound: migrated.
 	csi, _ := Translate(orig, Target{Node: "node-a", Pool: "legacy", Dir: "pv"})
 	csi.UID = "new"

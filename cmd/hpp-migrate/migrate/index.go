@@ -107,6 +107,11 @@ func (ix *index) assess(orig, live *corev1.PersistentVolume, plan *Plan, cfg Con
 	}
 	interrupted := live == nil || live.UID != orig.UID || live.DeletionTimestamp != nil || slices.Contains(live.Finalizers, FinalizerMigration)
 	var reasons []string
+	if interrupted && orig == live {
+		// Changed by an earlier run (Retain, finalizer, parked claimRef)
+		// whose backup is elsewhere: only that backup has the original.
+		return blockedNoBackup(it, live)
+	}
 	ref := orig.Spec.ClaimRef
 	if ref == nil || ref.UID == "" {
 		reasons = append(reasons, "not bound to a claim (Available): there is no claim to keep; delete it or leave it to hpp-legacy")
@@ -236,4 +241,13 @@ func Counterpart(legacy *storagev1.StorageClass, pool string) *storagev1.Storage
 	sc.Labels = copyMap(legacy.Labels)
 	sc.Annotations = map[string]string{AnnCounterpartOf: legacy.Name}
 	return sc
+}
+
+func blockedNoBackup(it *Item, live *corev1.PersistentVolume) *Item {
+	if ref := live.Spec.ClaimRef; ref != nil {
+		it.Claim, it.ClaimUID = ref.Namespace+"/"+ref.Name, string(ref.UID)
+	}
+	it.State = StateBlocked
+	it.Reasons = []string{"an earlier run changed this PV (finalizer " + FinalizerMigration + ") but --backup-dir has no backup of it: pass the --backup-dir of that run"}
+	return it
 }
