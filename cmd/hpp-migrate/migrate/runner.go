@@ -3,6 +3,7 @@ package migrate
 import (
 	"context"
 	"fmt"
+	"slices"
 	"strings"
 	"sync"
 
@@ -123,33 +124,44 @@ func (r *Runner) Rollback(ctx context.Context, names []string) []Result {
 			if ref := backup.Spec.ClaimRef; ref != nil {
 				res.Claim = ref.Namespace + "/" + ref.Name
 			}
-			err = r.rollbackOne(ctx, backup)
+			var done bool
+			if done, err = r.rollbackOne(ctx, backup); done {
+				res.Outcome = OutcomeDone
+			}
 		}
 		if err != nil {
 			res.Outcome, res.Reason = OutcomeFailed, err.Error()
 			return res
 		}
-		res.Outcome = OutcomeRestored
+		if res.Outcome == "" {
+			res.Outcome = OutcomeRestored
+		}
 		return res
 	})
 }
 
-func (r *Runner) rollbackOne(ctx context.Context, backup *corev1.PersistentVolume) error {
+// rollbackOne reports done when the legacy PV was already back (nothing
+// but the final confirmation to do).
+func (r *Runner) rollbackOne(ctx context.Context, backup *corev1.PersistentVolume) (done bool, err error) {
 	if !IsLegacy(backup) {
-		return fmt.Errorf("backup of PV %s: %w", backup.Name, ErrNotLegacy)
+		return false, fmt.Errorf("backup of PV %s: %w", backup.Name, ErrNotLegacy)
 	}
 	rep := RollbackReplacement(backup)
 	live, err := r.Engine.get(ctx, backup.Name)
 	if err != nil {
-		return err
+		return false, err
 	}
+	done = live != nil && rep.IsWant(live) && live.DeletionTimestamp == nil &&
+		!slices.Contains(live.Finalizers, FinalizerMigration) &&
+		live.Spec.PersistentVolumeReclaimPolicy == backup.Spec.PersistentVolumeReclaimPolicy
 	// Only a PV this tool made from that very backup is replaced: a CSI PV
 	// of the same name made otherwise is someone else's volume.
 	ours := live != nil && IsMigrated(live) && live.Annotations[AnnMigratedFromUID] == string(backup.UID)
 	if live != nil && !rep.IsWant(live) && !ours {
-		return fmt.Errorf("PV %s is not the CSI PV hpp-migrate made from this backup (uid %s): left alone", backup.Name, backup.UID)
+		return false, fmt.Errorf("PV %s is not the CSI PV hpp-migrate made from this backup (uid %s): left alone", backup.Name, backup.UID)
 	}
-	return r.Engine.Replace(ctx, rep)
+	rep.Live = live
+	return done, r.Engine.Replace(ctx, rep)
 }
 
 func (r *Runner) each(ctx context.Context, names []string, do func(int) Result) []Result {
