@@ -40,6 +40,7 @@ func BenchmarkMigrate1000(b *testing.B) {
 	if v := os.Getenv("HPP_BENCH_ARGS"); v != "" {
 		args = append(args, strings.Fields(v)...)
 	}
+	phases := recordPhases(b, c, ns)
 	b.ResetTimer()
 	started := time.Now()
 	res := hppMigrate(b, cp, "", args...)
@@ -72,8 +73,10 @@ func BenchmarkMigrate1000(b *testing.B) {
 	b.ReportMetric(took.Seconds(), "s/run")
 	b.ReportMetric(float64(requests)/float64(n), "requests/PV")
 	b.ReportMetric(float64(nudged), "claims-rebound")
-	b.Logf("%d PVs migrated in %s (target < 60 s), %d API requests = %.1f per PV, %d claims marked Lost by the resync and rebound; args %q",
-		n, took.Round(time.Millisecond), requests, float64(requests)/float64(n), nudged, args)
+	notBound := phases.notBound()
+	b.ReportMetric(float64(len(notBound)), "claim-not-Bound-events")
+	b.Logf("%d PVs migrated in %s (target < 60 s), %d API requests = %.1f per PV; claims seen not Bound: %d, rebound by hpp-migrate: %d; args %q",
+		n, took.Round(time.Millisecond), requests, float64(requests)/float64(n), len(notBound), nudged, args)
 }
 
 func tail(s string, n int) string {
