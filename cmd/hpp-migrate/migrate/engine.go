@@ -128,7 +128,12 @@ func (e *Engine) Replace(ctx context.Context, r Replacement) error {
 		case live.DeletionTimestamp != nil:
 			live, err = e.release(ctx, live)
 		case r.IsWant(live):
-			return e.finish(ctx, r, live)
+			if live, err = e.restore(ctx, r, live); err == nil {
+				if err = e.confirm(ctx, live, ref); err == nil {
+					e.after(name, StepConfirm)
+				}
+				return err
+			}
 		case live.Spec.PersistentVolumeReclaimPolicy != corev1.PersistentVolumeReclaimRetain ||
 			!slices.Contains(live.Finalizers, FinalizerMigration):
 			live, err = e.hold(ctx, live)
@@ -328,25 +333,30 @@ func (e *Engine) create(ctx context.Context, r Replacement) (*corev1.PersistentV
 	return pv, nil
 }
 
-func (e *Engine) finish(ctx context.Context, r Replacement, live *corev1.PersistentVolume) error {
+// restore puts the original reclaim policy on the replacement, and drops
+// our finalizer should the replacement carry it (a rollback of a migration
+// that stopped after hold finds the legacy PV held), in one patch guarded
+// by the resourceVersion.
+func (e *Engine) restore(ctx context.Context, r Replacement, live *corev1.PersistentVolume) (*corev1.PersistentVolume, error) {
 	want := r.Original.Spec.PersistentVolumeReclaimPolicy
 	if want == "" {
 		want = corev1.PersistentVolumeReclaimDelete
 	}
-	if live.Spec.PersistentVolumeReclaimPolicy != want {
-		patch, _ := json.Marshal(map[string]any{"spec": map[string]any{"persistentVolumeReclaimPolicy": want}})
-		out, err := e.Client.CoreV1().PersistentVolumes().Patch(ctx, live.Name, types.MergePatchType, patch, metav1.PatchOptions{})
-		if err != nil {
-			return fmt.Errorf("PV %s: restore reclaim policy %s: %w", live.Name, want, err)
-		}
-		e.after(live.Name, StepRestore)
-		live = out
+	held := slices.Contains(live.Finalizers, FinalizerMigration)
+	if live.Spec.PersistentVolumeReclaimPolicy == want && !held {
+		return live, nil
 	}
-	if err := e.confirm(ctx, live, r.Original.Spec.ClaimRef); err != nil {
-		return err
+	meta := map[string]any{"resourceVersion": live.ResourceVersion}
+	if held {
+		meta["finalizers"] = slices.DeleteFunc(slices.Clone(live.Finalizers), func(f string) bool { return f == FinalizerMigration })
 	}
-	e.after(live.Name, StepConfirm)
-	return nil
+	patch, _ := json.Marshal(map[string]any{"metadata": meta, "spec": map[string]any{"persistentVolumeReclaimPolicy": want}})
+	out, err := e.Client.CoreV1().PersistentVolumes().Patch(ctx, live.Name, types.MergePatchType, patch, metav1.PatchOptions{})
+	if err != nil {
+		return nil, wrapStale(fmt.Sprintf("PV %s: restore reclaim policy %s", live.Name, want), err)
+	}
+	e.after(live.Name, StepRestore)
+	return out, nil
 }
 
 // confirm waits until the PV controller has the PV and the claim Bound to

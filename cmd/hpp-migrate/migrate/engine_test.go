@@ -270,3 +270,26 @@ func TestRollbackRefusesForeignCSIPV(t *testing.T) {
 		t.Errorf("result %+v, want failure %q", res[0], want)
 	}
 }
+
+// A migration stopped after hold, then rolled back: the legacy PV gets its
+// policy back and loses the finalizer.
+func TestRollbackOfAHeldPV(t *testing.T) {
+	ctx := context.Background()
+	c, orig := fakeCluster(t, false)
+	backups := Backups{Dir: t.TempDir()}
+	r := &Runner{Engine: &Engine{Client: c, PollInterval: time.Millisecond, BoundTimeout: 5 * time.Second}, Backups: backups}
+	if wasKilled, err := runUntilKilled(t, r, migrateFirst(t, r, c), StepHold); !wasKilled || err != nil {
+		t.Fatalf("killed %v, %v", wasKilled, err)
+	}
+	r.Engine.AfterStep = nil
+	if res := r.Rollback(ctx, []string{"pvc-1"}); res[0].Outcome != OutcomeRestored {
+		t.Fatalf("rollback: %+v", res)
+	}
+	got, err := c.CoreV1().PersistentVolumes().Get(ctx, "pvc-1", metav1.GetOptions{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if got.UID != orig.UID || got.Spec.PersistentVolumeReclaimPolicy != corev1.PersistentVolumeReclaimDelete || slices.Contains(got.Finalizers, FinalizerMigration) {
+		t.Errorf("PV after rollback: uid %s policy %s finalizers %q", got.UID, got.Spec.PersistentVolumeReclaimPolicy, got.Finalizers)
+	}
+}
