@@ -46,7 +46,7 @@ deps: ## install the Debian packages the tests need (root; skipped when present)
 
 # The test module's heavy packages (sanity, node/abuse, e2e, benchmarks) have
 # their own targets; `unit` runs the rest of it.
-HEAVY_TEST_PKGS := /(sanity|e2e|csinode|csiabuse|bench)(/|$$)
+HEAVY_TEST_PKGS := /(sanity|e2e|csinode|csiabuse|bench|migrate)(/|$$)
 
 .PHONY: unit
 unit: ## unit tests in every module (root-only tests inside them skip without root)
@@ -69,8 +69,8 @@ lint: ## golangci-lint (pinned, tools/), go vet, gofmt
 include $(wildcard $(ROOT)/mk/*.mk)
 
 .PHONY: test
-# HPP_CONFORMANCE=1 adds the conformance tier (mk/conformance.mk) last.
-test: deps lint build build-standalone unit fuzz sanity csi-tests e2e $(if $(filter 1,$(HPP_CONFORMANCE)),conformance) ## everything that can run on this machine (what CI runs)
+# The conformance tier (mk/conformance.mk) runs last; HPP_CONFORMANCE=0 leaves it out.
+test: deps lint build build-standalone unit fuzz sanity csi-tests migrate-tests e2e $(if $(filter 0,$(HPP_CONFORMANCE)),,conformance) ## everything that can run on this machine (what CI runs)
 	@echo "make test: all tiers passed"
 
 .PHONY: images

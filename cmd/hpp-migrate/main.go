@@ -1,51 +1,32 @@
-// Command hpp-migrate: moves legacy hostPath PVs onto the CSI driver in place.
-//
-// Only the command line exists so far; the behaviour comes with its own issue.
+// Command hpp-migrate moves legacy hostPath PVs of
+// kubevirt.io/hostpath-provisioner onto the CSI driver in place: same PV
+// name, same claim (same UID), same directory. See README.md.
 package main
 
 import (
-	"errors"
-
+	"context"
 	"os"
-
-	"github.com/spf13/cobra"
+	"os/signal"
+	"syscall"
 
 	"github.com/hostpath-provisioner/hpp/internal/cli"
-	"github.com/hostpath-provisioner/hpp/internal/logging"
 )
 
-type options struct {
-	logging    logging.Options
-	kubeconfig string
-	dryRun     bool
-	pool       string
-}
-
-func (o *options) validate() error {
-	errs := o.logging.Validate()
-	if o.pool == "" {
-		errs = append(errs, errors.New("--storage-pool: required (the CSI pool the legacy directory belongs to)"))
-	}
-	return cli.Usage(errs...)
-}
-
 func main() {
-	var o options
-	cmd := cli.NewRoot("hpp-migrate", "moves legacy hostPath PVs onto the CSI driver in place")
-	o.logging.AddFlags(cmd.Flags())
-	o.addFlags(cmd)
-	cmd.RunE = func(*cobra.Command, []string) error {
-		if err := o.validate(); err != nil {
-			return err
-		}
-		return errors.New("not implemented yet: hpp-migrate only parses its configuration so far")
+	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
+	defer stop()
+	env := environment{
+		failAfter: os.Getenv(envFailAfter),
+		stdout:    os.Stdout, stderr: os.Stderr,
+		exit:     os.Exit,
+		terminal: isTerminal(os.Stderr),
 	}
-	os.Exit(cli.Main(cmd, os.Args[1:], os.Stderr))
-}
-
-func (o *options) addFlags(cmd *cobra.Command) {
-	fs := cmd.Flags()
-	fs.StringVar(&o.kubeconfig, "kubeconfig", "", "kubeconfig file (default: in-cluster or $KUBECONFIG)")
-	fs.BoolVar(&o.dryRun, "dry-run", true, "print the plan without changing anything")
-	fs.StringVar(&o.pool, "storage-pool", "", "CSI storage pool that takes over the legacy volumes")
+	cmd := newRootCommand(&env)
+	cmd.SetContext(ctx)
+	code := cli.Main(cmd, os.Args[1:], os.Stderr)
+	if code == 0 && env.failed {
+		code = 1
+	}
+	stop()
+	os.Exit(code)
 }
