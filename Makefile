@@ -37,7 +37,7 @@ build: ## build every binary into bin/
 build-standalone: ## build every module with GOWORK=off, as per-component images do
 	@for m in $(MODULES); do \
 	  echo "==> GOWORK=off go build ./... in $$m"; \
-	  (cd $(ROOT)/$$m && GOWORK=off go build ./...); \
+	  (cd $(ROOT)/$$m && GOWORK=off go build -o /dev/null ./...); \
 	done
 
 .PHONY: deps
