@@ -56,7 +56,7 @@ func (d *Driver) openPool(ctx context.Context, p *poolState) (*dirvol.Store, err
 		}
 		return p.store, nil
 	}
-	store, err := dirvol.Open(p.cfg.VolumesDir(), dirvol.Options{Logger: d.log.Named("dirvol"), PurgeInBackground: true})
+	store, err := dirvol.Open(p.cfg.VolumesDir(), dirvol.Options{Logger: d.log.Named("dirvol"), PurgeInBackground: true, NodeID: d.cfg.NodeID})
 	if err != nil {
 		return nil, &errPoolNotReady{pool: p.cfg.Name, reason: err.Error()}
 	}
@@ -66,7 +66,7 @@ func (d *Driver) openPool(ctx context.Context, p *poolState) (*dirvol.Store, err
 	}
 	d.log.Info("storage pool opened", zap.String("pool", p.cfg.Name), zap.String("path", p.cfg.Path),
 		zap.Int("finishedDeletes", report.FinishedDeletes), zap.Int("removedStaging", report.RemovedStaging),
-		zap.Int("removedOrphanMeta", report.RemovedOrphanMeta))
+		zap.Int("removedOrphanMeta", report.RemovedOrphanMeta), zap.Int("migratedRecords", report.MigratedRecords))
 	p.store, p.device = store, dev
 	return store, nil
 }
