@@ -86,6 +86,9 @@ func build(name string, flags ...string) (string, error) {
 	defer cancel()
 	cmd := exec.CommandContext(ctx, "go", append(append([]string{"build"}, flags...), "-o", tmp.Name(), ".")...)
 	cmd.Dir = src
+	// As the Makefile and the images build it: a cgo build maps libc and
+	// measures 1.6 MiB more idle RSS than what ships.
+	cmd.Env = append(os.Environ(), "CGO_ENABLED=0")
 	var stderr bytes.Buffer
 	cmd.Stderr = &stderr
 	if err := cmd.Run(); err != nil {
