@@ -1,6 +1,7 @@
 package dirvol
 
 import (
+	"errors"
 	"hash/fnv"
 	"io"
 	"os"
@@ -29,7 +30,7 @@ func (osFS) LockID(lockFile, id string) (func() error, error) {
 	lk := unix.Flock_t{Type: unix.F_WRLCK, Whence: io.SeekStart, Start: int64(h.Sum64() % lockSlots), Len: 1}
 	for {
 		err = unix.FcntlFlock(f.Fd(), unix.F_OFD_SETLKW, &lk)
-		if err != unix.EINTR {
+		if !errors.Is(err, unix.EINTR) {
 			break
 		}
 	}

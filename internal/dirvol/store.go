@@ -190,6 +190,9 @@ type entry struct {
 // package state and never repeats in practice.
 func randomSuffix() string { return rand.Text()[:16] }
 
+// tagChars are the characters of a node name kept as they are in its tag.
+const tagChars = "abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOPQRSTUVWXYZ0123456789-."
+
 // maxTagLen keeps "<tag>.<kind>-<random>" well within one directory entry.
 const maxTagLen = 63
 
@@ -203,9 +206,7 @@ func nodeTag(nodeID string) string {
 	}
 	ok := len(nodeID) <= maxTagLen
 	for _, c := range nodeID {
-		if !(c >= 'a' && c <= 'z' || c >= 'A' && c <= 'Z' || c >= '0' && c <= '9' || c == '-' || c == '.') {
-			ok = false
-		}
+		ok = ok && strings.ContainsRune(tagChars, c)
 	}
 	if ok {
 		return strings.ReplaceAll(nodeID, ".", "_")

@@ -75,14 +75,6 @@ func (c *usageCache) get(ctx context.Context, path string) (dirvol.Usage, error)
 	return v.(dirvol.Usage), nil
 }
 
-// peek returns the last measured usage without walking.
-func (c *usageCache) peek(path string) (dirvol.Usage, bool) {
-	c.mu.Lock()
-	defer c.mu.Unlock()
-	e, ok := c.entries[path]
-	return e.usage, ok
-}
-
 func (c *usageCache) forget(path string) {
 	c.mu.Lock()
 	delete(c.entries, path)

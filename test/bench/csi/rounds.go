@@ -33,9 +33,8 @@ func runPhase(ctx context.Context, members []*roundSeries, quota map[*roundSerie
 
 // roundSeries is one timed series and what it measured so far.
 type roundSeries struct {
-	width int                                  // latencies the step returns
-	step  roundStep                            // one run of the series
-	label func(lat [][]time.Duration) []series // its series, from its latencies
+	width int       // latencies the step returns
+	step  roundStep // one run of the series
 	lat   [][]time.Duration
 }
 
