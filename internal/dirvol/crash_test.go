@@ -42,6 +42,9 @@ func TestMain(m *testing.M) {
 	if op := os.Getenv(envCrashChild); op != "" {
 		os.Exit(crashChild(op))
 	}
+	if root := os.Getenv(envSharedChild); root != "" {
+		os.Exit(sharedChild(root))
+	}
 	os.Exit(m.Run())
 }
 

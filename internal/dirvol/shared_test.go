@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"math/rand/v2"
 	"os"
+	"os/exec"
 	"path/filepath"
 	"strings"
 	"sync"
@@ -14,44 +15,106 @@ import (
 	"github.com/hostpath-provisioner/hpp/internal/dirvol"
 )
 
+const (
+	sharedIDs, sharedRounds = 8, 60
+	// envSharedChild makes the test binary a second node hammering the
+	// shared pool at this root (see sharedChild).
+	envSharedChild = "HPP_DIRVOL_SHARED_CHILD"
+)
+
+// hammer runs creates and deletes of the shared ids on s, each id in its
+// own goroutine, and returns every failure.
+func hammer(s *dirvol.Store, seed uint64) []error {
+	var wg sync.WaitGroup
+	var mu sync.Mutex
+	var errs []error
+	for i := range sharedIDs {
+		id := fmt.Sprintf("pvc-%d", i)
+		wg.Go(func() {
+			rng := rand.New(rand.NewPCG(uint64(i), seed))
+			for range sharedRounds {
+				var err error
+				if rng.IntN(2) == 0 {
+					_, _, err = s.Create(context.Background(), id, spec(0o750, int64(i+1)))
+				} else {
+					err = s.Delete(context.Background(), id)
+				}
+				if err != nil {
+					mu.Lock()
+					errs = append(errs, fmt.Errorf("%s: %w", id, err))
+					mu.Unlock()
+					return
+				}
+			}
+		})
+	}
+	wg.Wait()
+	return errs
+}
+
+func sharedChild(root string) int {
+	s, err := dirvol.Open(root, dirvol.Options{NodeID: "node-child", Shared: true})
+	if err != nil {
+		fmt.Fprintln(os.Stderr, "shared child:", err)
+		return 2
+	}
+	for _, err := range hammer(s, 99) {
+		fmt.Fprintln(os.Stderr, "shared child:", err)
+	}
+	return 0
+}
+
 // Two nodes on one shared pool (two Stores with their own node ids on one
 // directory, as two hpp-csi processes on an NFS export) hammer the same ids
 // with creates and deletes at once. Every call succeeds, and afterwards
 // every id is either a complete volume with its own record or entirely
 // gone, with nothing left in staging, trash or the records directory.
 func TestSharedPoolTwoNodesSameIDs(t *testing.T) {
-	const ids, rounds = 8, 60
 	root := filepath.Join(t.TempDir(), "shared")
-	nodes := map[string]*dirvol.Store{}
-	for _, node := range []string{"node-a.example.com", "node-b"} {
+	var wg sync.WaitGroup
+	for n, node := range []string{"node-a.example.com", "node-b"} {
 		s, err := dirvol.Open(root, dirvol.Options{NodeID: node, Shared: true})
 		if err != nil {
 			t.Fatal(err)
 		}
-		nodes[node] = s
-	}
-	var wg sync.WaitGroup
-	for node, s := range nodes {
-		for i := range ids {
-			id := fmt.Sprintf("pvc-%d", i)
-			wg.Go(func() {
-				rng := rand.New(rand.NewPCG(uint64(i), uint64(len(node))))
-				for range rounds {
-					var err error
-					if rng.IntN(2) == 0 {
-						_, _, err = s.Create(context.Background(), id, spec(0o750, int64(i+1)))
-					} else {
-						err = s.Delete(context.Background(), id)
-					}
-					if err != nil {
-						t.Errorf("%s on %s: %v", id, node, err)
-						return
-					}
-				}
-			})
-		}
+		wg.Go(func() {
+			for _, err := range hammer(s, uint64(n)) {
+				t.Errorf("%s: %v", node, err)
+			}
+		})
 	}
 	wg.Wait()
+	checkShared(t, root)
+}
+
+// The same with the second node a separate process: the cross-node lock is
+// an fcntl lock on the pool's lock file, which other processes (and, over
+// NFS, other machines) see.
+func TestSharedPoolTwoProcessesSameIDs(t *testing.T) {
+	root := filepath.Join(t.TempDir(), "shared")
+	s, err := dirvol.Open(root, dirvol.Options{NodeID: "node-parent", Shared: true})
+	if err != nil {
+		t.Fatal(err)
+	}
+	cmd := exec.CommandContext(t.Context(), os.Args[0], "-test.run=^$")
+	cmd.Env = append(os.Environ(), envSharedChild+"="+root)
+	var out strings.Builder
+	cmd.Stderr = &out
+	if err := cmd.Start(); err != nil {
+		t.Fatal(err)
+	}
+	for _, err := range hammer(s, 7) {
+		t.Errorf("parent: %v", err)
+	}
+	if err := cmd.Wait(); err != nil || out.Len() > 0 {
+		t.Fatalf("child: %v\n%s", err, out.String())
+	}
+	checkShared(t, root)
+}
+
+func checkShared(t *testing.T, root string) {
+	t.Helper()
+	ids := sharedIDs
 	for i := range ids {
 		id := fmt.Sprintf("pvc-%d", i)
 		dir, rec := exists(t, filepath.Join(root, id)), exists(t, metaPath(root, id))
