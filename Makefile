@@ -15,6 +15,8 @@ LDFLAGS      := -X github.com/hostpath-provisioner/hpp/internal/version.Version=
                 -X github.com/hostpath-provisioner/hpp/internal/version.Commit=$(COMMIT)
 MODULES      := internal cmd/hpp-csi cmd/hpp-legacy cmd/hpp-operator cmd/hpp-mounter cmd/hpp-migrate test
 COMPONENTS   := hpp-csi hpp-legacy hpp-operator hpp-mounter hpp-migrate
+# go test through gotestsum: every skip is listed with its reason at the end.
+GOTEST       := $(ROOT)/hack/gotest.sh
 # Brief by default so `make test` stays within CI's budget; raise by hand.
 FUZZTIME     ?= 10s
 export HPP_CACHE
@@ -49,14 +51,14 @@ deps: ## install the Debian packages the tests need (root; skipped when present)
 HEAVY_TEST_PKGS := /(sanity|e2e|csinode|csiabuse|bench|migrate)(/|$$)
 
 .PHONY: unit
-unit: ## unit tests in every module (root-only tests inside them skip without root)
+unit: ## unit tests in every module, with -race (root-only tests inside them skip without root; fail under CI=true)
 	@for m in $(filter-out test,$(MODULES)); do \
-	  echo "==> go test $$m"; \
-	  (cd $(ROOT)/$$m && go test -count=1 ./...); \
+	  echo "==> go test -race $$m"; \
+	  (cd $(ROOT)/$$m && $(GOTEST) -race -count=1 ./...); \
 	done
-	@echo "==> go test test (harness packages)"
+	@echo "==> go test -race test (harness packages)"
 	@cd $(ROOT)/test && pkgs=$$(go list ./... | grep -Ev '$(HEAVY_TEST_PKGS)' || true); \
-	  if [ -n "$$pkgs" ]; then go test -count=1 $$pkgs; fi
+	  if [ -n "$$pkgs" ]; then $(GOTEST) -race -count=1 $$pkgs; fi
 
 .PHONY: fuzz
 fuzz: ## run every fuzz target for FUZZTIME each

@@ -1,5 +1,6 @@
 # hpp-csi node and abuse tests, and the benchmarks (all need root; without it
-# the tests skip with the reason and the CSI benchmark says it skipped).
+# the tests skip with the reason, or fail under CI=true, and the CSI
+# benchmark says it skipped).
 # BENCH_CSI_FLAGS passes flags to the CSI benchmark, e.g. "-ops 5000 -max-time 60s".
 
 # bench-e2e is defined by the cluster harness (mk/cluster.mk) when present;
@@ -7,9 +8,9 @@
 HAS_BENCH_E2E = $(shell grep -qsE '^bench-e2e[[:space:]]*:' $(ROOT)/Makefile $(ROOT)/mk/*.mk && echo yes)
 
 .PHONY: csi-tests
-csi-tests: ## hpp-csi node tests (real mounts, tmpfs, XFS on loop) and abuse tests over the real socket (root)
-	@echo "==> hpp-csi node and abuse tests"
-	@cd $(ROOT)/test && go test -count=1 ./csinode/ ./csiabuse/
+csi-tests: ## hpp-csi node tests (real mounts, tmpfs, XFS on loop) and abuse tests over the real socket, with -race (root)
+	@echo "==> hpp-csi node and abuse tests (-race)"
+	@cd $(ROOT)/test && $(GOTEST) -race -count=1 ./csinode/ ./csiabuse/
 
 .PHONY: bench
 bench: ## benchmarks: hpp-csi over its real socket (table + JSON on stdout; root), then bench-e2e if defined

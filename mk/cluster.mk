@@ -20,9 +20,12 @@ e2e: ## e2e scenarios on a local cluster with hpp-csi and hpp-legacy (root)
 ifeq ($(IS_ROOT),yes)
 	@$(MAKE) --no-print-directory deps cluster-binaries
 	@$(MAKE) --no-print-directory hpp-csi-bin hpp-legacy-bin
-	@echo "==> e2e scenarios (logs of a failed test: _output/e2e-logs/)"
+	@# -p 1: both packages need the machine's one local cluster.
+	@echo "==> cluster harness tests and e2e scenarios (logs of a failed test: _output/e2e-logs/)"
 	@cd $(ROOT)/test && HPP_TEST_TIER=e2e HPP_BIN_DIR=$(BIN) HPP_E2E_LOGS=$(ROOT)/_output/e2e-logs \
-	  go test -count=1 -timeout $(E2E_TIMEOUT) -v ./e2e/
+	  go test -p 1 -count=1 -timeout $(E2E_TIMEOUT) -v ./cluster/ ./e2e/
+else ifeq ($(CI),true)
+	@echo "==> e2e FAILED: CI=true and the local cluster needs root (kubelet, containerd, mounts)" >&2; exit 1
 else
 	@echo "==> e2e SKIPPED: the local cluster needs root (kubelet, containerd, mounts); run make e2e as root"
 endif

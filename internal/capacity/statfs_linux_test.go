@@ -12,6 +12,8 @@ import (
 	"testing"
 
 	"golang.org/x/sys/unix"
+
+	"github.com/hostpath-provisioner/hpp/internal/testutil"
 )
 
 // TestStatfsMatchesDf compares with df, an independent reader of the same
@@ -20,7 +22,7 @@ import (
 func TestStatfsMatchesDf(t *testing.T) {
 	df, err := exec.LookPath("df")
 	if err != nil {
-		t.Skipf("df is not installed, nothing independent to compare with: %v", err)
+		testutil.MissingPrerequisite(t, "df is not installed, nothing independent to compare with: %v", err)
 	}
 	dir := t.TempDir()
 	st, err := Statfs(dir)
@@ -80,7 +82,7 @@ func TestSameFilesystemUnprivileged(t *testing.T) {
 // TestTmpfsNode mounts a tmpfs of a known size, so every figure is known.
 func TestTmpfsNode(t *testing.T) {
 	if os.Geteuid() != 0 {
-		t.Skipf("needs root to mount a tmpfs (euid %d)", os.Geteuid())
+		testutil.MissingPrerequisite(t, "needs root to mount a tmpfs (euid %d)", os.Geteuid())
 	}
 	const size = 64 << 20
 	// Under "/" itself, so the directory is certainly on the root filesystem
@@ -94,7 +96,7 @@ func TestTmpfsNode(t *testing.T) {
 		t.Fatalf("before mount: SameFilesystem(%s, /) = %v, %v", dir, same, err)
 	}
 	if err := unix.Mount("tmpfs", dir, "tmpfs", unix.MS_NOSUID|unix.MS_NODEV, "size=64m,mode=0755"); err != nil {
-		t.Skipf("cannot mount tmpfs (no CAP_SYS_ADMIN in this container?): %v", err)
+		testutil.MissingPrerequisite(t, "cannot mount tmpfs (no CAP_SYS_ADMIN in this container?): %v", err)
 	}
 	t.Cleanup(func() {
 		if err := unix.Unmount(dir, 0); err != nil {

@@ -42,6 +42,9 @@ func TestMain(m *testing.M) {
 	if op := os.Getenv(envCrashChild); op != "" {
 		os.Exit(crashChild(op))
 	}
+	if root := os.Getenv(envSharedChild); root != "" {
+		os.Exit(sharedChild(root))
+	}
 	os.Exit(m.Run())
 }
 
@@ -274,8 +277,8 @@ func leftovers(t *testing.T, root string) dirvol.RecoverReport {
 	var r dirvol.RecoverReport
 	r.RemovedStaging = len(names(t, filepath.Join(root, dirvol.StagingDir)))
 	r.FinishedDeletes = len(names(t, filepath.Join(root, dirvol.TrashDir)))
-	for _, n := range names(t, filepath.Join(root, dirvol.MetaDir)) {
-		if !exists(t, filepath.Join(root, strings.TrimSuffix(n, ".json"))) {
+	for _, n := range names(t, filepath.Join(root, dirvol.RecordsDir)) {
+		if !exists(t, filepath.Join(root, n)) {
 			r.RemovedOrphanMeta++
 		}
 	}
@@ -283,13 +286,13 @@ func leftovers(t *testing.T, root string) dirvol.RecoverReport {
 }
 
 // requireState checks that id is fully present (directory with its mode,
-// owner, meta and, for pre-filled volumes, all content) or fully absent.
+// owner, record and, for pre-filled volumes, all content) or fully absent.
 func requireState(t *testing.T, root, id string, present bool) {
 	t.Helper()
 	dir := filepath.Join(root, id)
 	hasDir, hasMeta := exists(t, dir), exists(t, metaPath(root, id))
 	if hasDir != present || hasMeta != present {
-		t.Errorf("%s: directory %v, meta %v; want both %v", id, hasDir, hasMeta, present)
+		t.Errorf("%s: directory %v, record %v; want both %v", id, hasDir, hasMeta, present)
 		return
 	}
 	if !present {

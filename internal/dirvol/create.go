@@ -15,15 +15,14 @@ import (
 // Create makes the volume directory for id, or returns the existing one.
 //
 // It is idempotent: when the directory exists, it returns that volume with
-// what its meta file says (created=false) and leaves both untouched; the
+// what its record says (created=false) and leaves both untouched; the
 // caller decides whether the existing volume is compatible with spec.
 //
-// It is atomic: the meta record is written first, the directory is built in
-// staging with its final mode and owner, and only then renamed into place, so
-// a crash at any point leaves either no volume (Recover drops the leftovers)
-// or a complete one. (A power loss on a filesystem that does not keep the
-// order of metadata changes may also leave the directory without its inline
-// record: see writeMeta.)
+// It is atomic and durable: the directory is built in staging with its
+// final mode and owner, the record is made durable, and only then is the
+// directory renamed into place and the root synced (the fsyncs shared with
+// concurrent calls), so a crash or power loss at any point leaves either no
+// volume (Recover drops the leftovers) or a complete one with its record.
 func (s *Store) Create(ctx context.Context, id string, spec Spec) (vol Volume, created bool, err error) {
 	if err := pool.ValidateID(id); err != nil {
 		return Volume{}, false, err
@@ -31,17 +30,21 @@ func (s *Store) Create(ctx context.Context, id string, spec Spec) (vol Volume, c
 	if err := spec.Validate(); err != nil {
 		return Volume{}, false, err
 	}
-	unlock := s.locks.lock(id)
-	defer unlock()
 	if err := ctx.Err(); err != nil {
 		return Volume{}, false, fmt.Errorf("create volume %q: %w", id, err)
 	}
+	if baselineNoDurability {
+		return s.baselineCreate(id, spec)
+	}
+	unlock, err := s.lockID(id)
+	if err != nil {
+		return Volume{}, false, fmt.Errorf("create volume %q: %w", id, err)
+	}
+	defer unlock()
 	e, err := s.resolve(id)
 	if err != nil {
 		return Volume{}, false, err
 	}
-	path := e.path
-
 	vol, err = s.existing(id, e)
 	if err == nil {
 		return vol, false, nil
@@ -50,10 +53,11 @@ func (s *Store) Create(ctx context.Context, id string, spec Spec) (vol Volume, c
 		return Volume{}, false, fmt.Errorf("create volume %q: %w", id, err)
 	}
 
-	vol, err = s.build(id, path, spec)
+	vol, err = s.build(id, e.path, spec)
 	if errors.Is(err, fs.ErrExist) {
-		// Another process created it between our check and the rename.
-		e, err = s.lstat(path)
+		// Something else made the directory between our check and the
+		// rename (not hpp: calls on one id are serialised): adopt it.
+		e, err = s.lstat(e.path)
 		if err == nil {
 			vol, err = s.existing(id, e)
 		}
@@ -65,7 +69,7 @@ func (s *Store) Create(ctx context.Context, id string, spec Spec) (vol Volume, c
 	if err != nil {
 		return Volume{}, false, fmt.Errorf("create volume %q: %w", id, err)
 	}
-	s.log.Debug("volume directory created", zap.String("id", id), zap.String("path", path),
+	s.log.Debug("volume directory created", zap.String("id", id), zap.String("path", vol.Path),
 		zap.Int64("capacityBytes", spec.CapacityBytes), zap.String("kind", vol.Kind),
 		zap.String("mode", fmt.Sprintf("%#o", uint32(spec.mode()))), zap.Int("uid", spec.UID), zap.Int("gid", spec.GID))
 	return vol, true, nil
@@ -96,51 +100,43 @@ func (s *Store) lstat(path string) (entry, error) {
 }
 
 // build runs the create steps. On failure it removes what it made, so that
-// no half-built volume or orphan meta file is left (Recover covers crashes).
-// A lost rename race is returned as an error matching fs.ErrExist, with the
-// staging directory removed and the meta file left to the winner.
+// no half-built volume or orphan record is left (Recover covers crashes).
+// A lost rename race is returned as an error matching fs.ErrExist.
 func (s *Store) build(id, path string, spec Spec) (Volume, error) {
-	m := newMeta(id, spec, time.Now())
-	inline, err := s.writeMeta(m)
-	if err != nil {
-		_ = s.removeMeta(id)
-		return Volume{}, fmt.Errorf("write meta: %w", err)
-	}
 	tmp, err := s.stage(spec)
 	if err != nil {
-		_ = s.removeMeta(id)
 		return Volume{}, err
+	}
+	r := newRecord(id, spec, time.Now())
+	if err := s.publishRecord(r); err != nil {
+		_ = s.fs.RemoveAll(tmp)
+		_, _ = s.dropRecord(id, "")
+		return Volume{}, fmt.Errorf("write record: %w", err)
 	}
 	if err := s.fs.RenameNoReplace(tmp, path); err != nil {
 		_ = s.fs.RemoveAll(tmp)
+		// The record is ours either way: a directory that appeared
+		// meanwhile is not one hpp made.
+		_, _ = s.dropRecord(id, "")
 		if errors.Is(err, fs.ErrExist) {
 			return Volume{}, err
 		}
-		_ = s.removeMeta(id)
 		return Volume{}, fmt.Errorf("move into place: %w", err)
 	}
 	// The volume is complete from here on; a failed sync is reported but not
 	// undone, and a retry finds the volume in place.
-	if err := s.fs.SyncDir(s.root); err != nil {
+	s.index.put(id, r.CapacityBytes)
+	if err := s.rootSync.sync(); err != nil {
 		return Volume{}, fmt.Errorf("sync root: %w", err)
 	}
-	if inline {
-		// After the root, not before: see writeMeta.
-		if err := s.fs.SyncDir(s.metaDir()); err != nil {
-			return Volume{}, fmt.Errorf("sync meta: %w", err)
-		}
-	}
-	return Volume{
-		ID: id, Path: path, CapacityBytes: m.CapacityBytes, Kind: m.Kind,
-		Attributes: m.Attributes, Created: m.Created, HasMeta: true,
-	}, nil
+	return r.volume(path), nil
 }
 
 // stage makes the volume directory under a temporary name in staging, with
 // its final owner and mode. The explicit chmod is what makes the mode exact:
 // mkdir is narrowed by the process umask.
 func (s *Store) stage(spec Spec) (string, error) {
-	tmp, err := s.fs.MkdirTemp(s.stagingDir(), "create-*")
+	tmp, err := s.fs.MkdirTemp(s.stagingDir(), s.tag+".create-*")
 	if err != nil {
 		return "", fmt.Errorf("make staging directory: %w", err)
 	}

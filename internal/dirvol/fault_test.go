@@ -8,8 +8,6 @@ import (
 	"os"
 	"path/filepath"
 	"slices"
-	"strings"
-	"syscall"
 	"testing"
 
 	"github.com/hostpath-provisioner/hpp/internal/dirvol"
@@ -58,45 +56,25 @@ func labels(root string, calls []call) []string {
 	return out
 }
 
-// The create steps in order, for each form of meta record. The record is
-// written before the directory appears, and the directory gets owner and mode
-// before it is renamed in. An inline record (a symbolic link) is synced with
-// the meta directory after the root, where a journaling filesystem has
-// already committed it; a file record is synced before the directory
-// appears (synced after its rename, so one journal commit covers both).
-var createSteps = map[string][]string{
-	"inline": {
-		"Symlink(staging)", "Rename(staging→meta)",
-		"MkdirTemp(staging)", "Lchown(staging)", "Chmod(staging)",
-		"RenameNoReplace(staging→volume)", "SyncDir(root)", "SyncDir(meta)",
-	},
-	"file": {
-		"WriteFile(staging)", "Rename(staging→meta)", "SyncFile(meta)", "SyncDir(meta)",
-		"MkdirTemp(staging)", "Lchown(staging)", "Chmod(staging)",
-		"RenameNoReplace(staging→volume)", "SyncDir(root)",
-	},
+// The create steps in order. The directory gets owner and mode in staging;
+// the record is durable (file and records directory synced) before the
+// directory is renamed in, and synced after its own rename, so one journal
+// commit covers its data and its name.
+var createSteps = []string{
+	"MkdirTemp(staging)", "Lchown(staging)", "Chmod(staging)",
+	"WriteFile(staging)", "Rename(staging→records)", "SyncFile(records)", "SyncDir(records)",
+	"RenameNoReplace(staging→volume)", "SyncDir(root)",
 }
 
-// The delete steps in order: out of the pool first, meta after (renamed, not
-// unlinked), data last. Only the root is synced on delete: see Store.delete
-// for why trash and meta need no fsync of their own.
+// The delete steps in order: out of the pool and durable first, the record
+// after (renamed, not unlinked), data last.
 var deleteSteps = []string{
-	"Rename(volume→trash)", "Rename(meta→trash)", "SyncDir(root)", "RemoveAll(trash)", "Remove(trash)",
+	"Rename(volume→trash)", "SyncDir(root)", "Rename(records→trash)", "RemoveAll(trash)", "Remove(trash)",
 }
-
-// largeAttributes make a meta record too large to be inline.
-var largeAttributes = map[string]string{"note": strings.Repeat("x", 1100)}
 
 func TestCreateFailsCleanlyAtEveryStep(t *testing.T) {
-	for _, form := range []string{"inline", "file"} {
-		t.Run(form, func(t *testing.T) {
-			sp := dirvol.Spec{Ownership: dirvol.Ownership{UID: os.Getuid(), GID: os.Getgid(), Mode: 0o750}, CapacityBytes: 1}
-			if form == "file" {
-				sp.Attributes = largeAttributes
-			}
-			testCreateFailsCleanlyAtEveryStep(t, sp, createSteps[form])
-		})
-	}
+	sp := dirvol.Spec{Ownership: dirvol.Ownership{UID: os.Getuid(), GID: os.Getgid(), Mode: 0o750}, CapacityBytes: 1}
+	testCreateFailsCleanlyAtEveryStep(t, sp, createSteps)
 }
 
 func testCreateFailsCleanlyAtEveryStep(t *testing.T, sp dirvol.Spec, steps []string) {
@@ -111,7 +89,7 @@ func testCreateFailsCleanlyAtEveryStep(t *testing.T, sp dirvol.Spec, steps []str
 	}
 	moved := slices.Index(steps, "RenameNoReplace(staging→volume)")
 	stepDesc := map[string]string{
-		"Symlink(staging)": "write meta", "WriteFile(staging)": "write meta", "Rename(staging→meta)": "write meta", "SyncFile(meta)": "write meta",
+		"WriteFile(staging)": "write record", "Rename(staging→records)": "write record", "SyncFile(records)": "write record", "SyncDir(records)": "write record",
 		"MkdirTemp(staging)": "make staging directory",
 		"Lchown(staging)":    fmt.Sprintf("set owner %d:%d", os.Getuid(), os.Getgid()),
 		"Chmod(staging)":     "set mode 0750", "RenameNoReplace(staging→volume)": "move into place",
@@ -124,9 +102,6 @@ func testCreateFailsCleanlyAtEveryStep(t *testing.T, sp dirvol.Spec, steps []str
 			s := openFailingAt(t, root, i, &injected)
 			_, created, err := s.Create(context.Background(), id, sp)
 			desc := stepDesc[step]
-			if step == "SyncDir(meta)" {
-				desc = map[bool]string{true: "sync meta", false: "write meta"}[i > moved]
-			}
 			want := fmt.Sprintf("create volume %q: %s: %v", id, desc, injected)
 			if err == nil || err.Error() != want || created {
 				t.Fatalf("Create = created %v, %v\nwant error %s", created, err, want)
@@ -150,47 +125,6 @@ func testCreateFailsCleanlyAtEveryStep(t *testing.T, sp dirvol.Spec, steps []str
 	}
 }
 
-// A filesystem that keeps shorter link targets than XFS refuses the inline
-// record with ENAMETOOLONG, one without links (vfat) with EPERM; the record
-// then goes to a file. Any other failure fails the create.
-func TestCreateFallsBackToAFileRecord(t *testing.T) {
-	for _, errno := range []syscall.Errno{syscall.ENAMETOOLONG, syscall.EPERM, syscall.EOPNOTSUPP, syscall.EIO} {
-		t.Run(errno.Error(), func(t *testing.T) {
-			root := filepath.Join(t.TempDir(), "root")
-			h := &hookFS{FileSystem: dirvol.OS()}
-			s := open(t, root, h)
-			var calls []call
-			h.before = func(c call) error {
-				if c.Op == "Symlink" {
-					return &fs.PathError{Op: "symlink", Path: c.Paths[0], Err: errno}
-				}
-				return nil
-			}
-			h.after = func(c call) { calls = append(calls, c) }
-			const id = "pvc-links"
-			_, _, err := s.Create(context.Background(), id, dirvol.Spec{Ownership: dirvol.Ownership{UID: os.Getuid(), GID: os.Getgid()}, CapacityBytes: 7})
-			if errno == syscall.EIO {
-				if !errors.Is(err, syscall.EIO) || exists(t, metaPath(root, id)) || exists(t, filepath.Join(root, id)) {
-					t.Fatalf("Create with a failing symlink: %v; want the EIO, and no record or directory left", err)
-				}
-				return
-			}
-			if err != nil {
-				t.Fatal(err)
-			}
-			if got := labels(root, calls); !slices.Equal(got, createSteps["file"]) {
-				t.Fatalf("create steps:\n got %q\nwant %q", got, createSteps["file"])
-			}
-			if fi, err := os.Lstat(metaPath(root, id)); err != nil || !fi.Mode().IsRegular() {
-				t.Fatalf("meta record: %v %v, want a regular file", fi, err)
-			}
-			if got, err := open(t, root, nil).Get(context.Background(), id); err != nil || !got.HasMeta || got.CapacityBytes != 7 {
-				t.Errorf("Get = %+v, %v; want the recorded capacity 7", got, err)
-			}
-		})
-	}
-}
-
 func TestDeleteFailsSafelyAtEveryStep(t *testing.T) {
 	const id = "pvc-g"
 	setup := func(s *dirvol.Store) {
@@ -206,8 +140,8 @@ func TestDeleteFailsSafelyAtEveryStep(t *testing.T) {
 	}
 	stepDesc := map[string]string{
 		"Rename(volume→trash)": "move to trash", "SyncDir(root)": "sync root", "SyncDir(trash)": "sync trash",
-		"Rename(meta→trash)": "move meta to trash",
-		"RemoveAll(trash)":   "remove trash entry (Recover finishes it)", "Remove(trash)": "remove trash entry (Recover finishes it)",
+		"Rename(records→trash)": "move record to trash",
+		"RemoveAll(trash)":      "remove trash entry (Recover finishes it)", "Remove(trash)": "remove trash entry (Recover finishes it)",
 	}
 	for i, step := range deleteSteps {
 		t.Run(fmt.Sprintf("%d-%s", i, step), func(t *testing.T) {
@@ -234,7 +168,7 @@ func TestDeleteFailsSafelyAtEveryStep(t *testing.T) {
 				t.Fatal(err)
 			}
 			requirePrivateAreasEmpty(t, root)
-			requireEmpty(t, filepath.Join(root, dirvol.MetaDir))
+			requireEmpty(t, filepath.Join(root, dirvol.RecordsDir))
 			requireIDs(t, s)
 		})
 	}

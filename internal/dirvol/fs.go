@@ -23,18 +23,20 @@ type FileSystem interface {
 	// Lchown changes owner and group; -1 leaves one unchanged.
 	Lchown(path string, uid, gid int) error
 	ReadDir(path string) ([]fs.DirEntry, error)
+	// ReadFile reads a record; it never follows a symbolic link.
 	ReadFile(path string) ([]byte, error)
 	// WriteFile creates path (it must not exist) and writes data, without
 	// waiting for the disk: SyncFile does that.
 	WriteFile(path string, data []byte, perm fs.FileMode) error
 	// SyncFile fsyncs a file's data and inode.
 	SyncFile(path string) error
-	// Symlink creates path as a symbolic link holding target: a small record
-	// made in one metadata operation, with no data block to write.
-	Symlink(target, path string) error
-	// Readlink returns what the symbolic link path holds; it fails with
-	// EINVAL when path is not a symbolic link.
-	Readlink(path string) (string, error)
 	// SyncDir fsyncs a directory, making renames and removals in it durable.
 	SyncDir(path string) error
+	// Readlink returns what the symbolic link path holds; it fails with
+	// EINVAL when path is not a symbolic link. Only the migration of
+	// records written by earlier versions (inline records) needs it.
+	Readlink(path string) (string, error)
+	// LockID takes the cross-node lock of id in the lock file lockFile
+	// (see crossNodeLock) and returns its release.
+	LockID(lockFile, id string) (unlock func() error, err error)
 }

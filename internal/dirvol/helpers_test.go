@@ -83,20 +83,12 @@ func stat(t *testing.T, p string) (os.FileMode, uint32, uint32) {
 }
 
 func metaPath(root, id string) string {
-	return filepath.Join(root, dirvol.MetaDir, id+".json")
+	return filepath.Join(root, dirvol.RecordsDir, id)
 }
 
-// metaRecord returns the JSON of id's meta record: the target of an inline
-// record (a symbolic link) or the content of a file record.
+// metaRecord returns the JSON of id's record, read from the disk.
 func metaRecord(t *testing.T, root, id string) []byte {
 	t.Helper()
-	target, err := os.Readlink(metaPath(root, id))
-	if err == nil {
-		return []byte(target)
-	}
-	if !errors.Is(err, syscall.EINVAL) {
-		t.Fatal(err)
-	}
 	data, err := os.ReadFile(metaPath(root, id))
 	if err != nil {
 		t.Fatal(err)

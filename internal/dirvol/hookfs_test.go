@@ -29,7 +29,7 @@ func (c call) err() error {
 }
 
 // label names the call by operation and the areas of root it touches, which
-// is stable across runs (temp names are random): "Rename(staging→meta)".
+// is stable across runs (temp names are random): "Rename(staging→records)".
 func (c call) label(root string) string {
 	areas := make([]string, len(c.Paths))
 	for i, p := range c.Paths {
@@ -50,8 +50,8 @@ func area(root, p string) string {
 		return "staging"
 	case dirvol.TrashDir:
 		return "trash"
-	case dirvol.MetaDir:
-		return "meta"
+	case dirvol.RecordsDir:
+		return "records"
 	default:
 		return "volume"
 	}
@@ -125,10 +125,6 @@ func (h *hookFS) WriteFile(p string, data []byte, perm fs.FileMode) error {
 
 func (h *hookFS) SyncFile(p string) error {
 	return h.do("SyncFile", func() error { return h.FileSystem.SyncFile(p) }, p)
-}
-
-func (h *hookFS) Symlink(target, p string) error {
-	return h.do("Symlink", func() error { return h.FileSystem.Symlink(target, p) }, p)
 }
 
 func (h *hookFS) SyncDir(p string) error {

@@ -45,6 +45,9 @@ func (s *Store) List(ctx context.Context) ([]Volume, error) {
 		if err != nil {
 			return nil, fmt.Errorf("list volumes: %w", err)
 		}
+		if found.fi == nil {
+			continue // deleted since ReadDir
+		}
 		vol, err := s.volume(e.Name(), found.path)
 		if err != nil {
 			return nil, fmt.Errorf("list volumes: %s: %w", e.Name(), err)
@@ -53,4 +56,34 @@ func (s *Store) List(ctx context.Context) ([]Volume, error) {
 	}
 	sort.Slice(vols, func(i, j int) bool { return vols[i].ID < vols[j].ID })
 	return vols, nil
+}
+
+// Missing returns the volumes whose directory is gone although this Store
+// made or found them and never deleted them: removed behind hpp's back.
+// Health checks report them; Recover (at the next start) forgets them.
+// Creates in flight are not in the index yet, so they never show here.
+// Sorted by id; Path is where the directory should be.
+func (s *Store) Missing(ctx context.Context) ([]Volume, error) {
+	entries, err := s.fs.ReadDir(s.recordsDir())
+	if err != nil {
+		return nil, fmt.Errorf("list missing volumes: %w", err)
+	}
+	var out []Volume
+	for _, e := range entries {
+		if err := ctx.Err(); err != nil {
+			return nil, fmt.Errorf("list missing volumes: %w", err)
+		}
+		id := e.Name()
+		found, err := s.resolve(id)
+		if err != nil || found.fi != nil || !s.index.has(id) {
+			continue
+		}
+		r, err := s.readRecord(id)
+		if err != nil {
+			continue // deleted meanwhile: not missing, just gone
+		}
+		out = append(out, r.volume(found.path))
+	}
+	sort.Slice(out, func(i, j int) bool { return out[i].ID < out[j].ID })
+	return out, nil
 }

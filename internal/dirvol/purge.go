@@ -10,9 +10,9 @@ import (
 )
 
 // trashEntry is what one Delete left in trash: the volume's data and, when
-// it had one, its meta file ("" when not).
+// it had one, its record ("" when not).
 type trashEntry struct {
-	id, dir, meta string
+	id, dir, record string
 }
 
 // purgeQueue empties trash entries after Delete returned, one at a time and
@@ -82,10 +82,10 @@ func (s *Store) removeTrash(e trashEntry) error {
 	if err := s.fs.RemoveAll(e.dir); err != nil {
 		return err
 	}
-	if e.meta == "" {
+	if e.record == "" {
 		return nil
 	}
-	if err := s.fs.Remove(e.meta); err != nil && !errors.Is(err, fs.ErrNotExist) {
+	if err := s.fs.Remove(e.record); err != nil && !errors.Is(err, fs.ErrNotExist) {
 		return err
 	}
 	return nil

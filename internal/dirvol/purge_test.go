@@ -61,7 +61,7 @@ func TestBackgroundPurgeEmptiesTrashOneAtATime(t *testing.T) {
 		}
 		time.Sleep(10 * time.Millisecond)
 	}
-	requireEmpty(t, filepath.Join(root, dirvol.MetaDir))
+	requireEmpty(t, filepath.Join(root, dirvol.RecordsDir))
 	if m := most.Load(); m != 1 {
 		t.Errorf("%d purges ran at once, want 1", m)
 	}

@@ -4,36 +4,51 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"io/fs"
 	"path/filepath"
 
 	"go.uber.org/zap"
+
+	"github.com/hostpath-provisioner/hpp/internal/pool"
 )
 
 // RecoverReport counts what Recover cleaned up.
 type RecoverReport struct {
-	FinishedDeletes   int // trash entries removed (queued for the purge with PurgeInBackground)
-	RemovedStaging    int // half-built volumes and temp meta files removed
-	RemovedOrphanMeta int // meta files whose volume directory is missing
+	// FinishedDeletes counts trash entries: removed, or queued for the
+	// background purge when the Store purges in the background.
+	FinishedDeletes   int
+	RemovedStaging    int // half-built volumes and temp records removed
+	RemovedOrphanMeta int // records whose volume directory is missing
+	MigratedRecords   int // records of earlier versions rewritten as record files
 }
 
-// Recover brings the root back to a consistent state after a crash: it
-// finishes half-done deletes (empties trash), drops staging leftovers of
-// creates that never got renamed into place, and drops meta files whose
-// directory is missing. Call it once at start, before serving: it assumes no
-// Create or Delete runs at the same time. It continues past individual
-// failures and returns them all.
+// Recover brings the root back to a consistent state after a crash and
+// builds the in-memory index: it rewrites records of earlier versions,
+// drops staging leftovers of creates that never got renamed into place,
+// drops records whose directory is missing, and finishes half-done deletes
+// (empties trash). Call it once at start, before serving: it assumes no
+// Create or Delete of this process runs at the same time. On a shared pool
+// it touches only this node's staging and trash entries, and removes an
+// orphan record only under the id's cross-node lock, so another node's
+// create in flight keeps its record. It continues past individual failures
+// and returns them all.
+//
+// With PurgeInBackground, trash is handed to the purge queue instead of
+// being emptied here, so Recover returns as soon as the small things are
+// done even when a crash left hundreds of GiB of deleted VM disks in trash.
 func (s *Store) Recover(ctx context.Context) (RecoverReport, error) {
 	var rep RecoverReport
 	var errs []error
-	n, err := s.recoverTrash(ctx)
-	rep.FinishedDeletes = n
+	n, err := s.migrateLegacy(ctx)
+	rep.MigratedRecords = n
 	errs = append(errs, err)
-	n, err = s.emptyDir(ctx, s.stagingDir())
+	n, err = s.emptyStaging(ctx)
 	rep.RemovedStaging = n
 	errs = append(errs, err)
-	n, err = s.dropOrphanMeta(ctx)
+	n, err = s.indexRecords(ctx)
 	rep.RemovedOrphanMeta = n
+	errs = append(errs, err)
+	n, err = s.emptyTrash(ctx)
+	rep.FinishedDeletes = n
 	errs = append(errs, err)
 	if err := errors.Join(errs...); err != nil {
 		return rep, fmt.Errorf("recover %s: %w", s.root, err)
@@ -41,59 +56,76 @@ func (s *Store) Recover(ctx context.Context) (RecoverReport, error) {
 	s.log.Info("volume root recovered", zap.String("root", s.root),
 		zap.Int("finishedDeletes", rep.FinishedDeletes),
 		zap.Int("removedStaging", rep.RemovedStaging),
-		zap.Int("removedOrphanMeta", rep.RemovedOrphanMeta))
+		zap.Int("removedOrphanMeta", rep.RemovedOrphanMeta),
+		zap.Int("migratedRecords", rep.MigratedRecords),
+		zap.Bool("purgeInBackground", s.purgeInBackground))
 	return rep, nil
 }
 
-// recoverTrash finishes the deletes a crash interrupted. With
-// PurgeInBackground their entries join the purge queue instead of being
-// removed here, so that a restart after deleting large VM disks serves at
-// once; the count is then of queued entries.
-func (s *Store) recoverTrash(ctx context.Context) (int, error) {
-	if !s.purgeInBackground {
-		return s.emptyDir(ctx, s.trashDir())
-	}
-	entries, err := s.fs.ReadDir(s.trashDir())
-	if err != nil {
-		return 0, err
-	}
-	for _, e := range entries {
-		s.purges.add(trashEntry{id: e.Name(), dir: filepath.Join(s.trashDir(), e.Name())})
-	}
-	return len(entries), nil
-}
-
-// emptyDir removes every entry of dir and returns how many went.
-func (s *Store) emptyDir(ctx context.Context, dir string) (int, error) {
+// emptyStaging removes this node's staging entries: no call is running, so
+// each is a create that never finished.
+func (s *Store) emptyStaging(ctx context.Context) (int, error) {
+	dir := s.stagingDir()
 	return s.sweep(ctx, dir, func(name string) (bool, error) {
+		if !s.ours(name) {
+			return false, nil
+		}
 		return true, s.fs.RemoveAll(filepath.Join(dir, name))
 	})
 }
 
-// dropOrphanMeta removes the meta files whose volume directory is missing.
-func (s *Store) dropOrphanMeta(ctx context.Context) (int, error) {
-	return s.sweep(ctx, s.metaDir(), func(name string) (bool, error) {
-		id, ok := s.metaID(name)
-		if !ok {
-			s.log.Warn("unknown file in meta directory left alone", zap.String("path", filepath.Join(s.metaDir(), name)))
+// emptyTrash removes this node's trash entries, or queues them for the
+// background purge.
+func (s *Store) emptyTrash(ctx context.Context) (int, error) {
+	dir := s.trashDir()
+	return s.sweep(ctx, dir, func(name string) (bool, error) {
+		if !s.ours(name) {
 			return false, nil
 		}
-		found, err := s.resolve(id)
+		t := trashEntry{id: "(found at start)", dir: filepath.Join(dir, name)}
+		if s.purgeInBackground {
+			s.purges.add(t)
+			return true, nil
+		}
+		return true, s.fs.RemoveAll(t.dir)
+	})
+}
+
+// indexRecords drops the records whose volume directory is missing and
+// puts the others in the index.
+func (s *Store) indexRecords(ctx context.Context) (int, error) {
+	dir := s.recordsDir()
+	return s.sweep(ctx, dir, func(id string) (bool, error) {
+		if pool.ValidateID(id) != nil {
+			s.log.Warn("unknown file in the records directory left alone", zap.String("path", filepath.Join(dir, id)))
+			return false, nil
+		}
+		unlock, err := s.lockID(id)
 		if err != nil {
-			s.log.Warn("meta file for an invalid id left alone", zap.String("name", name), zap.Error(err))
-			return false, nil
-		}
-		_, err = s.fs.Lstat(found.path)
-		if err == nil {
-			return false, nil
-		}
-		if !errors.Is(err, fs.ErrNotExist) {
 			return false, err
 		}
-		if err := s.fs.Remove(filepath.Join(s.metaDir(), name)); err != nil && !errors.Is(err, fs.ErrNotExist) {
-			return false, err
+		defer unlock()
+		e, err := s.resolve(id)
+		if err != nil {
+			s.log.Warn("record of an unusable id left alone", zap.String("id", id), zap.Error(err))
+			return false, nil
 		}
-		return true, nil
+		if e.fi == nil {
+			// A create that never published its directory, or a delete
+			// that did not get to move the record away.
+			if _, err := s.dropRecord(id, ""); err != nil {
+				return false, err
+			}
+			return true, nil
+		}
+		r, err := s.readRecord(id)
+		if err != nil {
+			// Get reports it for this volume; the pool stays usable.
+			s.log.Warn("unreadable record; its volume counts no reservation", zap.String("id", id), zap.Error(err))
+			return false, nil
+		}
+		s.index.put(id, r.CapacityBytes)
+		return false, nil
 	})
 }
 

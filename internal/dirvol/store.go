@@ -4,8 +4,10 @@ import (
 	"crypto/rand"
 	"errors"
 	"fmt"
+	"hash/fnv"
 	"io/fs"
 	"path/filepath"
+	"strings"
 
 	"go.uber.org/zap"
 
@@ -17,14 +19,19 @@ import (
 const (
 	StagingDir = ".hpp-staging"
 	TrashDir   = ".hpp-trash"
-	MetaDir    = ".hpp-meta"
+	RecordsDir = ".hpp-records"
+	// LegacyMetaDir held the records of earlier versions; Recover moves
+	// them to RecordsDir and removes it.
+	LegacyMetaDir = ".hpp-meta"
+	// LockFile carries the cross-node per-id locks of a shared pool.
+	LockFile = ".hpp-lock"
 )
 
 // rootMode is for the root and its parents: readable by everyone (pods see
 // only their own volume through a bind mount, but kubelet and tools walk it).
 const rootMode fs.FileMode = 0o755
 
-// privateMode keeps staging, trash and meta away from anyone but root:
+// privateMode keeps staging, trash and records away from anyone but root:
 // trash holds deleted volume data until it is removed.
 const privateMode fs.FileMode = 0o700
 
@@ -33,21 +40,41 @@ type Options struct {
 	Logger *zap.Logger // nil: no logging
 	FS     FileSystem  // nil: the real OS
 	// PurgeInBackground makes Delete return once the volume is durably out
-	// of the pool (in trash), and empty the trash entry later, in a queue
-	// worked by one background goroutine (see purgeQueue). A
+	// of the pool (in trash), and empties the trash entry later, in a queue
+	// worked by one background goroutine (see purgeQueue); Recover queues
+	// what a crash left in trash there too, so that it returns at once. A
 	// VM disk of hundreds of GiB takes long to remove, longer than a CO's
-	// call deadline; a crash mid-purge is finished by Recover.
+	// call deadline and longer than a restart should keep the socket down.
 	PurgeInBackground bool
+	// NodeID names this node's entries in staging and trash (every name
+	// starts with a tag made from it), so that nodes sharing a pool never
+	// pick the same name. "" is fine for a pool only this process uses.
+	NodeID string
+	// Shared marks a pool that other nodes use at the same time (a
+	// directory every node mounts, e.g. over NFS). Create and Delete then
+	// take a per-id lock that works across nodes (see LockID), and Recover
+	// and purges touch only this node's staging and trash entries.
+	Shared bool
 }
 
 // Store manages the volumes in one root directory.
+//
+// Callers serialise calls on one id (the CSI driver's per-volume lock does,
+// answering a second concurrent call with Aborted): the Store adds no lock of
+// its own for that, except the cross-node lock of a shared pool, which
+// another process's calls cannot see otherwise. Calls on different ids run
+// in parallel and share their fsyncs.
 type Store struct {
 	purgeInBackground bool
+	shared            bool
 	root              string
+	tag               string
 	fs                FileSystem
 	log               *zap.Logger
-	locks             idLocks
 	purges            purgeQueue
+	rootSync          *groupSync
+	recordsSync       *groupSync
+	index             index
 }
 
 // Open prepares root (created with mode 0755, parents too) and its private
@@ -56,7 +83,8 @@ func Open(root string, opts Options) (*Store, error) {
 	if err := validatePath("root", root); err != nil {
 		return nil, err
 	}
-	s := &Store{root: root, fs: opts.FS, log: opts.Logger, purgeInBackground: opts.PurgeInBackground}
+	s := &Store{root: root, fs: opts.FS, log: opts.Logger, purgeInBackground: opts.PurgeInBackground,
+		shared: opts.Shared, tag: nodeTag(opts.NodeID)}
 	if s.fs == nil {
 		s.fs = OS()
 	}
@@ -64,13 +92,16 @@ func Open(root string, opts Options) (*Store, error) {
 		s.log = zap.NewNop()
 	}
 	s.purges = purgeQueue{remove: s.removeTrash, log: s.log}
+	s.rootSync = newGroupSync(func() error { return s.fs.SyncDir(s.root) })
+	s.recordsSync = newGroupSync(func() error { return s.fs.SyncDir(s.recordsDir()) })
+	s.index.init()
 	// MkdirAll fails unless root ends up a directory. A root that is a
 	// symlink to a directory is fine (PV_DIR often is one); pool.ResolveIn
 	// resolves it when it checks ids.
 	if err := s.fs.MkdirAll(root, rootMode); err != nil {
 		return nil, fmt.Errorf("open volume root: create root: %w", err)
 	}
-	for _, name := range []string{StagingDir, TrashDir, MetaDir} {
+	for _, name := range []string{StagingDir, TrashDir, RecordsDir} {
 		p := filepath.Join(root, name)
 		if err := s.fs.MkdirAll(p, privateMode); err != nil {
 			return nil, fmt.Errorf("open volume root: create %s: %w", name, err)
@@ -103,18 +134,32 @@ func (s *Store) Root() string { return s.root }
 
 func (s *Store) stagingDir() string { return filepath.Join(s.root, StagingDir) }
 func (s *Store) trashDir() string   { return filepath.Join(s.root, TrashDir) }
-func (s *Store) metaDir() string    { return filepath.Join(s.root, MetaDir) }
+func (s *Store) recordsDir() string { return filepath.Join(s.root, RecordsDir) }
+
+// lockID takes the cross-node lock of id on a shared pool; elsewhere the
+// caller's serialisation is enough and it costs nothing.
+func (s *Store) lockID(id string) (func(), error) {
+	if !s.shared {
+		return func() {}, nil
+	}
+	unlock, err := s.fs.LockID(filepath.Join(s.root, LockFile), id)
+	if err != nil {
+		return nil, fmt.Errorf("take the cross-node lock of %q: %w", id, err)
+	}
+	return func() {
+		if err := unlock(); err != nil {
+			s.log.Warn("releasing a cross-node lock failed", zap.String("id", id), zap.Error(err))
+		}
+	}, nil
+}
 
 // resolve is the only way the Store turns an id into a path.
 //
 // The root was checked when the store was opened, so on the hot path only the
 // id's own entry needs a look: one lstat instead of resolving every component
-// of the root twice (pool.ResolveIn), which dominated CreateVolume's syscalls.
-// Anything unusual (a symlink, an error) goes through pool.ResolveIn for its
-// full check and its precise message.
-//
-// The lstat it made is returned with the path, so that callers do not stat
-// the same entry again.
+// of the root twice (pool.ResolveIn). Anything unusual (a symlink, an error)
+// goes through pool.ResolveIn for its full check and its precise message.
+// The lstat it made is returned with the path.
 func (s *Store) resolve(id string) (entry, error) {
 	if err := pool.ValidateID(id); err != nil {
 		return entry{}, err
@@ -144,3 +189,35 @@ type entry struct {
 // randomSuffix names temporary and trash entries; crypto/rand needs no
 // package state and never repeats in practice.
 func randomSuffix() string { return rand.Text()[:16] }
+
+// tagChars are the characters of a node name kept as they are in its tag.
+const tagChars = "abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOPQRSTUVWXYZ0123456789-."
+
+// maxTagLen keeps "<tag>.<kind>-<random>" well within one directory entry.
+const maxTagLen = 63
+
+// nodeTag turns a node id into the prefix of this node's staging and trash
+// names. Node names are DNS subdomains ([a-z0-9.-]); dots become '_' so the
+// tag never contains the '.' that ends it. Anything else, or a name too long,
+// is hashed.
+func nodeTag(nodeID string) string {
+	if nodeID == "" {
+		return "local"
+	}
+	ok := len(nodeID) <= maxTagLen
+	for _, c := range nodeID {
+		ok = ok && strings.ContainsRune(tagChars, c)
+	}
+	if ok {
+		return strings.ReplaceAll(nodeID, ".", "_")
+	}
+	h := fnv.New64a()
+	_, _ = h.Write([]byte(nodeID))
+	return fmt.Sprintf("node-%016x", h.Sum64())
+}
+
+// ours reports whether a staging or trash entry belongs to this node: all
+// of them do on a pool no other node uses.
+func (s *Store) ours(name string) bool {
+	return !s.shared || strings.HasPrefix(name, s.tag+".")
+}

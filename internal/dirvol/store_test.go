@@ -130,7 +130,7 @@ func TestBadSpec(t *testing.T) {
 		}
 	}
 	requireIDs(t, s)
-	requireEmpty(t, filepath.Join(s.Root(), dirvol.MetaDir))
+	requireEmpty(t, filepath.Join(s.Root(), dirvol.RecordsDir))
 }
 
 func TestCancelledContext(t *testing.T) {
@@ -152,37 +152,38 @@ func TestCancelledContext(t *testing.T) {
 	requireIDs(t, s)
 }
 
-func TestCorruptMeta(t *testing.T) {
+func TestCorruptRecord(t *testing.T) {
 	root := t.TempDir()
 	s := open(t, root, nil)
 	mustCreate(t, s, "v", spec(0, 1))
-	// A file outside the pool that holds a valid record: an inline record
-	// naming it must be parsed as text, never followed.
-	outside := filepath.Join(t.TempDir(), "record.json")
-	if err := os.WriteFile(outside, metaRecord(t, root, "v"), 0o600); err != nil {
-		t.Fatal(err)
-	}
 	for content, reason := range map[string]string{
+		"":                                    "invalid JSON: unexpected end of JSON input",
 		"{":                                   "invalid JSON: unexpected end of JSON input",
 		`{"formatVersion": 9, "id": "v"}`:     "format version 9 is not supported by this hpp (1..1)",
 		`{"formatVersion": 1, "id": "other"}`: `it records id "other", not "v"`,
-		outside:                               "invalid JSON: invalid character '/' looking for beginning of value",
 	} {
-		for _, form := range []string{"inline", "file"} {
-			if err := os.Remove(metaPath(root, "v")); err != nil {
-				t.Fatal(err)
-			}
-			write := func() error { return os.Symlink(content, metaPath(root, "v")) }
-			if form == "file" {
-				write = func() error { return os.WriteFile(metaPath(root, "v"), []byte(content), 0o600) }
-			}
-			if err := write(); err != nil {
-				t.Fatal(err)
-			}
-			_, err := s.Get(context.Background(), "v")
-			if want := `get volume "v": read meta ` + metaPath(root, "v") + ": " + reason; err == nil || err.Error() != want {
-				t.Errorf("Get with %s meta %s: %v, want %s", form, content, err, want)
-			}
+		if err := os.WriteFile(metaPath(root, "v"), []byte(content), 0o600); err != nil {
+			t.Fatal(err)
 		}
+		_, err := s.Get(context.Background(), "v")
+		if want := `get volume "v": read record ` + metaPath(root, "v") + ": " + reason; err == nil || err.Error() != want {
+			t.Errorf("Get with record %q: %v, want %s", content, err, want)
+		}
+	}
+	// A symbolic link in place of a record is never followed, even to a
+	// valid record: records are files hpp wrote.
+	outside := filepath.Join(t.TempDir(), "record")
+	if err := os.WriteFile(outside, []byte(`{"formatVersion": 1, "id": "v", "capacityBytes": 9}`), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.Remove(metaPath(root, "v")); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.Symlink(outside, metaPath(root, "v")); err != nil {
+		t.Fatal(err)
+	}
+	_, err := s.Get(context.Background(), "v")
+	if want := `get volume "v": open ` + metaPath(root, "v") + ": too many levels of symbolic links"; err == nil || err.Error() != want {
+		t.Errorf("Get with a symlinked record: %v, want %s", err, want)
 	}
 }

@@ -7,6 +7,7 @@ import (
 	"fmt"
 	"os"
 	"path/filepath"
+	"slices"
 	"strings"
 	"syscall"
 	"testing"
@@ -42,7 +43,8 @@ func behaviourSuite(t *testing.T, base string) {
 		{"DeleteTwice", testDeleteTwice},
 		{"DeleteDropsStaleMeta", testDeleteStaleMeta},
 		{"RecoverCleansLeftovers", testRecover},
-		{"LongIDUsesHashedMetaName", testLongID},
+		{"LongIDRecord", testLongID},
+		{"RecoverMigratesEarlierRecords", testMigrateLegacy},
 		{"UsageOfKnownContent", testUsageKnown},
 		{"UsageCountsHardLinksOnce", testUsageHardLink},
 		{"UsageDoesNotFollowSymlinks", testUsageSymlink},
@@ -61,7 +63,7 @@ func testOpenCreatesRoot(t *testing.T, root string) {
 	if mode, _, _ := stat(t, root); mode != os.ModeDir|0o755 {
 		t.Errorf("root mode %s, want drwxr-xr-x", mode)
 	}
-	for _, name := range []string{dirvol.StagingDir, dirvol.TrashDir, dirvol.MetaDir} {
+	for _, name := range []string{dirvol.StagingDir, dirvol.TrashDir, dirvol.RecordsDir} {
 		if mode, _, _ := stat(t, filepath.Join(root, name)); mode != os.ModeDir|0o700 {
 			t.Errorf("%s mode %s, want drwx------", name, mode)
 		}
@@ -132,9 +134,9 @@ func testCreateMeta(t *testing.T, root string) {
 	if vol.Created.Before(before) || vol.Created.After(after) {
 		t.Errorf("Created %v not within [%v, %v]", vol.Created, before, after)
 	}
-	// A small record is inline: a symbolic link holding the JSON.
-	if fi, err := os.Lstat(metaPath(root, "pvc-1")); err != nil || fi.Mode()&os.ModeSymlink == 0 {
-		t.Errorf("meta record of pvc-1: %v %v, want a symbolic link", fi, err)
+	// The record is a plain file that only root reads.
+	if fi, err := os.Lstat(metaPath(root, "pvc-1")); err != nil || fi.Mode() != 0o600 {
+		t.Errorf("record of pvc-1: %v %v, want a regular file with mode 0600", fi, err)
 	}
 	m := readMeta(t, root, "pvc-1")
 	want := map[string]any{
@@ -364,8 +366,8 @@ func testRecover(t *testing.T, root string) {
 	if err := os.Mkdir(filepath.Join(root, dirvol.StagingDir, "create-1"), 0o700); err != nil {
 		t.Fatal(err)
 	}
-	writeFile(t, filepath.Join(root, dirvol.StagingDir, "meta-1.json"), 10)
-	writeFile(t, filepath.Join(root, dirvol.MetaDir, "README"), 10)
+	writeFile(t, filepath.Join(root, dirvol.StagingDir, "local.rec-1"), 10)
+	writeFile(t, filepath.Join(root, dirvol.RecordsDir, ".README"), 10)
 
 	rep, err := open(t, root, nil).Recover(context.Background())
 	if err != nil {
@@ -375,8 +377,8 @@ func testRecover(t *testing.T, root string) {
 		t.Errorf("Recover = %+v, want %+v", rep, want)
 	}
 	requirePrivateAreasEmpty(t, root)
-	if got := names(t, filepath.Join(root, dirvol.MetaDir)); strings.Join(got, ",") != "README,live.json" {
-		t.Errorf("meta dir after Recover: %q, want README (foreign, left alone) and live.json", got)
+	if got := names(t, filepath.Join(root, dirvol.RecordsDir)); strings.Join(got, ",") != ".README,live" {
+		t.Errorf("records after Recover: %q, want .README (not an id: foreign, left alone) and live", got)
 	}
 	rep, err = s.Recover(context.Background())
 	if err != nil || rep != (dirvol.RecoverReport{}) {
@@ -388,14 +390,14 @@ func testLongID(t *testing.T, root string) {
 	s := open(t, root, nil)
 	id := strings.Repeat("x", 255)
 	vol := mustCreate(t, s, id, spec(0, 3))
-	if got := names(t, filepath.Join(root, dirvol.MetaDir)); len(got) != 1 || !strings.HasPrefix(got[0], ".sha256-") {
-		t.Errorf("meta of a 255-byte id: %q, want one .sha256-*.json", got)
+	if got := names(t, filepath.Join(root, dirvol.RecordsDir)); len(got) != 1 || got[0] != id {
+		t.Errorf("record of a 255-byte id: %q, want one named by the id", got)
 	}
 	got, err := s.Get(context.Background(), id)
 	if err != nil || got.CapacityBytes != 3 || !got.HasMeta {
 		t.Errorf("Get(long id) = %+v, %v", got, err)
 	}
-	// Recover recognises the hashed meta file as belonging to a live volume.
+	// Recover recognises the record as belonging to a live volume.
 	if rep, err := s.Recover(context.Background()); err != nil || rep.RemovedOrphanMeta != 0 {
 		t.Errorf("Recover with a live long id: %+v, %v", rep, err)
 	}
@@ -409,6 +411,70 @@ func testLongID(t *testing.T, root string) {
 	if err := s.Delete(context.Background(), id); err != nil {
 		t.Fatal(err)
 	}
-	requireEmpty(t, filepath.Join(root, dirvol.MetaDir))
+	requireEmpty(t, filepath.Join(root, dirvol.RecordsDir))
 	requirePrivateAreasEmpty(t, root)
+}
+
+// Pools written by earlier versions keep working: every shape of their
+// records (a file, an inline symbolic link, a hashed name for a long id) is
+// rewritten as a record file by Recover; orphans go, foreign files stay.
+func testMigrateLegacy(t *testing.T, root string) {
+	s := open(t, root, nil)
+	long := strings.Repeat("y", 255)
+	for _, id := range []string{"pvc-file", "pvc-link", long, "pvc-eph"} {
+		if err := os.Mkdir(filepath.Join(root, id), 0o750); err != nil {
+			t.Fatal(err)
+		}
+	}
+	legacy := filepath.Join(root, dirvol.LegacyMetaDir)
+	if err := os.Mkdir(legacy, 0o700); err != nil {
+		t.Fatal(err)
+	}
+	rec := func(id, kind string, capacity int64) string {
+		return fmt.Sprintf(`{"formatVersion":1,"id":%q,"kind":%q,"capacityBytes":%d,"created":"2025-01-02T03:04:05Z","uid":-1,"gid":-1,"mode":"0750"}`, id, kind, capacity)
+	}
+	writeLegacy := func(name, data string) {
+		if err := os.WriteFile(filepath.Join(legacy, name), []byte(data), 0o600); err != nil {
+			t.Fatal(err)
+		}
+	}
+	writeLegacy("pvc-file.json", rec("pvc-file", "persistent", 11))
+	if err := os.Symlink(rec("pvc-link", "persistent", 22), filepath.Join(legacy, "pvc-link.json")); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.Symlink(rec("pvc-eph", "ephemeral", 0), filepath.Join(legacy, "pvc-eph.json")); err != nil {
+		t.Fatal(err)
+	}
+	writeLegacy(".sha256-0123.json", rec(long, "persistent", 33))
+	writeLegacy("pvc-orphan.json", rec("pvc-orphan", "persistent", 44))
+	writeLegacy("notes.txt", "foreign")
+
+	rep, err := s.Recover(context.Background())
+	if err != nil {
+		t.Fatal(err)
+	}
+	if rep.MigratedRecords != 4 {
+		t.Errorf("Recover migrated %d records, want 4 (report %+v)", rep.MigratedRecords, rep)
+	}
+	for id, want := range map[string]struct {
+		kind     string
+		capacity int64
+	}{"pvc-file": {"persistent", 11}, "pvc-link": {"persistent", 22}, long: {"persistent", 33}, "pvc-eph": {"ephemeral", 0}} {
+		vol, err := s.Get(context.Background(), id)
+		if err != nil || !vol.HasMeta || vol.Kind != want.kind || vol.CapacityBytes != want.capacity {
+			t.Errorf("Get(%.20s) after migration = %+v, %v; want kind %s capacity %d", id, vol, err, want.kind, want.capacity)
+		}
+		if fi, err := os.Lstat(metaPath(root, id)); err != nil || !fi.Mode().IsRegular() {
+			t.Errorf("record of %.20s: %v %v, want a record file", id, fi, err)
+		}
+	}
+	if exists(t, metaPath(root, "pvc-orphan")) {
+		t.Error("orphan legacy record migrated")
+	}
+	if got := names(t, legacy); !slices.Equal(got, []string{"notes.txt"}) {
+		t.Errorf("legacy meta directory holds %q, want only the foreign notes.txt", got)
+	}
+	if got := s.Reserved(); got != 11+22+33 {
+		t.Errorf("Reserved() = %d after migration, want %d", got, 11+22+33)
+	}
 }

@@ -10,6 +10,8 @@ import (
 	opselinux "github.com/opencontainers/selinux/go-selinux"
 	"go.uber.org/zap"
 	"golang.org/x/sys/unix"
+
+	"github.com/hostpath-provisioner/hpp/internal/testutil"
 )
 
 const xattrName = "security.selinux"
@@ -29,7 +31,7 @@ func lget(t *testing.T, p string) string {
 // which is enough to prove what is written where, links included.
 func TestNodeRealXattrs(t *testing.T) {
 	if os.Geteuid() != 0 {
-		t.Skipf("needs root to write security.* xattrs (euid %d)", os.Geteuid())
+		testutil.MissingPrerequisite(t, "needs root to write security.* xattrs (euid %d)", os.Geteuid())
 	}
 	vol, outside := volumeTree(t)
 	if err := unix.Lsetxattr(outside, xattrName, []byte("system_u:object_r:etc_t:s0"), 0); err != nil {
@@ -85,7 +87,7 @@ func TestNodeSELinuxEnabled(t *testing.T) {
 		t.Skipf("SELinux is disabled on this host (no selinuxfs mounted); New returns the no-op labeler, covered by TestNewFollowsHost")
 	}
 	if os.Geteuid() != 0 {
-		t.Skipf("needs root to relabel files (euid %d)", os.Geteuid())
+		testutil.MissingPrerequisite(t, "needs root to relabel files (euid %d)", os.Geteuid())
 	}
 	vol, outside := volumeTree(t)
 	outsideBefore := lget(t, outside)

@@ -51,14 +51,14 @@ func LoopXFS(t testing.TB, sizeBytes int64) string {
 	sizeBytes = max(sizeBytes, MinXFSBytes)
 	mkfs, err := exec.LookPath("mkfs.xfs")
 	if err != nil {
-		t.Skipf("skipping: mkfs.xfs not found (%v); install xfsprogs (make deps)", err)
+		MissingPrerequisite(t, "mkfs.xfs not found (%v); install xfsprogs (make deps)", err)
 	}
 	losetup, err := exec.LookPath("losetup")
 	if err != nil {
-		t.Skipf("skipping: losetup not found (%v); install util-linux", err)
+		MissingPrerequisite(t, "losetup not found (%v); install util-linux", err)
 	}
 	if _, err := os.Stat("/dev/loop-control"); err != nil {
-		t.Skipf("skipping: no loop device support: %v", err)
+		MissingPrerequisite(t, "no loop device support: %v", err)
 	}
 
 	base := t.TempDir()
@@ -77,13 +77,13 @@ func LoopXFS(t testing.TB, sizeBytes int64) string {
 	}
 	dev, err := Run(context.Background(), losetup, "--find", "--show", img)
 	if err != nil {
-		t.Skipf("skipping: cannot attach a loop device: %v", err)
+		MissingPrerequisite(t, "cannot attach a loop device: %v", err)
 	}
 	t.Cleanup(func() { detach(t, losetup, dev) })
 
 	err = unix.Mount(dev, mnt, "xfs", 0, "")
 	if errors.Is(err, unix.ENODEV) {
-		t.Skipf("skipping: the kernel cannot mount XFS: mount %s on %s: %v", dev, mnt, err)
+		MissingPrerequisite(t, "the kernel cannot mount XFS: mount %s on %s: %v", dev, mnt, err)
 	}
 	if err != nil {
 		t.Fatalf("mount %s (xfs) on %s: %v", dev, mnt, err)

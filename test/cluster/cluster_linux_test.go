@@ -11,6 +11,8 @@ import (
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/utils/ptr"
+
+	"github.com/hostpath-provisioner/hpp/internal/testutil"
 )
 
 // requireClusterTier skips unless the cluster tier was asked for (make e2e
@@ -21,7 +23,7 @@ func requireClusterTier(t *testing.T) Binaries {
 		t.Skipf("cluster tier: runs with `make e2e` (HPP_TEST_TIER=e2e), this is tier %q", tier)
 	}
 	if os.Geteuid() != 0 {
-		t.Skip("cluster tier: needs root (kubelet, containerd, mounts)")
+		testutil.MissingPrerequisite(t, "cluster tier: needs root (kubelet, containerd, mounts)")
 	}
 	cache := os.Getenv("HPP_CACHE")
 	if cache == "" {

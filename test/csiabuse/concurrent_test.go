@@ -85,8 +85,8 @@ func TestConcurrentCreateSameName(t *testing.T) {
 	if v := visible(t, root); !slices.Equal(v, []string{"pvc-race"}) {
 		t.Errorf("volume directories = %v; want exactly [pvc-race]", v)
 	}
-	if m := csitest.Entries(t, filepath.Join(root, csitest.MetaDir)); !slices.Equal(m, []string{"pvc-race.json"}) {
-		t.Errorf("meta files = %v; want exactly [pvc-race.json]", m)
+	if m := csitest.Entries(t, filepath.Join(root, csitest.RecordsDir)); !slices.Equal(m, []string{"pvc-race"}) {
+		t.Errorf("records = %v; want exactly [pvc-race]", m)
 	}
 	for _, area := range []string{csitest.StagingDir, csitest.TrashDir} {
 		left := csitest.Entries(t, filepath.Join(root, area))
@@ -114,7 +114,7 @@ func TestConcurrentCreateSameName(t *testing.T) {
 	if v := visible(t, root); len(v) != 0 {
 		t.Errorf("volume directories after the delete burst: %v", v)
 	}
-	for _, area := range []string{csitest.MetaDir, csitest.StagingDir, csitest.TrashDir} {
+	for _, area := range []string{csitest.RecordsDir, csitest.StagingDir, csitest.TrashDir} {
 		left := csitest.Entries(t, filepath.Join(root, area))
 		if area == csitest.TrashDir {
 			left = csitest.Purged(root)

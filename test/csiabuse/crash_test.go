@@ -57,7 +57,7 @@ func TestKillDuringCreateAndDelete(t *testing.T) {
 	t.Logf("seed %d", seed)
 
 	var live []string // volumes that exist and are full of files
-	var interrupted, recovered int
+	var interrupted, recovered, cutCreates, cutDeletes int
 	for round := range crashRounds {
 		var creates, deletes []string
 		for i := range createsRound {
@@ -112,6 +112,16 @@ func TestKillDuringCreateAndDelete(t *testing.T) {
 		_ = c.Close()
 		if failed > 0 {
 			interrupted++
+		}
+		for _, id := range creates {
+			if !answered[id] {
+				cutCreates++
+			}
+		}
+		for _, id := range deletes {
+			if !answered[id] {
+				cutDeletes++
+			}
 		}
 
 		mark := d.LogLen()
@@ -170,7 +180,13 @@ func TestKillDuringCreateAndDelete(t *testing.T) {
 			t.Fatalf("round %d: volumes on disk %v; want %v", round, got, want)
 		}
 	}
-	t.Logf("%d rounds: %d had calls cut off by SIGKILL, %d needed recovery at restart", crashRounds, interrupted, recovered)
+	t.Logf("%d rounds: %d had calls cut off by SIGKILL (%d creates, %d deletes), %d needed recovery at restart",
+		crashRounds, interrupted, cutCreates, cutDeletes, recovered)
+	// A run whose kills all landed before or after the bursts proved
+	// nothing about creates or deletes cut off midway.
+	if cutCreates == 0 || cutDeletes == 0 {
+		t.Errorf("the kills cut off %d creates and %d deletes; want at least one of each (seed %d)", cutCreates, cutDeletes, seed)
+	}
 }
 
 // fill puts files into a volume so that deleting it takes a while.
@@ -207,8 +223,8 @@ func checkConsistent(t *testing.T, pool string, round int) {
 			t.Errorf("round %d: volume %s: meta %+v, %v; want id, kind persistent, capacity %d", round, id, m, err, crashSize(id))
 		}
 	}
-	for _, name := range csitest.Entries(t, filepath.Join(root, csitest.MetaDir)) {
-		id := name[:len(name)-len(".json")]
+	for _, name := range csitest.Entries(t, filepath.Join(root, csitest.RecordsDir)) {
+		id := name
 		if !exists(filepath.Join(root, id)) {
 			t.Errorf("round %d: meta file %s without its volume directory", round, name)
 		}

@@ -56,7 +56,7 @@ type meta struct {
 
 func readMeta(pool, id string) (meta, error) {
 	var m meta
-	data, err := csitest.MetaRecord(filepath.Join(volumesDir(pool), csitest.MetaDir, id+".json"))
+	data, err := os.ReadFile(filepath.Join(volumesDir(pool), csitest.RecordsDir, id))
 	if err != nil {
 		return m, err
 	}

@@ -24,7 +24,7 @@ func onlyHidden(t *testing.T, e *env) {
 			t.Errorf("unexpected volume directory %q in the pool", n)
 		}
 	}
-	if left := csitest.Entries(t, filepath.Join(e.pool, "csi", csitest.MetaDir)); len(left) != 0 {
+	if left := csitest.Entries(t, filepath.Join(e.pool, "csi", csitest.RecordsDir)); len(left) != 0 {
 		t.Errorf("unexpected meta files: %v", left)
 	}
 }

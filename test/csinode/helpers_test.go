@@ -61,7 +61,7 @@ func (e *env) volDir(id string) string {
 }
 
 func (e *env) metaPath(id string) string {
-	return filepath.Join(e.pool, csitest.VolumesSubdir, csitest.MetaDir, id+".json")
+	return filepath.Join(e.pool, csitest.VolumesSubdir, csitest.RecordsDir, id)
 }
 
 // create makes a volume of size bytes in the pool and checks the answer.
@@ -101,7 +101,7 @@ func (e *env) unpublish(id, target string) {
 // readMeta returns the volume's meta file as a map.
 func (e *env) readMeta(id string) map[string]any {
 	e.t.Helper()
-	data, err := csitest.MetaRecord(e.metaPath(id))
+	data, err := os.ReadFile(e.metaPath(id))
 	if err != nil {
 		e.t.Fatalf("meta file of %q: %v", id, err)
 	}

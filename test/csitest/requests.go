@@ -19,7 +19,7 @@ const (
 	DirectoryGID    = "directoryGID"
 	DirectoryMode   = "directoryMode"
 	VolumesSubdir   = "csi"
-	MetaDir         = ".hpp-meta"
+	RecordsDir      = ".hpp-records"
 	StagingDir      = ".hpp-staging"
 	TrashDir        = ".hpp-trash"
 	DefaultNodeName = "node-a"

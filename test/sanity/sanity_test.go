@@ -33,6 +33,7 @@ import (
 	"github.com/kubernetes-csi/csi-test/v5/pkg/sanity"
 	"google.golang.org/grpc"
 
+	"github.com/hostpath-provisioner/hpp/internal/testutil"
 	"github.com/hostpath-provisioner/hpp/test/csitest"
 )
 
@@ -40,7 +41,7 @@ const nodeID = "sanity-node"
 
 func TestSanity(t *testing.T) {
 	if os.Geteuid() != 0 {
-		t.Skipf("csi-sanity needs root for real bind mounts (running as uid %d)", os.Geteuid())
+		testutil.MissingPrerequisite(t, "csi-sanity needs root for real bind mounts (running as uid %d)", os.Geteuid())
 	}
 	work := t.TempDir()
 	pools := []csitest.Pool{

@@ -3,6 +3,7 @@ package driver
 import (
 	"context"
 	"fmt"
+	"path/filepath"
 
 	"github.com/container-storage-interface/spec/lib/go/csi"
 	"google.golang.org/grpc/codes"
@@ -28,30 +29,30 @@ func (d *Driver) poolCapacity(ctx context.Context, p *poolState, store *dirvol.S
 	}
 	c := poolCapacity{stats: st, offered: capacity.Offered(st, p.headroom)}
 	if d.cfg.ReservationAware && store != nil {
-		vols, err := store.List(ctx)
-		if err != nil {
-			return poolCapacity{}, fmt.Errorf("listing volumes of pool %q: %w", p.name(), err)
-		}
-		for _, v := range vols {
-			c.reserved += d.unwritten(v)
-		}
+		// The store keeps the sum up to date (creates, deletes and the
+		// usage measured by NodeGetVolumeStats), so this costs the same
+		// with 10,000 volumes as with none.
+		c.reserved = store.Reserved()
 		c.offered = max(0, c.offered-c.reserved)
 	}
 	return c, nil
 }
 
-// unwritten is the part of a volume's request it has not used yet, from the
-// last measured usage (a volume never measured counts in full: being
-// conservative only delays a placement, overcommitting fails a pod).
-func (d *Driver) unwritten(v dirvol.Volume) int64 {
-	if v.CapacityBytes <= 0 {
-		return 0
+// noteUsage tells the store holding the volume at path what it was measured
+// to use, for its reservation sum. Volumes are direct children of a
+// store's root.
+func (d *Driver) noteUsage(path string, u dirvol.Usage) {
+	dir, id := filepath.Split(path)
+	dir = filepath.Clean(dir)
+	for _, p := range d.pools {
+		p.mu.Lock()
+		store := p.store
+		p.mu.Unlock()
+		if store != nil && store.Root() == dir {
+			store.NoteUsage(id, u.Bytes)
+			return
+		}
 	}
-	used, ok := d.stats.peek(v.Path)
-	if !ok {
-		return v.CapacityBytes
-	}
-	return max(0, v.CapacityBytes-used.Bytes)
 }
 
 // checkFits refuses a volume the pool cannot hold: OutOfRange when it could

@@ -8,6 +8,8 @@ import (
 
 	"github.com/container-storage-interface/spec/lib/go/csi"
 	"google.golang.org/grpc/codes"
+
+	"github.com/hostpath-provisioner/hpp/internal/dirvol"
 )
 
 func TestCreateVolumeRefusesBadRequests(t *testing.T) {
@@ -247,6 +249,39 @@ func TestGetCapacityHeadroomAndReservations(t *testing.T) {
 	// 512 MiB free - 100 MiB headroom - 50 MiB requested but unwritten.
 	if got := resp.GetAvailableCapacity(); got != 362<<20 {
 		t.Fatalf("available = %d MiB, want 362 MiB", got>>20)
+	}
+	// Once measured, what the volume wrote no longer counts as reserved.
+	dir := filepath.Join(h.pools["fast"], "csi", "pvc-1")
+	data := make([]byte, 20<<20)
+	for i := range data {
+		data[i] = 1
+	}
+	if err := os.WriteFile(filepath.Join(dir, "data"), data, 0o600); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := h.d.NodeGetVolumeStats(ctx, &csi.NodeGetVolumeStatsRequest{VolumeId: "pvc-1", VolumePath: dir}); err != nil {
+		t.Fatal(err)
+	}
+	used, err := dirvol.DirUsage(ctx, dir)
+	if err != nil {
+		t.Fatal(err)
+	}
+	resp, err = h.d.GetCapacity(ctx, &csi.GetCapacityRequest{Parameters: map[string]string{ParamStoragePool: "fast"}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if got, want := resp.GetAvailableCapacity(), int64(412<<20)-(50<<20-used.Bytes); got != want {
+		t.Fatalf("available after measuring %d bytes used = %d, want %d", used.Bytes, got, want)
+	}
+	if _, err := h.d.DeleteVolume(ctx, &csi.DeleteVolumeRequest{VolumeId: "pvc-1"}); err != nil {
+		t.Fatal(err)
+	}
+	resp, err = h.d.GetCapacity(ctx, &csi.GetCapacityRequest{Parameters: map[string]string{ParamStoragePool: "fast"}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if got := resp.GetAvailableCapacity(); got != 412<<20 {
+		t.Fatalf("available after DeleteVolume = %d, want 412 MiB", got)
 	}
 }
 

@@ -95,7 +95,7 @@ func (d *Driver) openLocked(ctx context.Context, p *poolState) error {
 		}
 		return notReady("%v", err)
 	}
-	store, err := dirvol.Open(p.cfg.Path, dirvol.Options{Logger: d.log.Named("dirvol"), PurgeInBackground: true})
+	store, err := dirvol.Open(p.cfg.Path, dirvol.Options{Logger: d.log.Named("dirvol"), PurgeInBackground: true, NodeID: d.cfg.NodeID})
 	if err != nil {
 		return notReady("%v", err)
 	}
@@ -109,7 +109,8 @@ func (d *Driver) openLocked(ctx context.Context, p *poolState) error {
 	}
 	d.log.Info("storage pool opened", zap.String("pool", p.cfg.Name), zap.String("path", p.cfg.Path),
 		zap.Bool("shared", p.cfg.Shared), zap.Int("queuedPurges", report.FinishedDeletes),
-		zap.Int("removedStaging", report.RemovedStaging), zap.Int("removedOrphanMeta", report.RemovedOrphanMeta))
+		zap.Int("removedStaging", report.RemovedStaging), zap.Int("removedOrphanMeta", report.RemovedOrphanMeta),
+		zap.Int("migratedRecords", report.MigratedRecords))
 	p.store, p.device, p.notOpen = store, dev, ""
 	return nil
 }

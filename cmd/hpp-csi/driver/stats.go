@@ -23,6 +23,9 @@ type usageCache struct {
 	ttl     time.Duration
 	timeout time.Duration
 	group   singleflight.Group
+	// observe, when set, hears every fresh measurement (reservation-aware
+	// capacity keeps its sum with it).
+	observe func(path string, u dirvol.Usage)
 
 	mu      sync.Mutex
 	entries map[string]usageEntry
@@ -57,6 +60,9 @@ func (c *usageCache) get(ctx context.Context, path string) (dirvol.Usage, error)
 		c.mu.Lock()
 		c.entries[path] = usageEntry{usage: u, at: c.now()}
 		c.mu.Unlock()
+		if c.observe != nil {
+			c.observe(path, u)
+		}
 		return u, nil
 	})
 	if err != nil {
@@ -67,14 +73,6 @@ func (c *usageCache) get(ctx context.Context, path string) (dirvol.Usage, error)
 		return dirvol.Usage{}, err
 	}
 	return v.(dirvol.Usage), nil
-}
-
-// peek returns the last measured usage without walking.
-func (c *usageCache) peek(path string) (dirvol.Usage, bool) {
-	c.mu.Lock()
-	defer c.mu.Unlock()
-	e, ok := c.entries[path]
-	return e.usage, ok
 }
 
 func (c *usageCache) forget(path string) {

@@ -1,35 +1,13 @@
 package main
 
 import (
-	"context"
 	"fmt"
 	"os"
 	"path/filepath"
 	"time"
 
-	"github.com/container-storage-interface/spec/lib/go/csi"
 	"golang.org/x/sys/unix"
 )
-
-// The two reference series below split a create+delete figure into what no
-// driver can avoid: the gRPC round trips over this machine's unix socket,
-// and one durable metadata step on the pool's filesystem (a create or a
-// delete each costs one on a journaling filesystem). rounds.go runs them
-// interleaved with the create+delete pairs.
-
-// noopStep times two GetPluginInfo calls back to back: the transport's share
-// of a CreateVolume+DeleteVolume pair.
-func (b *bench) noopStep(ctx context.Context) roundStep {
-	return func(int) ([]time.Duration, error) {
-		t0 := time.Now()
-		for range 2 {
-			if _, err := b.c.GetPluginInfo(ctx, &csi.GetPluginInfoRequest{}); err != nil {
-				return nil, fmt.Errorf("GetPluginInfo: %w", err)
-			}
-		}
-		return []time.Duration{time.Since(t0)}, nil
-	}
-}
 
 // durableRenameStep times, on pool's filesystem and outside hpp, the
 // cheapest step that survives a power loss: rename a directory, fsync its

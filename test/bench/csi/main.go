@@ -1,7 +1,10 @@
-// Command csi benchmarks hpp-csi over its real unix socket: CreateVolume +
-// DeleteVolume round trips, NodePublish + NodeUnpublish, NodeGetVolumeStats
-// on a volume with 100,000 files (first call and cached), and the driver's
-// idle RSS with 1,000 volumes. It prints a table and then one JSON document
+// Command csi benchmarks hpp-csi over its real unix socket: durable
+// CreateVolume + DeleteVolume at 1, 4 and 8 concurrent callers beside a
+// baseline build doing what the upstream driver does (no fsync), on the
+// same disk; GetCapacity and CreateVolume with 10,000 volumes against an
+// empty pool (reservation-aware capacity); NodePublish + NodeUnpublish;
+// NodeGetVolumeStats on a volume with 100,000 files (first call and
+// cached); and the driver's idle RSS with 1,000 volumes. It prints a table and then one JSON document
 // to stdout. It needs root (bind mounts, tmpfs); without root it says so and
 // exits 0, like a skipped test.
 //
@@ -24,26 +27,28 @@ import (
 // options are the benchmark's knobs; the defaults keep a run well under
 // three minutes on a 2-core machine.
 type options struct {
-	ops        int
-	publishOps int
-	files      int
-	statsCalls int
-	volumes    int
-	maxTime    time.Duration
-	idleWait   time.Duration
-	workDir    string
-	jsonOut    string
+	ops             int
+	publishOps      int
+	files           int
+	statsCalls      int
+	volumes         int
+	capacityVolumes int
+	maxTime         time.Duration
+	idleWait        time.Duration
+	workDir         string
+	jsonOut         string
 }
 
 func parseFlags(args []string) (options, error) {
 	var o options
 	fs := flag.NewFlagSet("bench-csi", flag.ContinueOnError)
-	fs.IntVar(&o.ops, "ops", 1000, "rounds of CreateVolume+DeleteVolume on every pool, interleaved with the reference series (stops earlier at -max-time)")
+	fs.IntVar(&o.ops, "ops", 600, "CreateVolume+DeleteVolume pairs per driver and number of callers on each disk-backed pool, and GetCapacity/CreateVolume calls per pool in the capacity comparison")
 	fs.IntVar(&o.publishOps, "publish-ops", 1000, "NodePublish+NodeUnpublish round trips (stops earlier at -max-time)")
 	fs.IntVar(&o.files, "files", 100_000, "files in the volume NodeGetVolumeStats measures")
 	fs.IntVar(&o.statsCalls, "stats-calls", 1000, "cached NodeGetVolumeStats calls")
 	fs.IntVar(&o.volumes, "volumes", 1000, "volumes present while the idle RSS is read")
-	fs.DurationVar(&o.maxTime, "max-time", 20*time.Second, "time bound of each create+delete phase (one per disk-backed pool) and of the publish round trips")
+	fs.IntVar(&o.capacityVolumes, "capacity-volumes", 10_000, "volumes in the full pool of the capacity comparison")
+	fs.DurationVar(&o.maxTime, "max-time", 60*time.Second, "time bound of each disk-backed pool's create+delete comparison and of the publish round trips")
 	fs.DurationVar(&o.idleWait, "idle-wait", 3*time.Second, "how long the driver sits idle before its RSS is read")
 	fs.StringVar(&o.workDir, "workdir", os.TempDir(), "where the disk pool, socket and targets go (its filesystem is the \"disk\" pool)")
 	fs.StringVar(&o.jsonOut, "json", "", "also write the JSON result to this file")
@@ -51,7 +56,7 @@ func parseFlags(args []string) (options, error) {
 		return o, err
 	}
 	var errs []error
-	for name, v := range map[string]int{"-ops": o.ops, "-publish-ops": o.publishOps, "-files": o.files, "-stats-calls": o.statsCalls, "-volumes": o.volumes} {
+	for name, v := range map[string]int{"-ops": o.ops, "-publish-ops": o.publishOps, "-files": o.files, "-stats-calls": o.statsCalls, "-volumes": o.volumes, "-capacity-volumes": o.capacityVolumes} {
 		if v <= 0 {
 			errs = append(errs, fmt.Errorf("%s: %d must be positive", name, v))
 		}

@@ -22,20 +22,22 @@ const (
 	tmpfsPool = "tmpfs"
 	xfsPool   = "xfs-loop" // XFS on a loop device over the work directory's disk
 	warmup    = 20
-	// Targets from the hpp-csi issue; reported, never asserted.
-	targetCreateDeleteP99Ms = 2
-	targetIdleRSSMiB        = 30
-	targetCachedStatsMs     = 1
+	// Targets from the hpp-csi issues; reported, never asserted.
+	targetIdleRSSMiB    = 22
+	targetCachedStatsMs = 1
+	targetDurableRatio  = 1.0 // hpp / baseline calls per second at 4 and 8 callers
+	targetCapacityRatio = 1.2 // p50 with many volumes / p50 on an empty pool
 )
 
 type result struct {
-	Command          string      `json:"command"`
-	Host             hostInfo    `json:"host"`
-	CreateDelete     []series    `json:"createDelete"`
-	PublishUnpublish []series    `json:"publishUnpublish"`
-	VolumeStats      statsResult `json:"volumeStats"`
-	IdleRSS          rssResult   `json:"idleRSS"`
-	Targets          []target    `json:"targets"`
+	Command          string           `json:"command"`
+	Host             hostInfo         `json:"host"`
+	Durability       []durabilityPool `json:"durability"`
+	Capacity         capacityResult   `json:"capacity"`
+	PublishUnpublish []series         `json:"publishUnpublish"`
+	VolumeStats      statsResult      `json:"volumeStats"`
+	IdleRSS          rssResult        `json:"idleRSS"`
+	Targets          []target         `json:"targets"`
 }
 
 type hostInfo struct {
@@ -74,6 +76,7 @@ type target struct {
 	Unit     string  `json:"unit"`
 	Measured float64 `json:"measured"`
 	Met      bool    `json:"met"`
+	AtLeast  bool    `json:"atLeast,omitempty"` // the limit is a floor, not a ceiling
 }
 
 // bench holds what the scenarios share.
@@ -87,10 +90,18 @@ type bench struct {
 	xfsSkipped string
 	d          *csitest.Driver
 	c          *csitest.Client
+	// base is the baseline build (see durability.go), serving a pool
+	// beside each disk-backed pool of d.
+	base  *csitest.Driver
+	baseC *csitest.Client
 }
 
 func run(ctx context.Context, o options) (*result, error) {
 	bin, err := csitest.BuildBinary()
+	if err != nil {
+		return nil, err
+	}
+	baseBin, err := csitest.BuildBaselineBinary()
 	if err != nil {
 		return nil, err
 	}
@@ -118,6 +129,9 @@ func run(ctx context.Context, o options) (*result, error) {
 	if b.c, err = csitest.Connect(b.d.Socket); err != nil {
 		return nil, err
 	}
+	if err := b.launchBaseline(baseBin); err != nil {
+		return nil, err
+	}
 
 	res := &result{Command: "cd test && go run ./bench/csi " + strings.Join(os.Args[1:], " "), Host: b.host()}
 	startCPU, startOK := readCPUTimes()
@@ -125,8 +139,21 @@ func run(ctx context.Context, o options) (*result, error) {
 	if res.IdleRSS.NoVolumesMiB, _, err = b.idleRSS(ctx); err != nil {
 		return nil, err
 	}
-	fmt.Fprintln(os.Stderr, "bench-csi: CreateVolume+DeleteVolume on every pool, interleaved with the reference series")
-	if res.CreateDelete, err = b.createDeleteRounds(ctx); err != nil {
+	for _, pool := range []string{diskPool, xfsPool} {
+		if _, ok := b.pools[pool]; !ok {
+			continue
+		}
+		fmt.Fprintf(os.Stderr, "bench-csi: durable CreateVolume+DeleteVolume against the baseline on the %s pool\n", pool)
+		r, err := b.compareDurability(ctx, pool,
+			driverUnderTest{c: b.c, pool: pool, root: filepath.Join(b.pools[pool], csitest.VolumesSubdir), name: "hpp"},
+			driverUnderTest{c: b.baseC, pool: pool, root: filepath.Join(b.pools[pool]+baseSuffix, csitest.VolumesSubdir), name: "baseline"})
+		if err != nil {
+			return nil, err
+		}
+		res.Durability = append(res.Durability, r)
+	}
+	fmt.Fprintf(os.Stderr, "bench-csi: GetCapacity and CreateVolume with %d volumes against an empty pool\n", o.capacityVolumes)
+	if res.Capacity, err = b.capacityWithManyVolumes(ctx, bin); err != nil {
 		return nil, err
 	}
 	fmt.Fprintln(os.Stderr, "bench-csi: NodePublishVolume+NodeUnpublishVolume")
@@ -148,6 +175,34 @@ func run(ctx context.Context, o options) (*result, error) {
 	return res, nil
 }
 
+// baseSuffix names the baseline driver's pool directory beside hpp's, on
+// the same filesystem.
+const baseSuffix = "-baseline"
+
+// launchBaseline starts the baseline build on a pool beside each
+// disk-backed pool of hpp's, under the same names.
+func (b *bench) launchBaseline(bin string) error {
+	dir := filepath.Join(b.work, "baseline")
+	if err := os.Mkdir(dir, 0o755); err != nil {
+		return err
+	}
+	var pools []csitest.Pool
+	for _, pool := range []string{diskPool, xfsPool} {
+		if p, ok := b.pools[pool]; ok {
+			if err := os.Mkdir(p+baseSuffix, 0o755); err != nil && !os.IsExist(err) {
+				return err
+			}
+			pools = append(pools, csitest.Pool{Name: pool, Path: p + baseSuffix})
+		}
+	}
+	var err error
+	if b.base, err = csitest.Launch(bin, csitest.Config{NodeID: nodeID, Dir: dir, LogLevel: "info", Pools: pools}); err != nil {
+		return fmt.Errorf("baseline driver: %w", err)
+	}
+	b.baseC, err = csitest.Connect(b.base.Socket)
+	return err
+}
+
 func (b *bench) setupPools() error {
 	b.pools[diskPool] = filepath.Join(b.work, "disk-pool")
 	b.pools[tmpfsPool] = filepath.Join(b.work, "tmpfs-pool")
@@ -167,6 +222,14 @@ func (b *bench) setupPools() error {
 func (b *bench) cleanup() {
 	if b.c != nil {
 		_ = b.c.Close()
+	}
+	if b.baseC != nil {
+		_ = b.baseC.Close()
+	}
+	if b.base != nil {
+		if err := b.base.Stop(); err != nil {
+			fmt.Fprintln(os.Stderr, "bench-csi: stopping the baseline:", err)
+		}
 	}
 	if b.d != nil {
 		if err := b.d.Stop(); err != nil {
@@ -231,10 +294,6 @@ func fsName(path string) string {
 	return fmt.Sprintf("0x%x", st.Type)
 }
 
-func createReq(name, pool string, size int64) *csi.CreateVolumeRequest {
-	return csitest.CreateRequest(name, nodeID, size, csitest.PoolParams(pool))
-}
-
 // roundStep is one timed step of a benchmark round; it returns one or more
 // latencies, always the same number.
 type roundStep func(i int) ([]time.Duration, error)
@@ -248,25 +307,6 @@ func (b *bench) timed(ctx context.Context, n, width int, step roundStep) ([][]ti
 	}
 	err := runPhase(ctx, []*roundSeries{r}, map[*roundSeries]int{r: n}, time.Now().Add(b.o.maxTime))
 	return r.lat, err
-}
-
-// createDeleteRound times one CreateVolume+DeleteVolume pair on pool:
-// the pair, the create, the delete.
-func (b *bench) createDeleteRound(ctx context.Context, pool string) roundStep {
-	name := func(i int) string { return fmt.Sprintf("bench-cd-%s-%d", pool, i) }
-	return pairStep(
-		func(i int) error {
-			if _, err := b.c.CreateVolume(ctx, createReq(name(i), pool, 1<<20)); err != nil {
-				return fmt.Errorf("CreateVolume %s: %w", name(i), err)
-			}
-			return nil
-		},
-		func(i int) error {
-			if _, err := b.c.DeleteVolume(ctx, &csi.DeleteVolumeRequest{VolumeId: name(i)}); err != nil {
-				return fmt.Errorf("DeleteVolume %s: %w", name(i), err)
-			}
-			return nil
-		})
 }
 
 // pairStep times first then second: as one round trip and each on its own.
@@ -466,14 +506,27 @@ func procMemory(pid int) (rss, peak float64, err error) {
 
 func targets(r *result) []target {
 	var out []target
-	for _, s := range r.CreateDelete {
-		if s.Name == "create+delete" {
-			out = append(out, target{What: "create+delete p99, " + s.Pool + " pool (" + s.Filesystem + ")", Limit: targetCreateDeleteP99Ms, Unit: "ms", Measured: s.P99Ms, Met: s.P99Ms < targetCreateDeleteP99Ms})
+	for _, p := range r.Durability {
+		for _, row := range p.Rows {
+			if row.Callers == 1 {
+				out = append(out, target{What: fmt.Sprintf("1 caller: create+delete p50, %s pool (%s), <= 2 dir fsyncs + 0.3 ms", p.Pool, p.Filesystem),
+					Limit: p.TargetPairMs, Unit: "ms", Measured: row.HPPPair.P50Ms, Met: row.HPPPair.P50Ms <= p.TargetPairMs})
+				continue
+			}
+			out = append(out, target{What: fmt.Sprintf("%d callers: hpp / baseline calls per second, %s pool (%s)", row.Callers, p.Pool, p.Filesystem),
+				Limit: targetDurableRatio, Unit: "x", Measured: row.Ratio, Met: row.Ratio >= targetDurableRatio, AtLeast: true})
 		}
 	}
+	c := r.Capacity
 	out = append(out,
-		target{What: fmt.Sprintf("idle RSS with %d volumes", r.IdleRSS.Volumes), Limit: targetIdleRSSMiB, Unit: "MiB", Measured: max(r.IdleRSS.AfterCreatingMiB, r.IdleRSS.AfterRestartMiB), Met: max(r.IdleRSS.AfterCreatingMiB, r.IdleRSS.AfterRestartMiB) < targetIdleRSSMiB},
+		target{What: fmt.Sprintf("GetCapacity p50, %d volumes / empty pool", c.Volumes), Limit: targetCapacityRatio, Unit: "x", Measured: c.GetCapacityRatio, Met: c.GetCapacityRatio <= targetCapacityRatio},
+		target{What: fmt.Sprintf("CreateVolume p50, %d volumes / empty pool", c.Volumes), Limit: targetCapacityRatio, Unit: "x", Measured: c.CreateRatio, Met: c.CreateRatio <= targetCapacityRatio},
+		target{What: fmt.Sprintf("idle RSS with %d volumes", r.IdleRSS.Volumes), Limit: targetIdleRSSMiB, Unit: "MiB", Measured: max(r.IdleRSS.AfterCreatingMiB, r.IdleRSS.AfterRestartMiB), Met: max(r.IdleRSS.AfterCreatingMiB, r.IdleRSS.AfterRestartMiB) <= targetIdleRSSMiB},
 		target{What: fmt.Sprintf("cached NodeGetVolumeStats p99, %d files", r.VolumeStats.Files), Limit: targetCachedStatsMs, Unit: "ms", Measured: r.VolumeStats.Cached.P99Ms, Met: r.VolumeStats.Cached.P99Ms < targetCachedStatsMs},
 	)
 	return out
+}
+
+func createReq(name, pool string, size int64) *csi.CreateVolumeRequest {
+	return csitest.CreateRequest(name, nodeID, size, csitest.PoolParams(pool))
 }

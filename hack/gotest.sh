@@ -1,0 +1,14 @@
+#!/usr/bin/env bash
+# go test through gotestsum (pinned in tools/go.mod): a line per package,
+# failures in full, and a closing summary that lists every skipped test with
+# its reason, so a skip is never silent. Arguments go to go test; run it in
+# the module directory. Under CI=true, tests whose tier cannot run here fail
+# instead of skipping (internal/testutil.MissingPrerequisite).
+set -euo pipefail
+root=$(cd "$(dirname "$0")/.." && pwd)
+gotestsum="$root/_output/tools/gotestsum"
+if [[ ! -x $gotestsum || $root/tools/go.mod -nt $gotestsum ]]; then
+  mkdir -p "$(dirname "$gotestsum")"
+  (cd "$root/tools" && GOWORK=off go build -o "$gotestsum" gotest.tools/gotestsum)
+fi
+exec "$gotestsum" --format pkgname-and-test-fails --format-hide-empty-pkg -- "$@"
