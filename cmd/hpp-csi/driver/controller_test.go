@@ -251,7 +251,7 @@ func TestGetCapacityHeadroomAndReservations(t *testing.T) {
 		t.Fatalf("available = %d MiB, want 362 MiB", got>>20)
 	}
 	// Once measured, what the volume wrote no longer counts as reserved.
-	dir := filepath.Join(h.pools["fast"], "csi", "pvc-1")
+	dir := filepath.Join(h.pools["fast"], "pvc-1")
 	data := make([]byte, 20<<20)
 	for i := range data {
 		data[i] = 1
