@@ -169,7 +169,8 @@ func TestPoolsCRInstallsCSIDriverAndSteadyStateWritesNothing(t *testing.T) {
 	})
 	// envtest runs no controller-manager: play the DaemonSet controller.
 	setDaemonSetReady(t, h, ns, render.CSIDaemonSetName, 2)
-	eventually(t, "Available=True", func() error {
+	waitAvailable(t, h, "hpp")
+	eventually(t, "status complete", func() error {
 		cur := &hppv1.HostPathProvisioner{}
 		if err := h.get(client.ObjectKey{Name: "hpp"}, cur); err != nil {
 			return err
@@ -211,10 +212,8 @@ func assertSteadyStateWritesNothing(t *testing.T, h *harness, name string) {
 	settled := false
 	for range 100 {
 		counter.Reset()
-		if _, err := r.Reconcile(h.ctx, req); err != nil {
-			t.Logf("reconcile while settling: %v", err)
-		}
-		if n, _ := counter.Writes(); n == 0 {
+		_, err := r.Reconcile(h.ctx, req)
+		if n, _ := counter.Writes(); n == 0 && err == nil {
 			settled = true
 			break
 		}
@@ -236,6 +235,20 @@ func assertSteadyStateWritesNothing(t *testing.T, h *harness, name string) {
 			t.Errorf("steady-state reconcile %d sent %d requests (%d writes): %v", i+1, total, n, w)
 		}
 	}
+}
+
+func waitAvailable(t *testing.T, h *harness, name string) {
+	t.Helper()
+	eventually(t, "Available=True", func() error {
+		c, err := h.cond(name, hppv1.ConditionAvailable)
+		if err != nil {
+			return err
+		}
+		if c.Status != corev1.ConditionTrue {
+			return fmt.Errorf("Available %+v", c)
+		}
+		return nil
+	})
 }
 
 func setDaemonSetReady(t *testing.T, h *harness, ns, name string, nodes int32) {

@@ -8,7 +8,9 @@ import (
 	"testing"
 	"time"
 
+	"github.com/go-logr/logr"
 	"k8s.io/client-go/rest"
+	ctrl "sigs.k8s.io/controller-runtime"
 	"sigs.k8s.io/controller-runtime/pkg/envtest"
 
 	"github.com/hostpath-provisioner/hpp/cmd/hpp-operator/internal/testenv"
@@ -22,6 +24,7 @@ var (
 )
 
 func TestMain(m *testing.M) {
+	ctrl.SetLogger(logr.Discard()) // the reconciler logs through testr
 	os.Exit(runMain(m))
 }
 
