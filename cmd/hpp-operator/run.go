@@ -9,11 +9,13 @@ import (
 	"k8s.io/apimachinery/pkg/runtime"
 	clientgoscheme "k8s.io/client-go/kubernetes/scheme"
 	ctrl "sigs.k8s.io/controller-runtime"
+	"sigs.k8s.io/controller-runtime/pkg/client"
 	"sigs.k8s.io/controller-runtime/pkg/healthz"
 	metricsserver "sigs.k8s.io/controller-runtime/pkg/metrics/server"
 
 	"github.com/hostpath-provisioner/hpp/cmd/hpp-operator/controller"
 	"github.com/hostpath-provisioner/hpp/cmd/hpp-operator/render"
+	hppwebhook "github.com/hostpath-provisioner/hpp/cmd/hpp-operator/webhook"
 	hppv1 "github.com/hostpath-provisioner/hpp/internal/api/v1beta1"
 	"github.com/hostpath-provisioner/hpp/internal/version"
 )
@@ -76,8 +78,27 @@ func run(ctx context.Context, o *options, getenv func(string) string) error {
 	if err != nil {
 		return fmt.Errorf("kubeconfig: %w", err)
 	}
+	profile, err := hppwebhook.ProfileFromOverrides(hppwebhook.Intermediate(),
+		getenv("TLS_MIN_VERSION_OVERRIDE"), getenv("TLS_CIPHERS_OVERRIDE"))
+	if err != nil {
+		return err
+	}
+	var certs *hppwebhook.SelfSigned
+	if o.selfSignedCerts {
+		direct, err := client.New(restCfg, client.Options{Scheme: scheme})
+		if err != nil {
+			return err
+		}
+		certs = &hppwebhook.SelfSigned{Dir: o.certDir, Service: o.webhookService, Namespace: o.namespace,
+			ConfigName: o.webhookConfigName, Client: direct, Log: log.WithName("webhook-certs")}
+		// The server reads the files when it starts: make them first.
+		if _, err := certs.Ensure(); err != nil {
+			return fmt.Errorf("webhook certificate: %w", err)
+		}
+	}
 	mgr, err := ctrl.NewManager(restCfg, ctrl.Options{
 		Scheme:                  scheme,
+		WebhookServer:           hppwebhook.NewServer("", o.webhookPort, o.certDir, profile),
 		Cache:                   controller.CacheOptions(cfg),
 		Metrics:                 metricsserver.Options{BindAddress: o.metricsAddress},
 		HealthProbeBindAddress:  o.healthAddress,
@@ -98,10 +119,18 @@ func run(ctx context.Context, o *options, getenv func(string) string) error {
 	if err := r.SetupWithManager(mgr); err != nil {
 		return err
 	}
+	if err := hppwebhook.Register(mgr); err != nil {
+		return err
+	}
+	if certs != nil {
+		if err := mgr.Add(certs); err != nil {
+			return err
+		}
+	}
 	if err := mgr.AddHealthzCheck("ping", healthz.Ping); err != nil {
 		return err
 	}
-	if err := mgr.AddReadyzCheck("ping", healthz.Ping); err != nil {
+	if err := mgr.AddReadyzCheck("webhook", mgr.GetWebhookServer().StartedChecker()); err != nil {
 		return err
 	}
 	log.Info("starting", "version", cfg.Version, "namespace", cfg.Namespace)

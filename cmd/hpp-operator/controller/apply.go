@@ -12,6 +12,8 @@ import (
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"k8s.io/apimachinery/pkg/runtime"
 	"sigs.k8s.io/controller-runtime/pkg/client"
+
+	"github.com/hostpath-provisioner/hpp/cmd/hpp-operator/render"
 )
 
 const (
@@ -91,13 +93,9 @@ func toUnstructured(s *runtime.Scheme, obj client.Object) (*unstructured.Unstruc
 		}
 		gvk = gvks[0]
 	}
-	m, err := runtime.DefaultUnstructuredConverter.ToUnstructured(obj)
+	m, err := render.Clean(obj)
 	if err != nil {
 		return nil, err
-	}
-	delete(m, "status")
-	if md, ok := m["metadata"].(map[string]any); ok {
-		delete(md, "creationTimestamp")
 	}
 	u := &unstructured.Unstructured{Object: m}
 	u.SetGroupVersionKind(gvk)
