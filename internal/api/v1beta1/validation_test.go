@@ -5,7 +5,9 @@ import (
 	"testing"
 )
 
-func pools(p ...StoragePool) *HostPathProvisionerSpec { return &HostPathProvisionerSpec{StoragePools: p} }
+func pools(p ...StoragePool) *HostPathProvisionerSpec {
+	return &HostPathProvisionerSpec{StoragePools: p}
+}
 
 func errStrings(t *testing.T, spec *HostPathProvisionerSpec) []string {
 	t.Helper()
