@@ -73,7 +73,7 @@ func TestLegacyCRAndSwitchToPools(t *testing.T) {
 		}
 		err := h.get(client.ObjectKey{Namespace: ns, Name: render.LegacyDaemonSetName}, &appsv1.DaemonSet{})
 		if !apierrors.IsNotFound(err) {
-			return fmt.Errorf("legacy DaemonSet still there: %v", err)
+			return fmt.Errorf("legacy DaemonSet still there: %w", err)
 		}
 		return nil
 	})
@@ -131,7 +131,7 @@ func TestDeletionRemovesObjectsAndKeepsCSIDriverWhilePVsExist(t *testing.T) {
 	eventually(t, "CR gone after cleanup", func() error {
 		err := h.get(client.ObjectKey{Name: "hpp"}, &hppv1.HostPathProvisioner{})
 		if !apierrors.IsNotFound(err) {
-			return fmt.Errorf("CR still there: %v", err)
+			return fmt.Errorf("CR still there: %w", err)
 		}
 		return nil
 	})

@@ -132,7 +132,7 @@ func TestWebhookCalledByRealAPIServer(t *testing.T) {
 			t.Fatal("re-pathing a pool with a volume was accepted")
 		}
 		if !strings.Contains(err.Error(), `spec.storagePools[0].path: Forbidden: pool "local" holds 1 volume(s) in /var/hpp; moving it to /mnt/elsewhere would orphan them. To move a pool safely: add a new pool at the new path`) {
-			return fmt.Errorf("not yet the orphan rule (cache may lag): %v", err)
+			return fmt.Errorf("not yet the orphan rule (cache may lag): %w", err)
 		}
 		return nil
 	})

@@ -53,7 +53,7 @@ func AssetsDir(dir string) (string, error) {
 		"etcd":           filepath.Join(etcd, "etcd"),
 	} {
 		if _, err := os.Stat(src); err != nil {
-			return "", fmt.Errorf("%s not built (%v): run make cluster-binaries", name, err)
+			return "", fmt.Errorf("%s not built (%w): run make cluster-binaries", name, err)
 		}
 		if err := os.Symlink(src, filepath.Join(dir, name)); err != nil {
 			return "", err
