@@ -14,6 +14,7 @@ import (
 	"k8s.io/apimachinery/pkg/types"
 	ctrl "sigs.k8s.io/controller-runtime"
 	"sigs.k8s.io/controller-runtime/pkg/client"
+	"sigs.k8s.io/controller-runtime/pkg/metrics"
 
 	"github.com/hostpath-provisioner/hpp/cmd/hpp-operator/controller"
 	"github.com/hostpath-provisioner/hpp/cmd/hpp-operator/internal/testenv"
@@ -191,7 +192,26 @@ func TestPoolsCRInstallsCSIDriverAndSteadyStateWritesNothing(t *testing.T) {
 		return nil
 	})
 
+	if v := gauge(t, "kubevirt_hpp_cr_ready"); v != 1 {
+		t.Errorf("kubevirt_hpp_cr_ready = %v while Available, want 1", v)
+	}
+
 	assertSteadyStateWritesNothing(t, h, "hpp")
+}
+
+func gauge(t *testing.T, name string) float64 {
+	t.Helper()
+	fams, err := metrics.Registry.Gather()
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, f := range fams {
+		if f.GetName() == name && len(f.GetMetric()) == 1 {
+			return f.GetMetric()[0].GetGauge().GetValue()
+		}
+	}
+	t.Fatalf("metric %s not registered", name)
+	return 0
 }
 
 // assertSteadyStateWritesNothing runs the reconciler directly through a

@@ -45,6 +45,7 @@ func (r *Reconciler) finalize(ctx context.Context, log logr.Logger, cr *hppv1.Ho
 			CleanupTimeout, err, r.Config.Namespace, render.ManagedByLabel, r.Config.ManagedBy, render.ManagedByLabel, r.Config.ManagedBy)
 		log.Error(err, "cleanup abandoned")
 	}
+	crReady.Set(0)
 	patch := client.MergeFrom(cr.DeepCopy())
 	controllerutil.RemoveFinalizer(cr, Finalizer)
 	if err := r.Client.Patch(ctx, cr, patch); err != nil && !apierrors.IsNotFound(err) {

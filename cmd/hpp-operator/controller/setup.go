@@ -46,6 +46,9 @@ func CacheOptions(cfg render.Config) cache.Options {
 
 // SetupWithManager registers the reconciler and its watches.
 func (r *Reconciler) SetupWithManager(mgr ctrl.Manager) error {
+	if err := registerMetrics(); err != nil {
+		return err
+	}
 	allCRs := handler.EnqueueRequestsFromMapFunc(func(ctx context.Context, _ client.Object) []reconcile.Request {
 		list := &hppv1.HostPathProvisionerList{}
 		if err := mgr.GetClient().List(ctx, list); err != nil {

@@ -108,6 +108,11 @@ func (s *status) build(cr *hppv1.HostPathProvisioner, now metav1.Time) hppv1.Hos
 // each condition that changed status (transitions only).
 func (r *Reconciler) writeStatus(ctx context.Context, cr *hppv1.HostPathProvisioner, s *status) error {
 	next := s.build(cr, metav1.Now())
+	if s.available {
+		crReady.Set(1)
+	} else {
+		crReady.Set(0)
+	}
 	if equality.Semantic.DeepEqual(cr.Status, next) {
 		return nil
 	}

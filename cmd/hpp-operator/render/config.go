@@ -104,10 +104,10 @@ func (c *Config) Validate() error {
 	if !path.IsAbs(c.KubeletDir) || path.Clean(c.KubeletDir) != c.KubeletDir {
 		errs = append(errs, fmt.Errorf("kubelet directory: %q must be a clean absolute path", c.KubeletDir))
 	}
-	for name, img := range map[string]string{"CSI_PROVISIONER_IMAGE": c.Images.CSI,
-		"PROVISIONER_IMAGE": c.Images.Legacy, "CSI_SIG_STORAGE_PROVISIONER_IMAGE": c.Images.Provisioner} {
-		if img == "" {
-			errs = append(errs, fmt.Errorf("%s: required", name))
+	for _, img := range [][2]string{{"CSI_PROVISIONER_IMAGE", c.Images.CSI},
+		{"PROVISIONER_IMAGE", c.Images.Legacy}, {"CSI_SIG_STORAGE_PROVISIONER_IMAGE", c.Images.Provisioner}} {
+		if img[1] == "" {
+			errs = append(errs, fmt.Errorf("%s: required", img[0]))
 		}
 	}
 	if (c.Images.NodeDriverRegistrar == "") != (c.Images.LivenessProbe == "") {
