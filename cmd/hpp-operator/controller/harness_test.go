@@ -9,6 +9,7 @@ import (
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/runtime"
+	"k8s.io/client-go/rest"
 	clientgoscheme "k8s.io/client-go/kubernetes/scheme"
 	"k8s.io/utils/ptr"
 	ctrl "sigs.k8s.io/controller-runtime"
@@ -46,6 +47,13 @@ func newScheme(t *testing.T) *runtime.Scheme {
 // envtest API server, in namespace ns.
 func start(t *testing.T, ns string) *harness {
 	t.Helper()
+	return startAs(t, ns, nil, nil)
+}
+
+// startAs runs the manager with operatorCfg (nil: admin); setup runs with
+// the admin client after the namespace exists and before the manager starts.
+func startAs(t *testing.T, ns string, operatorCfg *rest.Config, setup func(client.Client)) *harness {
+	t.Helper()
 	needEnv(t)
 	ctx, cancel := context.WithCancel(context.Background())
 	scheme := newScheme(t)
@@ -56,12 +64,18 @@ func start(t *testing.T, ns string) *harness {
 	if err := admin.Create(ctx, &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: ns}}); err != nil {
 		t.Fatal(err)
 	}
+	if setup != nil {
+		setup(admin)
+	}
+	if operatorCfg == nil {
+		operatorCfg = restCfg
+	}
 	cfg := render.DefaultConfig()
 	cfg.Namespace = ns
 	cfg.Version = "v9.9.9-test"
 	cfg.Images.CSI = "localhost/hpp-csi:test"
 	cfg.Images.Legacy = "localhost/hpp-legacy:test"
-	mgr, err := ctrl.NewManager(restCfg, ctrl.Options{
+	mgr, err := ctrl.NewManager(operatorCfg, ctrl.Options{
 		Scheme:     scheme,
 		Cache:      controller.CacheOptions(cfg),
 		Metrics:    metricsserver.Options{BindAddress: "0"},

@@ -93,9 +93,10 @@ func Start(t testing.TB, opts envtest.WebhookInstallOptions) (*envtest.Environme
 
 // Counter counts the requests made through a rest.Config, by HTTP method.
 type Counter struct {
-	mu     sync.Mutex
-	counts map[string]int
-	log    []string
+	mu        sync.Mutex
+	counts    map[string]int
+	log       []string
+	forbidden []string
 }
 
 // Wrap makes cfg's requests count.
@@ -110,7 +111,13 @@ func (c *Counter) Wrap(cfg *rest.Config) *rest.Config {
 			c.counts[req.Method]++
 			c.log = append(c.log, req.Method+" "+req.URL.Path)
 			c.mu.Unlock()
-			return rt.RoundTrip(req)
+			resp, err := rt.RoundTrip(req)
+			if err == nil && resp.StatusCode == http.StatusForbidden {
+				c.mu.Lock()
+				c.forbidden = append(c.forbidden, req.Method+" "+req.URL.String())
+				c.mu.Unlock()
+			}
+			return resp, err
 		})
 	})
 	return cfg
@@ -136,6 +143,13 @@ func (c *Counter) Writes() (int, []string) {
 		}
 	}
 	return len(w), w
+}
+
+// Forbidden returns every request the API server answered 403 (RBAC).
+func (c *Counter) Forbidden() []string {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	return append([]string(nil), c.forbidden...)
 }
 
 // Total returns the number of requests.
