@@ -47,12 +47,20 @@ func newScheme(t *testing.T) *runtime.Scheme {
 // envtest API server, in namespace ns.
 func start(t *testing.T, ns string) *harness {
 	t.Helper()
-	return startAs(t, ns, nil, nil)
+	return startWith(t, ns, options{})
 }
 
-// startAs runs the manager with operatorCfg (nil: admin); setup runs with
-// the admin client after the namespace exists and before the manager starts.
-func startAs(t *testing.T, ns string, operatorCfg *rest.Config, setup func(client.Client)) *harness {
+type options struct {
+	// operatorCfg is the manager's rest config (nil: admin).
+	operatorCfg *rest.Config
+	// setup runs with the admin client after the namespace exists and
+	// before the manager starts.
+	setup func(client.Client)
+	// config adjusts the operator's render configuration.
+	config func(*render.Config)
+}
+
+func startWith(t *testing.T, ns string, o options) *harness {
 	t.Helper()
 	needEnv(t)
 	ctx, cancel := context.WithCancel(context.Background())
@@ -64,9 +72,10 @@ func startAs(t *testing.T, ns string, operatorCfg *rest.Config, setup func(clien
 	if err := admin.Create(ctx, &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: ns}}); err != nil {
 		t.Fatal(err)
 	}
-	if setup != nil {
-		setup(admin)
+	if o.setup != nil {
+		o.setup(admin)
 	}
+	operatorCfg := o.operatorCfg
 	if operatorCfg == nil {
 		operatorCfg = restCfg
 	}
@@ -75,6 +84,9 @@ func startAs(t *testing.T, ns string, operatorCfg *rest.Config, setup func(clien
 	cfg.Version = "v9.9.9-test"
 	cfg.Images.CSI = "localhost/hpp-csi:test"
 	cfg.Images.Legacy = "localhost/hpp-legacy:test"
+	if o.config != nil {
+		o.config(&cfg)
+	}
 	mgr, err := ctrl.NewManager(operatorCfg, ctrl.Options{
 		Scheme:     scheme,
 		Cache:      controller.CacheOptions(cfg),

@@ -30,13 +30,13 @@ func TestOperatorRunsWithItsOwnRBAC(t *testing.T) {
 	var counter testenv.Counter
 	asOperator := rest.CopyConfig(restCfg)
 	asOperator.Impersonate = rest.ImpersonationConfig{UserName: "system:serviceaccount:" + ns + ":hostpath-provisioner-operator"}
-	h := startAs(t, ns, counter.Wrap(asOperator), func(admin client.Client) {
+	h := startWith(t, ns, options{operatorCfg: counter.Wrap(asOperator), setup: func(admin client.Client) {
 		for _, u := range readManifests(t, filepath.Join(testenv.RepoRoot(), "deploy", "base", "operator", "rbac.yaml")) {
 			if err := admin.Create(t.Context(), u); err != nil {
 				t.Fatalf("create %s %s: %v", u.GetKind(), u.GetName(), err)
 			}
 		}
-	})
+	}})
 	if err := h.admin.Create(h.ctx, poolsCR("hpp", hppv1.StoragePool{Name: "local", Path: "/var/hpp"})); err != nil {
 		t.Fatal(err)
 	}

@@ -7,10 +7,13 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"strings"
 	"time"
 
 	"github.com/go-logr/logr"
 	appsv1 "k8s.io/api/apps/v1"
+	corev1 "k8s.io/api/core/v1"
+	schedulingv1 "k8s.io/api/scheduling/v1"
 	storagev1 "k8s.io/api/storage/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
@@ -93,12 +96,16 @@ func (r *Reconciler) applyAll(ctx context.Context, log logr.Logger, cr *hppv1.Ho
 		st.degrade("InvalidSpec", errs.ToAggregate().Error())
 		return nil
 	}
+	cfg, err := r.checkPriorityClass(ctx, st)
+	if err != nil {
+		return err
+	}
 	var want, gone []client.Object
 	if cr.Spec.IsLegacy() {
-		want = r.Config.LegacyObjects(&cr.Spec)
+		want = cfg.LegacyObjects(&cr.Spec)
 		gone = r.csiNodeObjects()
 	} else {
-		objs, err := r.Config.CSIObjects(&cr.Spec)
+		objs, err := cfg.CSIObjects(&cr.Spec)
 		if err != nil {
 			return err
 		}
@@ -115,6 +122,20 @@ func (r *Reconciler) applyAll(ctx context.Context, log logr.Logger, cr *hppv1.Ho
 			}
 		}
 		wrote, err := a.apply(ctx, obj)
+		if ds, isDS := obj.(*appsv1.DaemonSet); isDS && apierrors.IsInvalid(err) && strings.Contains(err.Error(), "selector") {
+			// A DaemonSet of the same name with another selector (the
+			// upstream operator's, which held a version label) cannot be
+			// updated in place: replace it. Node plugins restart; volumes
+			// stay mounted and their data is untouched.
+			r.eventf(cr, corev1.EventTypeNormal, "DaemonSetReplaced",
+				"DaemonSet %s/%s had an immutable selector of another installation; replacing it", ds.Namespace, ds.Name)
+			old := &appsv1.DaemonSet{ObjectMeta: objMeta(ds.Name, ds.Namespace)}
+			if derr := r.Client.Delete(ctx, old, client.PropagationPolicy(metav1.DeletePropagationBackground)); derr != nil && !apierrors.IsNotFound(derr) {
+				return derr
+			}
+			st.progress("Replacing", fmt.Sprintf("replacing DaemonSet %s/%s", ds.Namespace, ds.Name))
+			return fmt.Errorf("replacing DaemonSet %s/%s: %w", ds.Namespace, ds.Name, errRetry)
+		}
 		if err != nil {
 			st.degrade("ApplyFailed", err.Error())
 			return err
@@ -129,6 +150,27 @@ func (r *Reconciler) applyAll(ctx context.Context, log logr.Logger, cr *hppv1.Ho
 		}
 	}
 	return nil
+}
+
+// errRetry marks a reconcile that made progress and must run again.
+var errRetry = errors.New("retrying")
+
+// checkPriorityClass returns the configuration to render with: without
+// the configured PriorityClass, pods would never schedule, so they run
+// without one and Degraded says why.
+func (r *Reconciler) checkPriorityClass(ctx context.Context, st *status) (render.Config, error) {
+	cfg := r.Config
+	if cfg.PriorityClassName == "" {
+		return cfg, nil
+	}
+	err := r.Client.Get(ctx, client.ObjectKey{Name: cfg.PriorityClassName}, &schedulingv1.PriorityClass{})
+	if apierrors.IsNotFound(err) {
+		st.degrade("PriorityClassMissing", fmt.Sprintf(
+			"PriorityClass %q (--priority-class) does not exist: node pods run without a priority class until it is created", cfg.PriorityClassName))
+		cfg.PriorityClassName = ""
+		return cfg, nil
+	}
+	return cfg, err
 }
 
 // deleteIfPresent deletes obj if the cache has it: a blind DELETE of an

@@ -6,6 +6,7 @@ import (
 	appsv1 "k8s.io/api/apps/v1"
 	corev1 "k8s.io/api/core/v1"
 	rbacv1 "k8s.io/api/rbac/v1"
+	schedulingv1 "k8s.io/api/scheduling/v1"
 	storagev1 "k8s.io/api/storage/v1"
 	"k8s.io/apimachinery/pkg/labels"
 	"k8s.io/apimachinery/pkg/types"
@@ -70,7 +71,12 @@ func (r *Reconciler) SetupWithManager(mgr ctrl.Manager) error {
 			return ok && pv.Spec.CSI != nil && pv.Spec.CSI.Driver == render.DriverName
 		},
 	}
-	return ctrl.NewControllerManagedBy(mgr).
+	b := ctrl.NewControllerManagedBy(mgr)
+	if r.Config.PriorityClassName != "" {
+		// A missing PriorityClass degrades the CR; its creation heals it.
+		b = b.Watches(&schedulingv1.PriorityClass{}, allCRs)
+	}
+	return b.
 		Named("hostpathprovisioner").
 		For(&hppv1.HostPathProvisioner{}).
 		Owns(&appsv1.DaemonSet{}).
