@@ -1,11 +1,18 @@
 package deploytest
 
 import (
+	"bytes"
+	"errors"
+	"io"
+	"os"
+	"path/filepath"
 	"testing"
 
 	apiextensionsv1 "k8s.io/apiextensions-apiserver/pkg/apis/apiextensions/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"k8s.io/apimachinery/pkg/runtime"
+	utilyaml "k8s.io/apimachinery/pkg/util/yaml"
 	clientgoscheme "k8s.io/client-go/kubernetes/scheme"
 	"k8s.io/utils/ptr"
 	"sigs.k8s.io/controller-runtime/pkg/client"
@@ -63,6 +70,21 @@ func TestOverlaysApplyWithServerSideDryRun(t *testing.T) {
 	if _, err := envtest.InstallCRDs(cfg, envtest.CRDInstallOptions{CRDs: crds}); err != nil {
 		t.Fatalf("wait for stub CRDs: %v", err)
 	}
+	t.Run("examples", func(t *testing.T) {
+		files, _ := filepath.Glob(filepath.Join(deployDir(), "examples", "*.yaml"))
+		if len(files) == 0 {
+			t.Fatal("no examples")
+		}
+		for _, f := range files {
+			for _, u := range readManifests(t, f) {
+				if err := c.Apply(ctx, client.ApplyConfigurationFromUnstructured(u),
+					client.FieldOwner("deploytest"), client.ForceOwnership, client.DryRunAll); err != nil {
+					t.Errorf("%s: server-side dry-run of %s: %v", filepath.Base(f), id(u), err)
+				}
+			}
+		}
+		t.Logf("%d example files accepted by kube-apiserver (CRD schema and CEL rules included)", len(files))
+	})
 	for _, name := range overlays(t) {
 		t.Run(name, func(t *testing.T) {
 			objs := buildOverlay(t, name)
@@ -88,5 +110,26 @@ func TestOverlaysApplyWithServerSideDryRun(t *testing.T) {
 			}
 			t.Logf("%s: %d objects accepted by kube-apiserver (server-side apply, dry-run)", name, n)
 		})
+	}
+}
+
+func readManifests(t *testing.T, path string) []*unstructured.Unstructured {
+	t.Helper()
+	b, err := os.ReadFile(path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	dec := utilyaml.NewYAMLOrJSONDecoder(bytes.NewReader(b), 4096)
+	var out []*unstructured.Unstructured
+	for {
+		u := &unstructured.Unstructured{}
+		if err := dec.Decode(&u.Object); errors.Is(err, io.EOF) {
+			return out
+		} else if err != nil {
+			t.Fatalf("%s: %v", path, err)
+		}
+		if len(u.Object) > 0 {
+			out = append(out, u)
+		}
 	}
 }
