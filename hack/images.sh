@@ -15,8 +15,12 @@ if [[ -z $builder ]]; then
   exit 0
 fi
 tag=${IMAGE_TAG:-latest}
+# The same version stamp as the Makefile's LDFLAGS (VERSION, COMMIT).
+version=${VERSION:-$(git -C "$root" describe --tags --always --dirty 2>/dev/null || echo dev)}
+commit=${COMMIT:-$(git -C "$root" rev-parse --short HEAD 2>/dev/null || echo unknown)}
 registry=${IMAGE_REGISTRY:-localhost/hpp}
 for c in "$@"; do
   echo "==> $builder build $registry/$c:$tag"
-  "$builder" build -f "$root/cmd/$c/Dockerfile" -t "$registry/$c:$tag" "$root"
+  "$builder" build --build-arg "VERSION=$version" --build-arg "COMMIT=$commit" \
+    -f "$root/cmd/$c/Dockerfile" -t "$registry/$c:$tag" "$root"
 done

@@ -1,10 +1,10 @@
-// Command hpp-operator: installs and runs hpp from one HostPathProvisioner resource.
-//
-// Only the command line exists so far; the behaviour comes with its own issue.
+// Command hpp-operator installs and runs hpp from one HostPathProvisioner
+// resource: a controller-runtime manager with the reconciler (package
+// controller) and the validating webhook (package webhook).
 package main
 
 import (
-	"errors"
+	"context"
 	"fmt"
 	"os"
 
@@ -12,19 +12,31 @@ import (
 
 	"github.com/hostpath-provisioner/hpp/internal/cli"
 	"github.com/hostpath-provisioner/hpp/internal/logging"
+	"github.com/hostpath-provisioner/hpp/internal/signals"
 )
 
 type options struct {
-	logging        logging.Options
-	metricsAddress string
-	healthAddress  string
-	webhookPort    int
+	logging           logging.Options
+	metricsAddress    string
+	healthAddress     string
+	webhookPort       int
+	leaderElect       bool
+	namespace         string
+	kubeletDir        string
+	priorityClass     string
+	certDir           string
+	selfSignedCerts   bool
+	webhookService    string
+	webhookConfigName string
 }
 
 func (o *options) validate() error {
 	errs := o.logging.Validate()
 	if o.webhookPort < 1 || o.webhookPort > 65535 {
 		errs = append(errs, fmt.Errorf("--webhook-port: %d is not a TCP port (1-65535)", o.webhookPort))
+	}
+	if o.namespace == "" {
+		errs = append(errs, fmt.Errorf("--namespace: required (env OPERATOR_NAMESPACE; the namespace the operator and its DaemonSets run in)"))
 	}
 	return cli.Usage(errs...)
 }
@@ -34,18 +46,31 @@ func main() {
 	cmd := cli.NewRoot("hpp-operator", "installs and runs hpp from one HostPathProvisioner resource")
 	o.logging.AddFlags(cmd.Flags())
 	o.addFlags(cmd)
-	cmd.RunE = func(*cobra.Command, []string) error {
+	cmd.RunE = func(c *cobra.Command, _ []string) error {
+		if err := cli.EnvDefault(c.Flags(), "namespace", "OPERATOR_NAMESPACE"); err != nil {
+			return cli.Usage(err)
+		}
 		if err := o.validate(); err != nil {
 			return err
 		}
-		return errors.New("not implemented yet: hpp-operator only parses its configuration so far")
+		ctx, cancel := signals.Context(context.Background())
+		defer cancel()
+		return run(ctx, &o, os.Getenv)
 	}
 	os.Exit(cli.Main(cmd, os.Args[1:], os.Stderr))
 }
 
 func (o *options) addFlags(cmd *cobra.Command) {
 	fs := cmd.Flags()
-	fs.StringVar(&o.metricsAddress, "metrics-address", ":8080", "address for Prometheus metrics")
+	fs.StringVar(&o.metricsAddress, "metrics-address", ":8080", "address for Prometheus metrics (empty: off)")
 	fs.StringVar(&o.healthAddress, "health-address", ":8081", "address for /healthz and /readyz")
 	fs.IntVar(&o.webhookPort, "webhook-port", 9443, "port of the validating webhook")
+	fs.BoolVar(&o.leaderElect, "leader-elect", true, "elect a leader, so only one replica reconciles")
+	fs.StringVar(&o.namespace, "namespace", "", "namespace of the operator and its DaemonSets (env OPERATOR_NAMESPACE)")
+	fs.StringVar(&o.kubeletDir, "kubelet-dir", "/var/lib/kubelet", "kubelet's root directory on the nodes")
+	fs.StringVar(&o.priorityClass, "priority-class", "", "PriorityClass of the node pods (must exist; empty: none)")
+	fs.StringVar(&o.certDir, "cert-dir", "/tmp/hpp-operator/serving-certs", "directory of the webhook's tls.crt and tls.key")
+	fs.BoolVar(&o.selfSignedCerts, "self-signed-certs", true, "make and rotate the webhook's serving certificate and patch the CA bundle (false: cert-manager or another tool provides them in --cert-dir)")
+	fs.StringVar(&o.webhookService, "webhook-service", "hostpath-provisioner-operator-webhook", "Service in front of the webhook (certificate names)")
+	fs.StringVar(&o.webhookConfigName, "webhook-configuration", "hostpathprovisioner.kubevirt.io", "ValidatingWebhookConfiguration whose CA bundle the operator patches")
 }

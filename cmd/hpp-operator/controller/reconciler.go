@@ -1,0 +1,228 @@
+// Package controller is the HostPathProvisioner reconciler: from the one CR
+// it applies the objects package render builds, reports status, and cleans
+// up on deletion.
+package controller
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"strings"
+	"time"
+
+	"github.com/go-logr/logr"
+	appsv1 "k8s.io/api/apps/v1"
+	corev1 "k8s.io/api/core/v1"
+	schedulingv1 "k8s.io/api/scheduling/v1"
+	storagev1 "k8s.io/api/storage/v1"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/runtime"
+	ctrl "sigs.k8s.io/controller-runtime"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+	"sigs.k8s.io/controller-runtime/pkg/controller/controllerutil"
+
+	"github.com/hostpath-provisioner/hpp/cmd/hpp-operator/render"
+	hppv1 "github.com/hostpath-provisioner/hpp/internal/api/v1beta1"
+)
+
+// Finalizer holds the CR until the operator has removed what it made.
+const Finalizer = "hostpathprovisioner.kubevirt.io/cleanup"
+
+// EventRecorder is the part of client-go's events.EventRecorder used here.
+type EventRecorder interface {
+	Eventf(regarding, related runtime.Object, eventtype, reason, action, note string, args ...any)
+}
+
+// Reconciler reconciles HostPathProvisioner objects.
+type Reconciler struct {
+	// Client reads from the manager's cache and writes to the API server.
+	Client   client.Client
+	Scheme   *runtime.Scheme
+	Config   render.Config
+	Recorder EventRecorder
+	Log      logr.Logger
+}
+
+// Reconcile brings the cluster to the CR's desired state.
+func (r *Reconciler) Reconcile(ctx context.Context, req ctrl.Request) (ctrl.Result, error) {
+	log := r.Log.WithValues("cr", req.Name)
+	if req.Name == releaseRequest {
+		return ctrl.Result{}, r.releaseCSIDriver(ctx, nil)
+	}
+	cr := &hppv1.HostPathProvisioner{}
+	if err := r.Client.Get(ctx, req.NamespacedName, cr); err != nil {
+		if apierrors.IsNotFound(err) {
+			return ctrl.Result{}, r.releaseCSIDriver(ctx, nil)
+		}
+		return ctrl.Result{}, err
+	}
+	if !cr.DeletionTimestamp.IsZero() {
+		return r.finalize(ctx, log, cr)
+	}
+	if !controllerutil.ContainsFinalizer(cr, Finalizer) {
+		patch := client.MergeFrom(cr.DeepCopy())
+		controllerutil.AddFinalizer(cr, Finalizer)
+		if err := r.Client.Patch(ctx, cr, patch); err != nil {
+			return ctrl.Result{}, fmt.Errorf("add finalizer: %w", err)
+		}
+	}
+
+	st := newStatus(cr, r.Config.Version)
+	applyErr := r.applyAll(ctx, log, cr, st)
+	if applyErr == nil {
+		r.observeWorkloads(ctx, cr, st)
+	}
+	if err := r.writeStatus(ctx, cr, st); err != nil {
+		return ctrl.Result{}, errors.Join(applyErr, err)
+	}
+	if applyErr != nil {
+		return ctrl.Result{}, applyErr
+	}
+	if st.progressing() {
+		// DaemonSet status changes also trigger a reconcile; this only
+		// bounds how stale the status can get if an event is missed.
+		return ctrl.Result{RequeueAfter: time.Minute}, nil
+	}
+	return ctrl.Result{}, nil
+}
+
+// applyAll applies the objects of the CR's mode and removes those of the
+// other mode (a CR switched from pathConfig to storagePools, or back).
+func (r *Reconciler) applyAll(ctx context.Context, log logr.Logger, cr *hppv1.HostPathProvisioner, st *status) error {
+	if errs := hppv1.ValidateSpec(&cr.Spec); len(errs) > 0 {
+		// The CRD's rules and the webhook normally stop this; a CR written
+		// while neither was in place lands here and is not acted on.
+		st.degrade("InvalidSpec", errs.ToAggregate().Error())
+		return nil
+	}
+	cfg, err := r.checkPriorityClass(ctx, st)
+	if err != nil {
+		return err
+	}
+	var want, gone []client.Object
+	if cr.Spec.IsLegacy() {
+		want = cfg.LegacyObjects(&cr.Spec)
+		gone = r.csiNodeObjects()
+	} else {
+		objs, err := cfg.CSIObjects(&cr.Spec)
+		if err != nil {
+			return err
+		}
+		want = objs
+		gone = r.legacyObjects()
+	}
+	a := &applier{reader: r.Client, writer: r.Client, scheme: r.Scheme}
+	for _, obj := range want {
+		// The CSIDriver gets no owner reference: it must outlive the CR
+		// while PVs of the driver exist (see finalize).
+		if _, isDriver := obj.(*storagev1.CSIDriver); !isDriver {
+			if err := controllerutil.SetControllerReference(cr, obj, r.Scheme); err != nil {
+				return err
+			}
+		}
+		wrote, err := a.apply(ctx, obj)
+		if ds, isDS := obj.(*appsv1.DaemonSet); isDS && apierrors.IsInvalid(err) && strings.Contains(err.Error(), "selector") {
+			// A DaemonSet of the same name with another selector (the
+			// upstream operator's, which held a version label) cannot be
+			// updated in place: replace it. Node plugins restart; volumes
+			// stay mounted and their data is untouched.
+			r.eventf(cr, corev1.EventTypeNormal, "DaemonSetReplaced",
+				"DaemonSet %s/%s had an immutable selector of another installation; replacing it", ds.Namespace, ds.Name)
+			old := &appsv1.DaemonSet{ObjectMeta: objMeta(ds.Name, ds.Namespace)}
+			if derr := r.Client.Delete(ctx, old, client.PropagationPolicy(metav1.DeletePropagationBackground)); derr != nil && !apierrors.IsNotFound(derr) {
+				return derr
+			}
+			st.progress("Replacing", fmt.Sprintf("replacing DaemonSet %s/%s", ds.Namespace, ds.Name))
+			return fmt.Errorf("replacing DaemonSet %s/%s: %w", ds.Namespace, ds.Name, errRetry)
+		}
+		if err != nil {
+			st.degrade("ApplyFailed", err.Error())
+			return err
+		}
+		if wrote {
+			log.Info("applied", "kind", obj.GetObjectKind().GroupVersionKind().Kind, "name", obj.GetName())
+		}
+	}
+	for _, obj := range gone {
+		if err := r.deleteIfPresent(ctx, log, obj); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+// errRetry marks a reconcile that made progress and must run again.
+var errRetry = errors.New("retrying")
+
+// checkPriorityClass returns the configuration to render with: without
+// the configured PriorityClass, pods would never schedule, so they run
+// without one and Degraded says why.
+func (r *Reconciler) checkPriorityClass(ctx context.Context, st *status) (render.Config, error) {
+	cfg := r.Config
+	if cfg.PriorityClassName == "" {
+		return cfg, nil
+	}
+	err := r.Client.Get(ctx, client.ObjectKey{Name: cfg.PriorityClassName}, &schedulingv1.PriorityClass{})
+	if apierrors.IsNotFound(err) {
+		st.degrade("PriorityClassMissing", fmt.Sprintf(
+			"PriorityClass %q (--priority-class) does not exist: node pods run without a priority class until it is created", cfg.PriorityClassName))
+		cfg.PriorityClassName = ""
+		return cfg, nil
+	}
+	return cfg, err
+}
+
+// deleteIfPresent deletes obj if the cache has it: a blind DELETE of an
+// object that is not there would still be a write request per reconcile.
+func (r *Reconciler) deleteIfPresent(ctx context.Context, log logr.Logger, obj client.Object) error {
+	if err := r.Client.Get(ctx, client.ObjectKeyFromObject(obj), obj); err != nil {
+		if apierrors.IsNotFound(err) {
+			return nil
+		}
+		return err
+	}
+	if !obj.GetDeletionTimestamp().IsZero() {
+		return nil
+	}
+	if err := r.Client.Delete(ctx, obj, client.PropagationPolicy(metav1.DeletePropagationBackground)); err != nil && !apierrors.IsNotFound(err) {
+		return fmt.Errorf("delete %T %s: %w", obj, obj.GetName(), err)
+	}
+	log.Info("deleted", "kind", fmt.Sprintf("%T", obj), "name", obj.GetName())
+	return nil
+}
+
+// observeWorkloads reads the DaemonSet of the CR's mode from the cache and
+// sets Available/Progressing and the pool statuses from it.
+func (r *Reconciler) observeWorkloads(ctx context.Context, cr *hppv1.HostPathProvisioner, st *status) {
+	name := render.CSIDaemonSetName
+	if cr.Spec.IsLegacy() {
+		name = render.LegacyDaemonSetName
+	}
+	ds := &appsv1.DaemonSet{}
+	if err := r.Client.Get(ctx, client.ObjectKey{Namespace: r.Config.Namespace, Name: name}, ds); err != nil {
+		st.progress("DaemonSetMissing", fmt.Sprintf("waiting for DaemonSet %s/%s: %v", r.Config.Namespace, name, err))
+		return
+	}
+	st.fromDaemonSet(ds, cr.Spec.StoragePools)
+}
+
+// The node objects of the other mode: switching modes removes its
+// DaemonSet; its ServiceAccount and RBAC stay until the CR is deleted
+// (harmless, and a switch back needs them again).
+func (r *Reconciler) csiNodeObjects() []client.Object {
+	return []client.Object{&appsv1.DaemonSet{ObjectMeta: objMeta(render.CSIDaemonSetName, r.Config.Namespace)}}
+}
+
+func (r *Reconciler) legacyObjects() []client.Object {
+	return []client.Object{&appsv1.DaemonSet{ObjectMeta: objMeta(render.LegacyDaemonSetName, r.Config.Namespace)}}
+}
+
+// eventf records an event on the CR.
+func (r *Reconciler) eventf(cr *hppv1.HostPathProvisioner, typ, reason, note string, args ...any) {
+	if r.Recorder != nil {
+		r.Recorder.Eventf(cr, nil, typ, reason, "Reconcile", note, args...)
+	}
+}
+
+func objMeta(name, ns string) metav1.ObjectMeta { return metav1.ObjectMeta{Name: name, Namespace: ns} }

@@ -1,0 +1,91 @@
+package controller
+
+import (
+	"context"
+
+	appsv1 "k8s.io/api/apps/v1"
+	corev1 "k8s.io/api/core/v1"
+	rbacv1 "k8s.io/api/rbac/v1"
+	schedulingv1 "k8s.io/api/scheduling/v1"
+	storagev1 "k8s.io/api/storage/v1"
+	"k8s.io/apimachinery/pkg/labels"
+	"k8s.io/apimachinery/pkg/types"
+	ctrl "sigs.k8s.io/controller-runtime"
+	"sigs.k8s.io/controller-runtime/pkg/builder"
+	"sigs.k8s.io/controller-runtime/pkg/cache"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+	"sigs.k8s.io/controller-runtime/pkg/event"
+	"sigs.k8s.io/controller-runtime/pkg/handler"
+	"sigs.k8s.io/controller-runtime/pkg/predicate"
+	"sigs.k8s.io/controller-runtime/pkg/reconcile"
+
+	"github.com/hostpath-provisioner/hpp/cmd/hpp-operator/render"
+	hppv1 "github.com/hostpath-provisioner/hpp/internal/api/v1beta1"
+)
+
+// releaseRequest is the request name (never a valid CR name) of a
+// reconcile that only checks whether a CSIDriver left behind by a deleted
+// CR can go.
+const releaseRequest = "-release-csidriver"
+
+// CacheOptions keeps the operator's cache small: namespaced objects only
+// from its namespace, cluster-scoped ones it makes only with its label. PVs
+// are cached in full: the finalizer and the webhook count them.
+func CacheOptions(cfg render.Config) cache.Options {
+	mine := labels.SelectorFromSet(labels.Set{render.ManagedByLabel: cfg.ManagedBy})
+	ns := map[string]cache.Config{cfg.Namespace: {}}
+	return cache.Options{ByObject: map[client.Object]cache.ByObject{
+		&appsv1.DaemonSet{}:          {Namespaces: ns},
+		&corev1.ServiceAccount{}:     {Namespaces: ns},
+		&rbacv1.Role{}:               {Namespaces: ns},
+		&rbacv1.RoleBinding{}:        {Namespaces: ns},
+		&rbacv1.ClusterRole{}:        {Label: mine},
+		&rbacv1.ClusterRoleBinding{}: {Label: mine},
+		&storagev1.CSIDriver{}:       {Label: mine},
+	}}
+}
+
+// SetupWithManager registers the reconciler and its watches.
+func (r *Reconciler) SetupWithManager(mgr ctrl.Manager) error {
+	if err := registerMetrics(); err != nil {
+		return err
+	}
+	allCRs := handler.EnqueueRequestsFromMapFunc(func(ctx context.Context, _ client.Object) []reconcile.Request {
+		list := &hppv1.HostPathProvisionerList{}
+		if err := mgr.GetClient().List(ctx, list); err != nil {
+			r.Log.Error(err, "list HostPathProvisioners")
+			return nil
+		}
+		reqs := []reconcile.Request{{NamespacedName: types.NamespacedName{Name: releaseRequest}}}
+		for _, cr := range list.Items {
+			reqs = append(reqs, reconcile.Request{NamespacedName: types.NamespacedName{Name: cr.Name}})
+		}
+		return reqs
+	})
+	driverPVDeleted := predicate.Funcs{
+		CreateFunc:  func(event.CreateEvent) bool { return false },
+		UpdateFunc:  func(event.UpdateEvent) bool { return false },
+		GenericFunc: func(event.GenericEvent) bool { return false },
+		DeleteFunc: func(e event.DeleteEvent) bool {
+			pv, ok := e.Object.(*corev1.PersistentVolume)
+			return ok && pv.Spec.CSI != nil && pv.Spec.CSI.Driver == render.DriverName
+		},
+	}
+	b := ctrl.NewControllerManagedBy(mgr)
+	if r.Config.PriorityClassName != "" {
+		// A missing PriorityClass degrades the CR; its creation heals it.
+		b = b.Watches(&schedulingv1.PriorityClass{}, allCRs)
+	}
+	return b.
+		Named("hostpathprovisioner").
+		For(&hppv1.HostPathProvisioner{}).
+		Owns(&appsv1.DaemonSet{}).
+		Owns(&corev1.ServiceAccount{}).
+		Owns(&rbacv1.Role{}).
+		Owns(&rbacv1.RoleBinding{}).
+		Owns(&rbacv1.ClusterRole{}).
+		Owns(&rbacv1.ClusterRoleBinding{}).
+		Watches(&storagev1.CSIDriver{}, allCRs).
+		Watches(&corev1.PersistentVolume{}, allCRs, builder.WithPredicates(driverPVDeleted)).
+		Complete(r)
+}

@@ -1,0 +1,135 @@
+package deploytest
+
+import (
+	"bytes"
+	"errors"
+	"io"
+	"os"
+	"path/filepath"
+	"testing"
+
+	apiextensionsv1 "k8s.io/apiextensions-apiserver/pkg/apis/apiextensions/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
+	"k8s.io/apimachinery/pkg/runtime"
+	utilyaml "k8s.io/apimachinery/pkg/util/yaml"
+	clientgoscheme "k8s.io/client-go/kubernetes/scheme"
+	"k8s.io/utils/ptr"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+	"sigs.k8s.io/controller-runtime/pkg/envtest"
+
+	"github.com/hostpath-provisioner/hpp/cmd/hpp-operator/internal/testenv"
+)
+
+// stubCRD stands in for a third-party CRD (cert-manager's) so objects of
+// its kinds can be dry-run; their own schema is not hpp's to test.
+func stubCRD(group, kind, plural string) *apiextensionsv1.CustomResourceDefinition {
+	return &apiextensionsv1.CustomResourceDefinition{
+		ObjectMeta: metav1.ObjectMeta{Name: plural + "." + group},
+		Spec: apiextensionsv1.CustomResourceDefinitionSpec{
+			Group: group,
+			Names: apiextensionsv1.CustomResourceDefinitionNames{Kind: kind, Plural: plural},
+			Scope: apiextensionsv1.NamespaceScoped,
+			Versions: []apiextensionsv1.CustomResourceDefinitionVersion{{
+				Name: "v1", Served: true, Storage: true,
+				Schema: &apiextensionsv1.CustomResourceValidation{OpenAPIV3Schema: &apiextensionsv1.JSONSchemaProps{
+					Type: "object", XPreserveUnknownFields: ptr.To(true)}},
+			}},
+		},
+	}
+}
+
+// TestOverlaysApplyWithServerSideDryRun applies every rendered object of
+// every overlay to the harness's real kube-apiserver (v1.37) with
+// server-side apply and dryRun=All, so every field is validated by
+// Kubernetes itself. Namespaces are created for real first (a dry-run
+// namespace does not hold dry-run objects).
+func TestOverlaysApplyWithServerSideDryRun(t *testing.T) {
+	_, cfg := testenv.Start(t, envtest.WebhookInstallOptions{})
+	s := runtime.NewScheme()
+	if err := clientgoscheme.AddToScheme(s); err != nil {
+		t.Fatal(err)
+	}
+	if err := apiextensionsv1.AddToScheme(s); err != nil {
+		t.Fatal(err)
+	}
+	c, err := client.New(cfg, client.Options{Scheme: s})
+	if err != nil {
+		t.Fatal(err)
+	}
+	ctx := t.Context()
+	crds := []*apiextensionsv1.CustomResourceDefinition{
+		stubCRD("cert-manager.io", "Issuer", "issuers"),
+		stubCRD("cert-manager.io", "Certificate", "certificates"),
+	}
+	for _, crd := range crds {
+		if err := c.Create(ctx, crd); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if _, err := envtest.InstallCRDs(cfg, envtest.CRDInstallOptions{CRDs: crds}); err != nil {
+		t.Fatalf("wait for stub CRDs: %v", err)
+	}
+	t.Run("examples", func(t *testing.T) {
+		files, _ := filepath.Glob(filepath.Join(deployDir(), "examples", "*.yaml"))
+		if len(files) == 0 {
+			t.Fatal("no examples")
+		}
+		for _, f := range files {
+			for _, u := range readManifests(t, f) {
+				if err := c.Apply(ctx, client.ApplyConfigurationFromUnstructured(u),
+					client.FieldOwner("deploytest"), client.ForceOwnership, client.DryRunAll); err != nil {
+					t.Errorf("%s: server-side dry-run of %s: %v", filepath.Base(f), id(u), err)
+				}
+			}
+		}
+		t.Logf("%d example files accepted by kube-apiserver (CRD schema and CEL rules included)", len(files))
+	})
+	for _, name := range overlays(t) {
+		t.Run(name, func(t *testing.T) {
+			objs := buildOverlay(t, name)
+			for _, u := range objs {
+				if u.GetKind() == "Namespace" {
+					if err := c.Apply(ctx, client.ApplyConfigurationFromUnstructured(u), client.FieldOwner("deploytest"), client.ForceOwnership); err != nil {
+						t.Fatalf("create %s: %v", id(u), err)
+					}
+				}
+			}
+			n := 0
+			for _, u := range objs {
+				if u.GetKind() == "Namespace" {
+					continue
+				}
+				err := c.Apply(ctx, client.ApplyConfigurationFromUnstructured(u),
+					client.FieldOwner("deploytest"), client.ForceOwnership, client.DryRunAll)
+				if err != nil {
+					t.Errorf("server-side dry-run of %s: %v", id(u), err)
+					continue
+				}
+				n++
+			}
+			t.Logf("%s: %d objects accepted by kube-apiserver (server-side apply, dry-run)", name, n)
+		})
+	}
+}
+
+func readManifests(t *testing.T, path string) []*unstructured.Unstructured {
+	t.Helper()
+	b, err := os.ReadFile(path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	dec := utilyaml.NewYAMLOrJSONDecoder(bytes.NewReader(b), 4096)
+	var out []*unstructured.Unstructured
+	for {
+		u := &unstructured.Unstructured{}
+		if err := dec.Decode(&u.Object); errors.Is(err, io.EOF) {
+			return out
+		} else if err != nil {
+			t.Fatalf("%s: %v", path, err)
+		}
+		if len(u.Object) > 0 {
+			out = append(out, u)
+		}
+	}
+}

@@ -1,0 +1,135 @@
+// Package render builds every object the operator creates, as typed objects,
+// from a HostPathProvisioner and the operator's configuration.
+//
+// It is the one source of hpp's manifests: the reconciler applies what it
+// returns, and `make generate` writes the same objects (rendered from an
+// example configuration) into deploy/base, so the kustomize install and the
+// operator cannot drift; `make lint` fails when deploy/ is stale.
+package render
+
+import (
+	"errors"
+	"fmt"
+	"path"
+
+	corev1 "k8s.io/api/core/v1"
+)
+
+// Object names kept from the KubeVirt operator: users, tooling and takeover
+// of an existing installation rely on them.
+const (
+	DriverName            = "kubevirt.io.hostpath-provisioner"
+	LegacyProvisionerName = "kubevirt.io/hostpath-provisioner"
+	CSIDaemonSetName      = "hostpath-provisioner-csi"
+	CSIServiceAccount     = "hostpath-provisioner-admin-csi"
+	LegacyDaemonSetName   = "hostpath-provisioner"
+	LegacyServiceAccount  = "hostpath-provisioner-admin"
+	// CSIContainerName is the driver's container in the CSI DaemonSet.
+	CSIContainerName = "hostpath-provisioner"
+)
+
+// Labels every object carries. AppLabel alone selects pods: a selector must
+// only hold labels that never change (a version label there breaks
+// upgrades, as it did upstream).
+const (
+	AppLabel       = "k8s-app"
+	PartOfLabel    = "app.kubernetes.io/part-of"
+	ManagedByLabel = "app.kubernetes.io/managed-by"
+	ComponentLabel = "app.kubernetes.io/component"
+	PartOf         = "hostpath-provisioner"
+)
+
+// Images are the container images, from the operator's environment
+// (DESIGN.md §1 names the variables).
+type Images struct {
+	CSI                 string // CSI_PROVISIONER_IMAGE: hpp-csi
+	Legacy              string // PROVISIONER_IMAGE: hpp-legacy
+	Provisioner         string // CSI_SIG_STORAGE_PROVISIONER_IMAGE: csi-provisioner
+	NodeDriverRegistrar string // NODE_DRIVER_REG_IMAGE: optional sidecar
+	LivenessProbe       string // LIVENESS_PROBE_IMAGE: optional sidecar
+	Snapshotter         string // CSI_SNAPSHOT_IMAGE: with the Snapshotting gate
+	Mounter             string // MOUNTER_IMAGE: pvcTemplate pools
+}
+
+// Config is everything about the objects that does not come from the CR.
+type Config struct {
+	Namespace string
+	Images    Images
+	// KubeletDir is kubelet's root directory on the nodes.
+	KubeletDir string
+	// Version is passed to hpp-csi's --version and set as a label value.
+	Version string
+	// Verbosity is the components' --v.
+	Verbosity int
+	// PriorityClassName of the node pods; empty for none. The operator
+	// checks that it exists before using it.
+	PriorityClassName string
+	// ManagedBy is the managed-by label value.
+	ManagedBy string
+	// Provisioner tuning (csi-provisioner flags), from the benchmarks: the
+	// defaults (5/10 QPS/burst, 100 workers... ) make deleting many volumes
+	// slow on a busy API server.
+	KubeAPIQPS    int
+	KubeAPIBurst  int
+	WorkerThreads int
+}
+
+// DefaultConfig returns the configuration with every default filled in.
+func DefaultConfig() Config {
+	return Config{
+		Namespace:     "hostpath-provisioner",
+		KubeletDir:    "/var/lib/kubelet",
+		Version:       "dev",
+		Verbosity:     3,
+		ManagedBy:     "hpp-operator",
+		KubeAPIQPS:    50,
+		KubeAPIBurst:  100,
+		WorkerThreads: 20,
+		Images: Images{
+			CSI:         "hpp-csi",
+			Legacy:      "hpp-legacy",
+			Provisioner: "registry.k8s.io/sig-storage/csi-provisioner:v6.3.0",
+			Snapshotter: "registry.k8s.io/sig-storage/csi-snapshotter:v8.7.0",
+			Mounter:     "hpp-mounter",
+		},
+	}
+}
+
+// Validate names every problem with the configuration.
+func (c *Config) Validate() error {
+	var errs []error
+	if c.Namespace == "" {
+		errs = append(errs, errors.New("namespace: required"))
+	}
+	if !path.IsAbs(c.KubeletDir) || path.Clean(c.KubeletDir) != c.KubeletDir {
+		errs = append(errs, fmt.Errorf("kubelet directory: %q must be a clean absolute path", c.KubeletDir))
+	}
+	for _, img := range [][2]string{{"CSI_PROVISIONER_IMAGE", c.Images.CSI},
+		{"PROVISIONER_IMAGE", c.Images.Legacy}, {"CSI_SIG_STORAGE_PROVISIONER_IMAGE", c.Images.Provisioner}} {
+		if img[1] == "" {
+			errs = append(errs, fmt.Errorf("%s: required", img[0]))
+		}
+	}
+	if (c.Images.NodeDriverRegistrar == "") != (c.Images.LivenessProbe == "") {
+		errs = append(errs, errors.New("NODE_DRIVER_REG_IMAGE and LIVENESS_PROBE_IMAGE: set both (use the sidecars) or neither (hpp-csi registers itself and serves /healthz)"))
+	}
+	return errors.Join(errs...)
+}
+
+func (c *Config) labels(app, component string) map[string]string {
+	return map[string]string{
+		AppLabel:       app,
+		PartOfLabel:    PartOf,
+		ManagedByLabel: c.ManagedBy,
+		ComponentLabel: component,
+	}
+}
+
+func (c *Config) sidecars() bool { return c.Images.NodeDriverRegistrar != "" }
+
+func pullPolicy(p corev1.PullPolicy) corev1.PullPolicy {
+	if p == "" {
+		return corev1.PullIfNotPresent
+	}
+	return p
+}

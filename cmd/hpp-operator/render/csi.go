@@ -1,0 +1,274 @@
+package render
+
+import (
+	"encoding/json"
+	"fmt"
+	"path"
+	"strconv"
+
+	appsv1 "k8s.io/api/apps/v1"
+	corev1 "k8s.io/api/core/v1"
+	"k8s.io/apimachinery/pkg/api/resource"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/util/intstr"
+	"k8s.io/utils/ptr"
+
+	hppv1 "github.com/hostpath-provisioner/hpp/internal/api/v1beta1"
+)
+
+const (
+	csiSocketDir  = "/csi"
+	csiSocket     = "unix:///csi/csi.sock"
+	healthPort    = 9898
+	metricsPort   = 8080
+	registrationD = "/registration"
+)
+
+// datadirPool is one entry of hpp-csi's --datadir, with upstream's fields.
+type datadirPool struct {
+	Name             string `json:"name"`
+	Path             string `json:"path"`
+	SnapshotPath     string `json:"snapshotPath,omitempty"`
+	SnapshotProvider string `json:"snapshotProvider,omitempty"`
+	Shared           bool   `json:"shared,omitempty"`
+}
+
+// poolMount is where a pool's host directory appears in the driver's
+// container, as upstream's operator mounts it: hpp-csi's pool path is the
+// mount's csi/ subdirectory, so volumes land in <host pool path>/csi.
+func poolMount(pool string) string { return "/" + pool + "-data-dir" }
+
+func poolVolume(pool string) string { return pool + "-data-dir" }
+
+// Datadir returns hpp-csi's --datadir JSON for the CR's pools.
+func Datadir(pools []hppv1.StoragePool) (string, error) {
+	out := make([]datadirPool, 0, len(pools))
+	for _, p := range pools {
+		d := datadirPool{Name: p.Name, Path: path.Join(poolMount(p.Name), "csi"),
+			SnapshotPath: p.SnapshotPath, SnapshotProvider: p.SnapshotProvider}
+		if p.PVCTemplate != nil {
+			for _, m := range p.PVCTemplate.AccessModes {
+				d.Shared = d.Shared || m == corev1.ReadWriteMany
+			}
+		}
+		out = append(out, d)
+	}
+	b, err := json.Marshal(out)
+	return string(b), err
+}
+
+// CSIDaemonSet is hpp-csi and csi-provisioner on every node the workload
+// placement allows. hpp-csi registers with kubelet itself and serves
+// /healthz unless the registrar and livenessprobe sidecar images are set.
+func (c *Config) CSIDaemonSet(spec *hppv1.HostPathProvisionerSpec) (*appsv1.DaemonSet, error) {
+	datadir, err := Datadir(spec.StoragePools)
+	if err != nil {
+		return nil, err
+	}
+	pp := pullPolicy(spec.ImagePullPolicy)
+	pluginDir := path.Join(c.KubeletDir, "plugins", DriverName)
+	podsDir := path.Join(c.KubeletDir, "pods")
+	bidi := corev1.MountPropagationBidirectional
+	h2c := corev1.MountPropagationHostToContainer
+
+	args := []string{
+		"--drivername=" + DriverName,
+		"--v=" + strconv.Itoa(c.Verbosity),
+		"--endpoint=" + csiSocket,
+		"--nodeid=$(NODE_NAME)",
+		"--version=" + c.Version,
+		"--datadir=$(PV_DIR)",
+		"--metrics-address=:" + strconv.Itoa(metricsPort),
+		"--check-binding-mode",
+	}
+	mounts := []corev1.VolumeMount{
+		{Name: "socket-dir", MountPath: csiSocketDir},
+		{Name: "mountpoint-dir", MountPath: podsDir, MountPropagation: &bidi},
+	}
+	volumes := []corev1.Volume{
+		hostPathVolume("socket-dir", pluginDir, corev1.HostPathDirectoryOrCreate),
+		hostPathVolume("mountpoint-dir", podsDir, corev1.HostPathDirectoryOrCreate),
+		hostPathVolume("registration-dir", path.Join(c.KubeletDir, "plugins_registry"), corev1.HostPathDirectory),
+	}
+	if !c.sidecars() {
+		args = append(args,
+			"--kubelet-registration-path="+path.Join(pluginDir, "csi.sock"),
+			"--plugin-registration-dir="+registrationD,
+			"--health-address=:"+strconv.Itoa(healthPort))
+		mounts = append(mounts, corev1.VolumeMount{Name: "registration-dir", MountPath: registrationD})
+	}
+	for _, p := range spec.StoragePools {
+		mounts = append(mounts, corev1.VolumeMount{Name: poolVolume(p.Name), MountPath: poolMount(p.Name), MountPropagation: &h2c})
+		volumes = append(volumes, hostPathVolume(poolVolume(p.Name), p.Path, corev1.HostPathDirectoryOrCreate))
+	}
+
+	driver := corev1.Container{
+		Name:            CSIContainerName,
+		Image:           c.Images.CSI,
+		ImagePullPolicy: pp,
+		Args:            args,
+		Env: []corev1.EnvVar{
+			fieldEnv("NODE_NAME", "spec.nodeName"),
+			{Name: "PV_DIR", Value: datadir},
+		},
+		Ports: []corev1.ContainerPort{
+			{Name: "healthz", ContainerPort: healthPort, Protocol: corev1.ProtocolTCP},
+			{Name: "metrics", ContainerPort: metricsPort, Protocol: corev1.ProtocolTCP},
+		},
+		LivenessProbe: &corev1.Probe{
+			ProbeHandler: corev1.ProbeHandler{HTTPGet: &corev1.HTTPGetAction{
+				Path: "/healthz", Port: intstr.FromString("healthz")}},
+			InitialDelaySeconds: 10, TimeoutSeconds: 3, PeriodSeconds: 10, FailureThreshold: 5,
+		},
+		// Bind mounts into pods need privilege; nothing else here does.
+		SecurityContext:          &corev1.SecurityContext{Privileged: ptr.To(true)},
+		VolumeMounts:             mounts,
+		Resources:                requests("10m", "40Mi"),
+		TerminationMessagePolicy: corev1.TerminationMessageFallbackToLogsOnError,
+	}
+	containers := []corev1.Container{driver, c.provisionerContainer(pp)}
+	if c.sidecars() {
+		containers = append(containers, c.registrarContainer(pp, pluginDir), c.livenessContainer(pp))
+	}
+	if spec.HasFeature(hppv1.FeatureSnapshotting) {
+		containers = append(containers, c.snapshotterContainer(pp))
+	}
+
+	labels := c.labels(CSIDaemonSetName, "csi-driver")
+	return &appsv1.DaemonSet{
+		TypeMeta:   metav1.TypeMeta{APIVersion: "apps/v1", Kind: "DaemonSet"},
+		ObjectMeta: metav1.ObjectMeta{Name: CSIDaemonSetName, Namespace: c.Namespace, Labels: labels},
+		Spec: appsv1.DaemonSetSpec{
+			Selector: &metav1.LabelSelector{MatchLabels: map[string]string{AppLabel: CSIDaemonSetName}},
+			UpdateStrategy: appsv1.DaemonSetUpdateStrategy{
+				Type:          appsv1.RollingUpdateDaemonSetStrategyType,
+				RollingUpdate: &appsv1.RollingUpdateDaemonSet{MaxUnavailable: ptr.To(intstr.FromString("10%"))},
+			},
+			Template: corev1.PodTemplateSpec{
+				ObjectMeta: metav1.ObjectMeta{Labels: labels},
+				Spec:       c.nodePodSpec(spec, CSIServiceAccount, containers, volumes),
+			},
+		},
+	}, nil
+}
+
+func (c *Config) provisionerContainer(pp corev1.PullPolicy) corev1.Container {
+	return corev1.Container{
+		Name:            "csi-provisioner",
+		Image:           c.Images.Provisioner,
+		ImagePullPolicy: pp,
+		Args: []string{
+			"--csi-address=" + path.Join(csiSocketDir, "csi.sock"),
+			"--v=" + strconv.Itoa(c.Verbosity),
+			"--node-deployment=true",
+			"--enable-capacity=true",
+			// 1: the CSIStorageCapacity objects are owned by the DaemonSet,
+			// so they go away with it and survive pod restarts.
+			"--capacity-ownerref-level=1",
+			"--strict-topology=true",
+			"--immediate-topology=false",
+			"--extra-create-metadata=true",
+			"--feature-gates=Topology=true",
+			fmt.Sprintf("--kube-api-qps=%d", c.KubeAPIQPS),
+			fmt.Sprintf("--kube-api-burst=%d", c.KubeAPIBurst),
+			fmt.Sprintf("--worker-threads=%d", c.WorkerThreads),
+		},
+		Env: []corev1.EnvVar{
+			fieldEnv("NODE_NAME", "spec.nodeName"),
+			fieldEnv("NAMESPACE", "metadata.namespace"),
+			fieldEnv("POD_NAME", "metadata.name"),
+		},
+		VolumeMounts:             []corev1.VolumeMount{{Name: "socket-dir", MountPath: csiSocketDir}},
+		Resources:                requests("10m", "40Mi"),
+		TerminationMessagePolicy: corev1.TerminationMessageFallbackToLogsOnError,
+	}
+}
+
+func (c *Config) registrarContainer(pp corev1.PullPolicy, pluginDir string) corev1.Container {
+	return corev1.Container{
+		Name:            "node-driver-registrar",
+		Image:           c.Images.NodeDriverRegistrar,
+		ImagePullPolicy: pp,
+		Args: []string{
+			"--v=" + strconv.Itoa(c.Verbosity),
+			"--csi-address=" + path.Join(csiSocketDir, "csi.sock"),
+			"--kubelet-registration-path=" + path.Join(pluginDir, "csi.sock"),
+		},
+		SecurityContext: &corev1.SecurityContext{Privileged: ptr.To(true)},
+		VolumeMounts: []corev1.VolumeMount{
+			{Name: "socket-dir", MountPath: csiSocketDir},
+			{Name: "registration-dir", MountPath: registrationD},
+		},
+		Resources:                requests("5m", "20Mi"),
+		TerminationMessagePolicy: corev1.TerminationMessageFallbackToLogsOnError,
+	}
+}
+
+func (c *Config) livenessContainer(pp corev1.PullPolicy) corev1.Container {
+	return corev1.Container{
+		Name:            "liveness-probe",
+		Image:           c.Images.LivenessProbe,
+		ImagePullPolicy: pp,
+		Args: []string{
+			"--csi-address=" + path.Join(csiSocketDir, "csi.sock"),
+			"--health-port=" + strconv.Itoa(healthPort),
+		},
+		VolumeMounts:             []corev1.VolumeMount{{Name: "socket-dir", MountPath: csiSocketDir}},
+		Resources:                requests("5m", "20Mi"),
+		TerminationMessagePolicy: corev1.TerminationMessageFallbackToLogsOnError,
+	}
+}
+
+func (c *Config) snapshotterContainer(pp corev1.PullPolicy) corev1.Container {
+	return corev1.Container{
+		Name:            "csi-snapshotter",
+		Image:           c.Images.Snapshotter,
+		ImagePullPolicy: pp,
+		Args: []string{
+			"--v=" + strconv.Itoa(c.Verbosity),
+			"--csi-address=" + path.Join(csiSocketDir, "csi.sock"),
+			"--node-deployment=true",
+		},
+		Env:                      []corev1.EnvVar{fieldEnv("NODE_NAME", "spec.nodeName")},
+		VolumeMounts:             []corev1.VolumeMount{{Name: "socket-dir", MountPath: csiSocketDir}},
+		Resources:                requests("10m", "20Mi"),
+		TerminationMessagePolicy: corev1.TerminationMessageFallbackToLogsOnError,
+	}
+}
+
+// nodePodSpec is the pod spec of every node DaemonSet: the CR's workload
+// placement, the priority class, the RuntimeDefault seccomp profile.
+func (c *Config) nodePodSpec(spec *hppv1.HostPathProvisionerSpec, sa string, containers []corev1.Container, volumes []corev1.Volume) corev1.PodSpec {
+	w := spec.Workload.DeepCopy()
+	return corev1.PodSpec{
+		ServiceAccountName: sa,
+		Containers:         containers,
+		Volumes:            volumes,
+		NodeSelector:       w.NodeSelector,
+		Tolerations:        w.Tolerations,
+		Affinity:           w.Affinity,
+		PriorityClassName:  c.PriorityClassName,
+		SecurityContext: &corev1.PodSecurityContext{
+			SeccompProfile: &corev1.SeccompProfile{Type: corev1.SeccompProfileTypeRuntimeDefault},
+		},
+	}
+}
+
+func hostPathVolume(name, p string, t corev1.HostPathType) corev1.Volume {
+	return corev1.Volume{Name: name, VolumeSource: corev1.VolumeSource{
+		HostPath: &corev1.HostPathVolumeSource{Path: p, Type: ptr.To(t)}}}
+}
+
+func fieldEnv(name, fieldPath string) corev1.EnvVar {
+	return corev1.EnvVar{Name: name, ValueFrom: &corev1.EnvVarSource{
+		FieldRef: &corev1.ObjectFieldSelector{APIVersion: "v1", FieldPath: fieldPath}}}
+}
+
+// requests sets requests and no limits: a node plugin throttled or killed
+// for memory takes every volume of its node with it.
+func requests(cpu, mem string) corev1.ResourceRequirements {
+	return corev1.ResourceRequirements{Requests: corev1.ResourceList{
+		corev1.ResourceCPU:    resource.MustParse(cpu),
+		corev1.ResourceMemory: resource.MustParse(mem),
+	}}
+}

@@ -1,0 +1,63 @@
+package render
+
+import (
+	"slices"
+
+	storagev1 "k8s.io/api/storage/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/utils/ptr"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+
+	hppv1 "github.com/hostpath-provisioner/hpp/internal/api/v1beta1"
+)
+
+// CSIDriver is the driver's registration object. Its spec is cluster-wide
+// and partly immutable, so the reconciler compares before it applies.
+func (c *Config) CSIDriver() *storagev1.CSIDriver {
+	fsGroup := storagev1.FileFSGroupPolicy
+	return &storagev1.CSIDriver{
+		TypeMeta:   metav1.TypeMeta{APIVersion: "storage.k8s.io/v1", Kind: "CSIDriver"},
+		ObjectMeta: metav1.ObjectMeta{Name: DriverName, Labels: c.labels(CSIDaemonSetName, "csi-driver")},
+		Spec: storagev1.CSIDriverSpec{
+			AttachRequired:  ptr.To(false),
+			PodInfoOnMount:  ptr.To(true),
+			StorageCapacity: ptr.To(true),
+			FSGroupPolicy:   &fsGroup,
+			VolumeLifecycleModes: []storagev1.VolumeLifecycleMode{
+				storagev1.VolumeLifecyclePersistent, storagev1.VolumeLifecycleEphemeral,
+			},
+		},
+	}
+}
+
+// CSIObjects are the objects of the CSI driver, in apply order (identities
+// and permissions before the pods that use them).
+func (c *Config) CSIObjects(spec *hppv1.HostPathProvisionerSpec) ([]client.Object, error) {
+	ds, err := c.CSIDaemonSet(spec)
+	if err != nil {
+		return nil, err
+	}
+	rules := csiClusterRules
+	if spec.HasFeature(hppv1.FeatureSnapshotting) {
+		rules = append(slices.Clone(rules), snapshotRules...)
+	}
+	return []client.Object{
+		c.serviceAccount(CSIServiceAccount, "csi-driver"),
+		c.clusterRole(CSIServiceAccount, "csi-driver", rules),
+		c.clusterRoleBinding(CSIServiceAccount, "csi-driver", CSIServiceAccount),
+		c.role(CSIServiceAccount, "csi-driver", csiNamespaceRules),
+		c.roleBinding(CSIServiceAccount, "csi-driver", CSIServiceAccount),
+		c.CSIDriver(),
+		ds,
+	}, nil
+}
+
+// LegacyObjects are the objects of the legacy provisioner, in apply order.
+func (c *Config) LegacyObjects(spec *hppv1.HostPathProvisionerSpec) []client.Object {
+	return []client.Object{
+		c.serviceAccount(LegacyServiceAccount, "legacy-provisioner"),
+		c.clusterRole(LegacyDaemonSetName, "legacy-provisioner", legacyClusterRules),
+		c.clusterRoleBinding(LegacyDaemonSetName, "legacy-provisioner", LegacyServiceAccount),
+		c.LegacyDaemonSet(spec),
+	}
+}

@@ -1,0 +1,69 @@
+package render
+
+import (
+	"strings"
+	"testing"
+
+	corev1 "k8s.io/api/core/v1"
+
+	hppv1 "github.com/hostpath-provisioner/hpp/internal/api/v1beta1"
+)
+
+func TestDatadirAsUpstream(t *testing.T) {
+	got, err := Datadir([]hppv1.StoragePool{
+		{Name: "local", Path: "/var/hpvolumes"},
+		{Name: "shared", Path: "/mnt/rwx", SnapshotProvider: "reflink",
+			PVCTemplate: &corev1.PersistentVolumeClaimSpec{AccessModes: []corev1.PersistentVolumeAccessMode{corev1.ReadWriteMany}}},
+		{Name: "block", Path: "/mnt/block",
+			PVCTemplate: &corev1.PersistentVolumeClaimSpec{AccessModes: []corev1.PersistentVolumeAccessMode{corev1.ReadWriteOnce}}},
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	want := `[{"name":"local","path":"/local-data-dir/csi"},` +
+		`{"name":"shared","path":"/shared-data-dir/csi","snapshotProvider":"reflink","shared":true},` +
+		`{"name":"block","path":"/block-data-dir/csi"}]`
+	if got != want {
+		t.Errorf("datadir\n got  %s\n want %s", got, want)
+	}
+}
+
+func TestSidecarImagesSwapSelfRegistration(t *testing.T) {
+	cfg := DefaultConfig()
+	cfg.Images.NodeDriverRegistrar = "registrar"
+	cfg.Images.LivenessProbe = "liveness"
+	spec := &hppv1.HostPathProvisionerSpec{StoragePools: []hppv1.StoragePool{{Name: "a", Path: "/a"}},
+		FeatureGates: []string{hppv1.FeatureSnapshotting}}
+	ds, err := cfg.CSIDaemonSet(spec)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var names []string
+	for _, c := range ds.Spec.Template.Spec.Containers {
+		names = append(names, c.Name)
+	}
+	if got := strings.Join(names, ","); got != "hostpath-provisioner,csi-provisioner,node-driver-registrar,liveness-probe,csi-snapshotter" {
+		t.Errorf("containers %s", got)
+	}
+	for _, a := range ds.Spec.Template.Spec.Containers[0].Args {
+		if strings.HasPrefix(a, "--kubelet-registration-path") || strings.HasPrefix(a, "--health-address") {
+			t.Errorf("hpp-csi registers itself although the sidecars do: %s", a)
+		}
+	}
+}
+
+func TestConfigValidateNamesEveryProblem(t *testing.T) {
+	cfg := DefaultConfig()
+	cfg.Namespace = ""
+	cfg.KubeletDir = "var/lib/kubelet/"
+	cfg.Images.CSI = ""
+	cfg.Images.NodeDriverRegistrar = "only-one"
+	err := cfg.Validate()
+	want := "namespace: required\n" +
+		`kubelet directory: "var/lib/kubelet/" must be a clean absolute path` + "\n" +
+		"CSI_PROVISIONER_IMAGE: required\n" +
+		"NODE_DRIVER_REG_IMAGE and LIVENESS_PROBE_IMAGE: set both (use the sidecars) or neither (hpp-csi registers itself and serves /healthz)"
+	if err == nil || err.Error() != want {
+		t.Errorf("got\n%v\nwant\n%s", err, want)
+	}
+}

@@ -1,0 +1,47 @@
+package main
+
+import (
+	"strings"
+	"testing"
+)
+
+func TestRenderConfigFromEnvironment(t *testing.T) {
+	env := map[string]string{
+		"CSI_PROVISIONER_IMAGE":             "r/hpp-csi:1",
+		"PROVISIONER_IMAGE":                 "r/hpp-legacy:1",
+		"CSI_SIG_STORAGE_PROVISIONER_IMAGE": "r/csi-provisioner:6",
+		"MOUNTER_IMAGE":                     "r/hpp-mounter:1",
+		"VERBOSITY":                         "5",
+	}
+	o := &options{namespace: "hpp", kubeletDir: "/var/lib/k0s/kubelet"}
+	cfg, err := renderConfig(o, func(k string) string { return env[k] })
+	if err != nil {
+		t.Fatal(err)
+	}
+	if cfg.Images.CSI != "r/hpp-csi:1" || cfg.Images.Legacy != "r/hpp-legacy:1" || cfg.Images.Provisioner != "r/csi-provisioner:6" ||
+		cfg.Images.Mounter != "r/hpp-mounter:1" || cfg.Verbosity != 5 || cfg.KubeletDir != "/var/lib/k0s/kubelet" || cfg.Namespace != "hpp" {
+		t.Errorf("config %+v", cfg)
+	}
+	env["VERBOSITY"] = "loud"
+	env["NODE_DRIVER_REG_IMAGE"] = "r/registrar"
+	_, err = renderConfig(o, func(k string) string { return env[k] })
+	if err == nil || !strings.Contains(err.Error(), `VERBOSITY: "loud" is not a non-negative integer`) {
+		t.Errorf("bad VERBOSITY: %v", err)
+	}
+	env["VERBOSITY"] = "1"
+	_, err = renderConfig(o, func(k string) string { return env[k] })
+	if err == nil || !strings.Contains(err.Error(), "NODE_DRIVER_REG_IMAGE and LIVENESS_PROBE_IMAGE: set both") {
+		t.Errorf("one sidecar image: %v", err)
+	}
+}
+
+func TestOptionsValidateNamesEveryBadFlag(t *testing.T) {
+	o := &options{webhookPort: 70000}
+	o.logging.Level, o.logging.Format = "loud", "json"
+	err := o.validate()
+	for _, want := range []string{`--log-level: "loud"`, "--webhook-port: 70000 is not a TCP port", "--namespace: required"} {
+		if err == nil || !strings.Contains(err.Error(), want) {
+			t.Errorf("error lacks %q: %v", want, err)
+		}
+	}
+}

@@ -1,0 +1,101 @@
+package v1beta1
+
+import (
+	corev1 "k8s.io/api/core/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+)
+
+// HostPathProvisionerStatus is the observed state.
+type HostPathProvisionerStatus struct {
+	// Conditions: Available, Progressing, Degraded.
+	// +listType=atomic
+	// +optional
+	Conditions []Condition `json:"conditions,omitempty"`
+	// OperatorVersion is the version of the operator that wrote this status.
+	// +optional
+	OperatorVersion string `json:"operatorVersion,omitempty"`
+	// TargetVersion is the version being rolled out.
+	// +optional
+	TargetVersion string `json:"targetVersion,omitempty"`
+	// ObservedVersion is the version that is fully rolled out.
+	// +optional
+	ObservedVersion string `json:"observedVersion,omitempty"`
+	// StoragePoolStatuses is one entry per pool.
+	// +listType=atomic
+	// +optional
+	StoragePoolStatuses []StoragePoolStatus `json:"storagePoolStatuses,omitempty"`
+}
+
+// ConditionType is one of the condition types below.
+type ConditionType string
+
+// The condition types the operator reports (upstream's names).
+const (
+	ConditionAvailable   ConditionType = "Available"
+	ConditionProgressing ConditionType = "Progressing"
+	ConditionDegraded    ConditionType = "Degraded"
+)
+
+// Condition has the fields of upstream's condition type (OpenShift's
+// custom-resource-status) plus observedGeneration. hpp never writes
+// lastHeartbeatTime: a timestamp that changes on every reconcile would turn
+// every reconcile into a status write.
+type Condition struct {
+	Type   ConditionType          `json:"type"`
+	Status corev1.ConditionStatus `json:"status"`
+	// +optional
+	Reason string `json:"reason,omitempty"`
+	// +optional
+	Message string `json:"message,omitempty"`
+	// +optional
+	LastTransitionTime *metav1.Time `json:"lastTransitionTime,omitempty"`
+	// +optional
+	LastHeartbeatTime *metav1.Time `json:"lastHeartbeatTime,omitempty"`
+	// +optional
+	ObservedGeneration int64 `json:"observedGeneration,omitempty"`
+}
+
+// StoragePoolPhase is the phase of a pool.
+type StoragePoolPhase string
+
+// Upstream's pool phases.
+const (
+	StoragePoolPreparing StoragePoolPhase = "Preparing"
+	StoragePoolMounting  StoragePoolPhase = "Mounting"
+	StoragePoolReady     StoragePoolPhase = "Ready"
+)
+
+// StoragePoolStatus is one pool's state.
+type StoragePoolStatus struct {
+	Name  string           `json:"name"`
+	Phase StoragePoolPhase `json:"phase"`
+	// DesiredReady is the number of nodes the pool should be ready on.
+	// +optional
+	DesiredReady int `json:"desiredReady,omitempty"`
+	// CurrentReady is the number of nodes the pool is ready on.
+	// +optional
+	CurrentReady int `json:"currentReady,omitempty"`
+	// ClaimStatuses is the state of each per-node PVC of a pvcTemplate pool.
+	// +listType=atomic
+	// +optional
+	ClaimStatuses []ClaimStatus `json:"claimStatuses,omitempty"`
+	// Nodes lists the nodes where the pool is not ready, with the reason
+	// (an hpp addition; absent when every node is ready).
+	// +listType=atomic
+	// +optional
+	Nodes []PoolNodeStatus `json:"nodes,omitempty"`
+}
+
+// ClaimStatus is the state of one per-node PVC of a pool.
+type ClaimStatus struct {
+	Name   string                             `json:"name"`
+	Status corev1.PersistentVolumeClaimStatus `json:"status"`
+}
+
+// PoolNodeStatus is a pool's readiness on one node.
+type PoolNodeStatus struct {
+	Name  string `json:"name"`
+	Ready bool   `json:"ready"`
+	// +optional
+	Reason string `json:"reason,omitempty"`
+}

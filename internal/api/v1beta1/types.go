@@ -1,0 +1,122 @@
+package v1beta1
+
+import (
+	corev1 "k8s.io/api/core/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+)
+
+// HostPathProvisioner is the one resource that installs and runs hpp.
+//
+// Cluster-scoped, one per cluster (the webhook refuses a second one).
+//
+// +kubebuilder:object:root=true
+// +kubebuilder:resource:path=hostpathprovisioners,scope=Cluster
+// +kubebuilder:storageversion
+// +kubebuilder:subresource:status
+// +kubebuilder:printcolumn:name="Available",type=string,JSONPath=`.status.conditions[?(@.type=="Available")].status`
+// +kubebuilder:printcolumn:name="Progressing",type=string,JSONPath=`.status.conditions[?(@.type=="Progressing")].status`
+// +kubebuilder:printcolumn:name="Degraded",type=string,JSONPath=`.status.conditions[?(@.type=="Degraded")].status`
+// +kubebuilder:printcolumn:name="Age",type=date,JSONPath=`.metadata.creationTimestamp`
+type HostPathProvisioner struct {
+	metav1.TypeMeta   `json:",inline"`
+	metav1.ObjectMeta `json:"metadata,omitempty"`
+
+	Spec   HostPathProvisionerSpec   `json:"spec,omitempty"`
+	Status HostPathProvisionerStatus `json:"status,omitempty"`
+}
+
+// HostPathProvisionerList is a list of HostPathProvisioner.
+//
+// +kubebuilder:object:root=true
+type HostPathProvisionerList struct {
+	metav1.TypeMeta `json:",inline"`
+	metav1.ListMeta `json:"metadata,omitempty"`
+	Items           []HostPathProvisioner `json:"items"`
+}
+
+// HostPathProvisionerSpec is the desired state. Exactly one of pathConfig
+// (the legacy, pre-CSI provisioner) and storagePools (the CSI driver) is set.
+//
+// The rule is in the CRD so it holds even while the webhook is unreachable.
+// +kubebuilder:validation:XValidation:rule="has(self.pathConfig) != (has(self.storagePools) && size(self.storagePools) > 0)",message="exactly one of spec.pathConfig and spec.storagePools must be set"
+type HostPathProvisionerSpec struct {
+	// ImagePullPolicy is the pull policy of every container the operator creates.
+	// +kubebuilder:validation:Enum=Always;IfNotPresent;Never;""
+	// +optional
+	ImagePullPolicy corev1.PullPolicy `json:"imagePullPolicy,omitempty"`
+	// PathConfig runs the legacy provisioner (hostPath PVs) on one directory
+	// per node. Deprecated: use storagePools.
+	// +optional
+	PathConfig *PathConfig `json:"pathConfig,omitempty"`
+	// Workload restricts the nodes every pod the operator creates runs on.
+	// +optional
+	Workload NodePlacement `json:"workload,omitempty"`
+	// FeatureGates lists enabled features; known: Snapshotting.
+	// +listType=set
+	// +optional
+	FeatureGates []string `json:"featureGates,omitempty"`
+	// StoragePools are the CSI driver's pools.
+	// +listType=atomic
+	// +kubebuilder:validation:MaxItems=64
+	// +kubebuilder:validation:XValidation:rule="self.all(p, self.exists_one(q, q.name == p.name))",message="pool names must be unique"
+	// +kubebuilder:validation:XValidation:rule="self.all(p, self.all(q, p.name == q.name || (p.path != q.path && !q.path.startsWith(p.path + '/'))))",message="pool paths must be unique and not nested in one another"
+	// +optional
+	StoragePools []StoragePool `json:"storagePools,omitempty"`
+}
+
+// PathConfig is the legacy provisioner's configuration. Deprecated.
+type PathConfig struct {
+	// Path is the directory on each node that holds the PV directories.
+	// +kubebuilder:validation:MaxLength=255
+	// +kubebuilder:validation:XValidation:rule="self.startsWith('/') && self != '/'",message="must be an absolute path other than /"
+	// +kubebuilder:validation:XValidation:rule="!self.contains('//') && !self.endsWith('/') && !self.matches('(^|/)[.][.]?(/|$)')",message="must be a clean path (no //, trailing /, . or .. elements)"
+	// +optional
+	Path string `json:"path,omitempty"`
+	// UseNamingPrefix puts the claim's name in front of the PV's directory name.
+	// +optional
+	UseNamingPrefix bool `json:"useNamingPrefix,omitempty"`
+}
+
+// StoragePool is one place on each node where the CSI driver keeps volumes.
+type StoragePool struct {
+	// Name identifies the pool in StorageClass parameter storagePool. It
+	// also names the pool's volume in the DaemonSet (<name>-data-dir), hence
+	// a DNS label short enough for the suffix.
+	// +kubebuilder:validation:MinLength=1
+	// +kubebuilder:validation:MaxLength=50
+	// +kubebuilder:validation:Pattern=`^[a-z0-9]([-a-z0-9]*[a-z0-9])?$`
+	Name string `json:"name"`
+	// PVCTemplate, when set, backs the pool on each node with a PVC made from
+	// this template, mounted at path.
+	// +optional
+	PVCTemplate *corev1.PersistentVolumeClaimSpec `json:"pvcTemplate,omitempty"`
+	// Path is the pool's directory on each node; volumes live in <path>/csi.
+	// +kubebuilder:validation:MinLength=2
+	// +kubebuilder:validation:MaxLength=255
+	// +kubebuilder:validation:XValidation:rule="self.startsWith('/') && self != '/'",message="must be an absolute path other than /"
+	// +kubebuilder:validation:XValidation:rule="!self.contains('//') && !self.endsWith('/') && !self.matches('(^|/)[.][.]?(/|$)')",message="must be a clean path (no //, trailing /, . or .. elements)"
+	Path string `json:"path"`
+	// SnapshotPath is where snapshots of the pool's volumes are kept.
+	// +kubebuilder:validation:MaxLength=255
+	// +optional
+	SnapshotPath string `json:"snapshotPath,omitempty"`
+	// SnapshotProvider names the snapshot implementation of the pool.
+	// +optional
+	SnapshotProvider string `json:"snapshotProvider,omitempty"`
+	// OverlayClassName names the overlay class used for the pool's volumes.
+	// +optional
+	OverlayClassName string `json:"overlayClassName,omitempty"`
+}
+
+// NodePlacement is where the operator's pods run.
+type NodePlacement struct {
+	// NodeSelector is applied to every pod the operator creates.
+	// +optional
+	NodeSelector map[string]string `json:"nodeSelector,omitempty"`
+	// Affinity is applied to every pod the operator creates.
+	// +optional
+	Affinity *corev1.Affinity `json:"affinity,omitempty"`
+	// Tolerations are added to every pod the operator creates.
+	// +optional
+	Tolerations []corev1.Toleration `json:"tolerations,omitempty"`
+}
