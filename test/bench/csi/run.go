@@ -468,7 +468,8 @@ func (b *bench) rssWithVolumes(ctx context.Context, r rssResult) (rssResult, err
 		}
 	}
 	if r.ListedAfterRestart < b.o.volumes {
-		return r, fmt.Errorf("ListVolumes after restart listed %d volumes; %d exist", r.ListedAfterRestart, b.o.volumes)
+		log := b.d.Log()
+		return r, fmt.Errorf("ListVolumes after restart listed %d volumes; %d exist; driver log tail:\n%s", r.ListedAfterRestart, b.o.volumes, log[max(0, len(log)-4000):])
 	}
 	for _, pool := range []string{diskPool, tmpfsPool} {
 		if _, err := b.c.GetCapacity(ctx, &csi.GetCapacityRequest{Parameters: csitest.PoolParams(pool), AccessibleTopology: csitest.Segment(nodeID)}); err != nil {

@@ -49,7 +49,12 @@ func (b *bench) setupXFSPool(ctx context.Context) (skip string, err error) {
 	if err := unix.Mount(b.loopDev, dir, "xfs", unix.MS_NOSUID|unix.MS_NODEV, ""); err != nil {
 		return "", fmt.Errorf("mount %s on %s: %w", b.loopDev, dir, err)
 	}
-	b.pools[xfsPool] = dir
+	// The pool is a directory on the mount, so that the baseline's pool
+	// beside it (see launchBaseline) is on the same XFS.
+	b.pools[xfsPool] = filepath.Join(dir, "pool")
+	if err := os.Mkdir(b.pools[xfsPool], 0o755); err != nil {
+		return "", err
+	}
 	return "", nil
 }
 
