@@ -95,7 +95,8 @@ func (d *Driver) openLocked(ctx context.Context, p *poolState) error {
 		}
 		return notReady("%v", err)
 	}
-	store, err := dirvol.Open(p.cfg.Path, dirvol.Options{Logger: d.log.Named("dirvol"), PurgeInBackground: true, NodeID: d.cfg.NodeID})
+	store, err := dirvol.Open(p.cfg.Path, dirvol.Options{Logger: d.log.Named("dirvol"), PurgeInBackground: true,
+		NodeID: d.cfg.NodeID, Shared: p.cfg.Shared})
 	if err != nil {
 		return notReady("%v", err)
 	}
