@@ -127,24 +127,5 @@ func makeLegacyVolumes(b *testing.B, c kubernetes.Interface, ns string, n int) {
 	for err := range errs {
 		b.Fatal(err)
 	}
-	deadline := time.Now().Add(10 * time.Minute)
-	for {
-		list, err := c.CoreV1().PersistentVolumeClaims(ns).List(ctx, metav1.ListOptions{})
-		if err != nil {
-			b.Fatal(err)
-		}
-		bound := 0
-		for _, cl := range list.Items {
-			if cl.Status.Phase == corev1.ClaimBound {
-				bound++
-			}
-		}
-		if bound == n {
-			return
-		}
-		if time.Now().After(deadline) {
-			b.Fatalf("%d of %d claims Bound after 10m", bound, n)
-		}
-		time.Sleep(500 * time.Millisecond)
-	}
+	waitBoundWithin(b, c, ns, n, 10*time.Minute)
 }
