@@ -2,6 +2,7 @@ package controller_test
 
 import (
 	"bytes"
+	"errors"
 	"fmt"
 	"io"
 	"os"
@@ -74,7 +75,7 @@ func readManifests(t *testing.T, path string) []*unstructured.Unstructured {
 	var out []*unstructured.Unstructured
 	for {
 		u := &unstructured.Unstructured{}
-		if err := dec.Decode(&u.Object); err == io.EOF {
+		if err := dec.Decode(&u.Object); errors.Is(err, io.EOF) {
 			return out
 		} else if err != nil {
 			t.Fatal(fmt.Errorf("%s: %w", path, err))

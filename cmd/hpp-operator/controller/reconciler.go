@@ -69,6 +69,7 @@ func (r *Reconciler) Reconcile(ctx context.Context, req ctrl.Request) (ctrl.Resu
 	}
 
 	st := newStatus(cr, r.Config.Version)
+	st.checkDowngrade(cr.Status.ObservedVersion)
 	applyErr := r.applyAll(ctx, log, cr, st)
 	if applyErr == nil {
 		r.observeWorkloads(ctx, cr, st)

@@ -28,7 +28,7 @@ func TestTakeoverOfUpstreamObjects(t *testing.T) {
 				Selector: &metav1.LabelSelector{MatchLabels: upstream},
 				Template: corev1.PodTemplateSpec{
 					ObjectMeta: metav1.ObjectMeta{Labels: upstream},
-					Spec: corev1.PodSpec{Containers: []corev1.Container{{Name: "hostpath-provisioner", Image: "quay.io/kubevirt/hostpath-csi-driver:v0.20.0"}}},
+					Spec:       corev1.PodSpec{Containers: []corev1.Container{{Name: "hostpath-provisioner", Image: "quay.io/kubevirt/hostpath-csi-driver:v0.20.0"}}},
 				},
 			},
 		}
@@ -103,7 +103,7 @@ func TestMissingPriorityClassDegradesInsteadOfBlockingPods(t *testing.T) {
 		}
 		c, err := h.cond("hpp", hppv1.ConditionDegraded)
 		if err != nil || c.Status != corev1.ConditionFalse {
-			return fmt.Errorf("still degraded: %+v %v", c, err)
+			return fmt.Errorf("still degraded: %+v %w", c, err)
 		}
 		return nil
 	})

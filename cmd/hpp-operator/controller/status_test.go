@@ -1,0 +1,81 @@
+package controller
+
+import (
+	"testing"
+	"time"
+
+	appsv1 "k8s.io/api/apps/v1"
+	corev1 "k8s.io/api/core/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+
+	hppv1 "github.com/hostpath-provisioner/hpp/internal/api/v1beta1"
+)
+
+func readyDS(want, ready int32) *appsv1.DaemonSet {
+	return &appsv1.DaemonSet{ObjectMeta: metav1.ObjectMeta{Name: "ds", Generation: 2},
+		Status: appsv1.DaemonSetStatus{ObservedGeneration: 2, DesiredNumberScheduled: want, NumberAvailable: ready, UpdatedNumberScheduled: ready}}
+}
+
+func TestStatusKeepsTransitionTimesAndReportsDowngrade(t *testing.T) {
+	cr := &hppv1.HostPathProvisioner{ObjectMeta: metav1.ObjectMeta{Generation: 3}}
+	cr.Status.ObservedVersion = "v1.2.0"
+	st := newStatus(cr, "v1.1.0")
+	st.checkDowngrade(cr.Status.ObservedVersion)
+	st.fromDaemonSet(readyDS(2, 2), nil)
+	t0 := metav1.NewTime(time.Date(2026, 1, 1, 0, 0, 0, 0, time.UTC))
+	got := st.build(cr, t0)
+	deg := findCond(got, hppv1.ConditionDegraded)
+	if deg.Status != corev1.ConditionTrue || deg.Reason != "Downgrade" ||
+		deg.Message != "the CR was rolled out by hpp-operator v1.2.0; this operator is the older v1.1.0 and rolls the node pods back to it" {
+		t.Errorf("downgrade not reported: %+v", deg)
+	}
+	if got.ObservedVersion != "v1.1.0" || findCond(got, hppv1.ConditionAvailable).Status != corev1.ConditionTrue {
+		t.Errorf("a downgrade must not wedge: %+v", got)
+	}
+	// Later, observedVersion is ours: Degraded turns False (a transition,
+	// new time); the others keep their original transition times.
+	cr.Status = got
+	st = newStatus(cr, "v1.1.0")
+	st.checkDowngrade(cr.Status.ObservedVersion)
+	st.fromDaemonSet(readyDS(2, 2), nil)
+	t1 := metav1.NewTime(t0.Add(time.Hour))
+	again := st.build(cr, t1)
+	for _, c := range again.Conditions {
+		want := t0
+		if c.Type == hppv1.ConditionDegraded {
+			want = t1
+		}
+		if !c.LastTransitionTime.Equal(&want) {
+			t.Errorf("%s: transition time %v, want %v", c.Type, c.LastTransitionTime, want)
+		}
+		if c.LastHeartbeatTime != nil {
+			t.Errorf("%s: heartbeat written", c.Type)
+		}
+	}
+	if findCond(again, hppv1.ConditionDegraded).Status != corev1.ConditionFalse {
+		t.Errorf("no longer a downgrade once observedVersion is ours")
+	}
+}
+
+func TestNoNodesIsDegradedWithTheReason(t *testing.T) {
+	cr := &hppv1.HostPathProvisioner{}
+	st := newStatus(cr, "v1")
+	st.fromDaemonSet(readyDS(0, 0), []hppv1.StoragePool{{Name: "a"}})
+	got := st.build(cr, metav1.Now())
+	deg := findCond(got, hppv1.ConditionDegraded)
+	if deg.Reason != "NoSchedulableNodes" || deg.Message != "DaemonSet ds runs on no node: no node matches spec.workload (nodeSelector, tolerations, affinity)" {
+		t.Errorf("%+v", deg)
+	}
+	if got.StoragePoolStatuses[0].Phase != hppv1.StoragePoolPreparing {
+		t.Errorf("pool phase %s", got.StoragePoolStatuses[0].Phase)
+	}
+}
+
+func findCond(st hppv1.HostPathProvisionerStatus, typ hppv1.ConditionType) hppv1.Condition {
+	for _, c := range st.Conditions {
+		if c.Type == typ {
+			return c
+		}
+	}
+	return hppv1.Condition{}
+}
