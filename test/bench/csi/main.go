@@ -37,6 +37,9 @@ type options struct {
 	idleWait        time.Duration
 	workDir         string
 	jsonOut         string
+	// durableOnly stops after the durable create+delete comparison: the
+	// quick loop while working on the write path.
+	durableOnly bool
 }
 
 func parseFlags(args []string) (options, error) {
@@ -52,6 +55,7 @@ func parseFlags(args []string) (options, error) {
 	fs.DurationVar(&o.idleWait, "idle-wait", 3*time.Second, "how long the driver sits idle before its RSS is read")
 	fs.StringVar(&o.workDir, "workdir", os.TempDir(), "where the disk pool, socket and targets go (its filesystem is the \"disk\" pool)")
 	fs.StringVar(&o.jsonOut, "json", "", "also write the JSON result to this file")
+	fs.BoolVar(&o.durableOnly, "durable-only", false, "run only the durable create+delete comparison (and the idle RSS with no volumes)")
 	if err := fs.Parse(args); err != nil {
 		return o, err
 	}

@@ -152,6 +152,9 @@ func run(ctx context.Context, o options) (*result, error) {
 		}
 		res.Durability = append(res.Durability, r)
 	}
+	if o.durableOnly {
+		return b.finish(res, startCPU, startOK), nil
+	}
 	fmt.Fprintf(os.Stderr, "bench-csi: GetCapacity and CreateVolume with %d volumes against an empty pool\n", o.capacityVolumes)
 	if res.Capacity, err = b.capacityWithManyVolumes(ctx, bin); err != nil {
 		return nil, err
@@ -168,11 +171,16 @@ func run(ctx context.Context, o options) (*result, error) {
 	if res.IdleRSS, err = b.rssWithVolumes(ctx, res.IdleRSS); err != nil {
 		return nil, err
 	}
+	return b.finish(res, startCPU, startOK), nil
+}
+
+// finish fills what is measured at the end of a run: targets, load, steal.
+func (b *bench) finish(res *result, startCPU cpuTimes, startOK bool) *result {
 	res.Targets = targets(res)
 	res.Host.LoadAvgEnd = loadAvg()
 	end, endOK := readCPUTimes()
 	res.Host.StealPercent = stealPercent(startCPU, end, startOK && endOK)
-	return res, nil
+	return res
 }
 
 // baseSuffix names the baseline driver's pool directory beside hpp's, on
@@ -517,6 +525,9 @@ func targets(r *result) []target {
 			out = append(out, target{What: fmt.Sprintf("%d callers: hpp / baseline calls per second, %s pool (%s)", row.Callers, p.Pool, p.Filesystem),
 				Limit: targetDurableRatio, Unit: "x", Measured: row.Ratio, Met: row.Ratio >= targetDurableRatio, AtLeast: true})
 		}
+	}
+	if r.Capacity.Volumes == 0 {
+		return out // -durable-only: nothing else was measured
 	}
 	c := r.Capacity
 	out = append(out,
