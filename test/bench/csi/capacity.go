@@ -98,7 +98,8 @@ func (b *bench) capacityWithManyVolumes(ctx context.Context, bin string) (capaci
 	r.FullCreate = summarize(fmt.Sprintf("CreateVolume, %d volumes", r.Volumes), lat["create-full"])
 	r.GetCapacityRatio = round(r.FullGetCapacity.P50Ms / r.EmptyGetCapacity.P50Ms)
 	r.CreateRatio = round(r.FullCreate.P50Ms / r.EmptyCreate.P50Ms)
-	r.RSSMiB, _, err = procMemory(d.Pid())
+	m, err := procMemory(d.Pid())
+	r.RSSMiB = m.RSSMiB
 	return r, err
 }
 

@@ -58,6 +58,11 @@ func printOthers(w io.Writer, r *result) {
 	_ = tw.Flush()
 	fmt.Fprintf(w, "\nNodeGetVolumeStats on %d files in %d directories: first call (walk) %.1f ms, reported %d inodes\n",
 		r.VolumeStats.Files, r.VolumeStats.Directories, r.VolumeStats.FirstCallMs, r.VolumeStats.InodesSeen)
-	fmt.Fprintf(w, "idle RSS: no volumes %.1f MiB; %d volumes after creating them %.1f MiB (peak %.1f MiB); after a restart and ListVolumes of all %d: %.1f MiB\n\n",
-		r.IdleRSS.NoVolumesMiB, r.IdleRSS.Volumes, r.IdleRSS.AfterCreatingMiB, r.IdleRSS.PeakMiB, r.IdleRSS.ListedAfterRestart, r.IdleRSS.AfterRestartMiB)
+	m := r.IdleRSS
+	fmt.Fprintf(w, "idle RSS (anonymous + file-backed) of hpp-csi: no volumes %s; %d volumes after creating them %s (peak %.1f MiB); after a restart and ListVolumes of all %d: %s\n\n",
+		m.NoVolumes, m.Volumes, m.AfterCreating, m.AfterCreating.PeakMiB, m.ListedAfterRestart, m.AfterRestart)
+}
+
+func (m memory) String() string {
+	return fmt.Sprintf("%.1f MiB (%.1f + %.1f)", m.RSSMiB, m.AnonMiB, m.FileMiB)
 }
