@@ -86,7 +86,7 @@ func crashChild(op string) int {
 	}
 	step := os.Getenv(envCrashStep)
 	h := &hookFS{FileSystem: dirvol.OS()}
-	s, err := dirvol.Open(root, dirvol.Options{FS: h})
+	s, err := dirvol.Open(root, testOptions(h))
 	if err != nil {
 		fmt.Fprintf(os.Stderr, "crash child: %v\n", err)
 		return 2
@@ -290,7 +290,7 @@ func leftovers(t *testing.T, root string) dirvol.RecoverReport {
 func requireState(t *testing.T, root, id string, present bool) {
 	t.Helper()
 	dir := filepath.Join(root, id)
-	hasDir, hasMeta := exists(t, dir), exists(t, metaPath(root, id))
+	hasDir, hasMeta := exists(t, dir), hasRecord(t, root, id)
 	if hasDir != present || hasMeta != present {
 		t.Errorf("%s: directory %v, record %v; want both %v", id, hasDir, hasMeta, present)
 		return
@@ -324,5 +324,5 @@ func requireState(t *testing.T, root, id string, present bool) {
 // TestCrashSafety runs the crash suite on the test's temp dir; the node tests
 // run it on tmpfs and XFS.
 func TestCrashSafety(t *testing.T) {
-	crashSuite(t, t.TempDir())
+	inRecordForms(t, t.TempDir(), crashSuite)
 }

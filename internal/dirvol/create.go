@@ -108,16 +108,16 @@ func (s *Store) build(id, path string, spec Spec) (Volume, error) {
 		return Volume{}, err
 	}
 	r := newRecord(id, spec, time.Now())
-	if err := s.publishRecord(r); err != nil {
+	if err := s.attachRecord(tmp, r); err != nil {
 		_ = s.fs.RemoveAll(tmp)
-		_, _ = s.dropRecord(id, "")
+		s.undoRecord(id)
 		return Volume{}, fmt.Errorf("write record: %w", err)
 	}
 	if err := s.fs.RenameNoReplace(tmp, path); err != nil {
 		_ = s.fs.RemoveAll(tmp)
 		// The record is ours either way: a directory that appeared
 		// meanwhile is not one hpp made.
-		_, _ = s.dropRecord(id, "")
+		s.undoRecord(id)
 		if errors.Is(err, fs.ErrExist) {
 			return Volume{}, err
 		}
@@ -125,7 +125,7 @@ func (s *Store) build(id, path string, spec Spec) (Volume, error) {
 	}
 	// The volume is complete from here on; a failed sync is reported but not
 	// undone, and a retry finds the volume in place.
-	s.index.put(id, r.CapacityBytes)
+	s.index.put(id, r.CapacityBytes, r.Kind)
 	if err := s.rootSync.sync(); err != nil {
 		return Volume{}, fmt.Errorf("sync root: %w", err)
 	}

@@ -47,7 +47,7 @@ func (s *Store) Delete(ctx context.Context, id string) error {
 func (s *Store) delete(id string, e entry) error {
 	if e.fi == nil {
 		s.index.remove(id)
-		if _, err := s.dropRecord(id, ""); err != nil {
+		if _, err := s.detachRecord(id, ""); err != nil {
 			return fmt.Errorf("remove stale record: %w", err)
 		}
 		return nil
@@ -63,7 +63,7 @@ func (s *Store) delete(id string, e entry) error {
 	if err := s.rootSync.sync(); err != nil {
 		return fmt.Errorf("sync root: %w", err)
 	}
-	rec, err := s.dropRecord(id, trash)
+	rec, err := s.detachRecord(id, trash)
 	if err != nil {
 		return fmt.Errorf("move record to trash: %w", err)
 	}

@@ -56,25 +56,35 @@ func labels(root string, calls []call) []string {
 	return out
 }
 
-// The create steps in order. The directory gets owner and mode in staging;
-// the record is durable (file and records directory synced) before the
-// directory is renamed in, and synced after its own rename, so one journal
-// commit covers its data and its name.
-var createSteps = []string{
-	"MkdirTemp(staging)", "Lchown(staging)", "Chmod(staging)",
-	"WriteFile(staging)", "Rename(staging→records)", "SyncFile(records)", "SyncDir(records)",
-	"RenameNoReplace(staging→volume)", "SyncDir(root)",
+// createSteps are the create steps in order. The directory gets owner,
+// mode and an attribute record in staging, and one fsync of the root after
+// its rename makes all of it durable. A record file is durable (file and
+// records directory synced) before the directory is renamed in, and synced
+// after its own rename, so one journal commit covers its data and its name.
+func createSteps(attr bool) []string {
+	if attr {
+		return []string{"MkdirTemp(staging)", "Lchown(staging)", "Chmod(staging)", "SetRecordAttr(staging)",
+			"RenameNoReplace(staging→volume)", "SyncDir(root)"}
+	}
+	return []string{"MkdirTemp(staging)", "Lchown(staging)", "Chmod(staging)",
+		"WriteFile(staging)", "Rename(staging→records)", "SyncFile(records)", "SyncDir(records)",
+		"RenameNoReplace(staging→volume)", "SyncDir(root)"}
 }
 
-// The delete steps in order: out of the pool and durable first, the record
-// after (renamed, not unlinked), data last.
-var deleteSteps = []string{
-	"Rename(volume→trash)", "SyncDir(root)", "Rename(records→trash)", "RemoveAll(trash)", "Remove(trash)",
+// deleteSteps are the delete steps in order: out of the pool and durable
+// first, a record file after (renamed, not unlinked), data last.
+func deleteSteps(attr bool) []string {
+	if attr {
+		return []string{"Rename(volume→trash)", "SyncDir(root)", "RemoveAll(trash)"}
+	}
+	return []string{"Rename(volume→trash)", "SyncDir(root)", "Rename(records→trash)", "RemoveAll(trash)", "Remove(trash)"}
 }
 
 func TestCreateFailsCleanlyAtEveryStep(t *testing.T) {
 	sp := dirvol.Spec{Ownership: dirvol.Ownership{UID: os.Getuid(), GID: os.Getgid(), Mode: 0o750}, CapacityBytes: 1}
-	testCreateFailsCleanlyAtEveryStep(t, sp, createSteps)
+	inRecordForms(t, t.TempDir(), func(t *testing.T, base string) {
+		testCreateFailsCleanlyAtEveryStep(t, sp, createSteps(attrForm(t.TempDir())))
+	})
 }
 
 func testCreateFailsCleanlyAtEveryStep(t *testing.T, sp dirvol.Spec, steps []string) {
@@ -90,6 +100,7 @@ func testCreateFailsCleanlyAtEveryStep(t *testing.T, sp dirvol.Spec, steps []str
 	moved := slices.Index(steps, "RenameNoReplace(staging→volume)")
 	stepDesc := map[string]string{
 		"WriteFile(staging)": "write record", "Rename(staging→records)": "write record", "SyncFile(records)": "write record", "SyncDir(records)": "write record",
+		"SetRecordAttr(staging)": "write record",
 		"MkdirTemp(staging)": "make staging directory",
 		"Lchown(staging)":    fmt.Sprintf("set owner %d:%d", os.Getuid(), os.Getgid()),
 		"Chmod(staging)":     "set mode 0750", "RenameNoReplace(staging→volume)": "move into place",
@@ -110,9 +121,9 @@ func testCreateFailsCleanlyAtEveryStep(t *testing.T, sp dirvol.Spec, steps []str
 			// Once the rename is done, the volume is complete; before it,
 			// nothing of it may be left.
 			complete := i > moved
-			if exists(t, filepath.Join(root, id)) != complete || exists(t, metaPath(root, id)) != complete {
+			if exists(t, filepath.Join(root, id)) != complete || hasRecord(t, root, id) != complete {
 				t.Errorf("after a failed %s: dir %v, meta %v; want both %v", step,
-					exists(t, filepath.Join(root, id)), exists(t, metaPath(root, id)), complete)
+					exists(t, filepath.Join(root, id)), hasRecord(t, root, id), complete)
 			}
 			vol, created, err := open(t, root, nil).Create(context.Background(), id, sp)
 			if err != nil || created == complete || !vol.HasMeta {
@@ -126,6 +137,12 @@ func testCreateFailsCleanlyAtEveryStep(t *testing.T, sp dirvol.Spec, steps []str
 }
 
 func TestDeleteFailsSafelyAtEveryStep(t *testing.T) {
+	inRecordForms(t, t.TempDir(), func(t *testing.T, _ string) {
+		testDeleteFailsSafelyAtEveryStep(t, deleteSteps(attrForm(t.TempDir())))
+	})
+}
+
+func testDeleteFailsSafelyAtEveryStep(t *testing.T, deleteSteps []string) {
 	const id = "pvc-g"
 	setup := func(s *dirvol.Store) {
 		vol := mustCreate(t, s, id, spec(0o750, 1))

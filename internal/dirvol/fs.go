@@ -30,8 +30,19 @@ type FileSystem interface {
 	WriteFile(path string, data []byte, perm fs.FileMode) error
 	// SyncFile fsyncs a file's data and inode.
 	SyncFile(path string) error
-	// SyncDir fsyncs a directory, making renames and removals in it durable.
+	// SyncDir fsyncs a directory, making renames and removals in it
+	// durable, and its own attributes.
 	SyncDir(path string) error
+	// SetRecordAttr stores data as the record attribute (RecordAttr) of the
+	// directory path, never following a symbolic link.
+	SetRecordAttr(path string, data []byte) error
+	// RecordAttr reads the record attribute of path; an error matching
+	// fs.ErrNotExist when path has none.
+	RecordAttr(path string) ([]byte, error)
+	// CanKeepRecordAttrs says whether the volume directories of a root
+	// whose private area dir is given can carry their records as
+	// attributes (see the package doc, "Records"), and why not.
+	CanKeepRecordAttrs(dir string) (ok bool, why string)
 	// Readlink returns what the symbolic link path holds; it fails with
 	// EINVAL when path is not a symbolic link. Only the migration of
 	// records written by earlier versions (inline records) needs it.

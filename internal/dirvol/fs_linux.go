@@ -98,3 +98,54 @@ func syncPath(path string) error {
 	}
 	return cerr
 }
+
+func (osFS) SetRecordAttr(path string, data []byte) error {
+	if err := unix.Lsetxattr(path, RecordAttr, data, 0); err != nil {
+		return &fs.PathError{Op: "setxattr " + RecordAttr, Path: path, Err: err}
+	}
+	return nil
+}
+
+func (osFS) RecordAttr(path string) ([]byte, error) {
+	buf := make([]byte, 1024)
+	for {
+		n, err := unix.Lgetxattr(path, RecordAttr, buf)
+		switch {
+		case errors.Is(err, unix.ERANGE) && len(buf) < maxRecordSize:
+			buf = make([]byte, 4*len(buf))
+			continue
+		case errors.Is(err, unix.ENODATA):
+			return nil, &fs.PathError{Op: "getxattr " + RecordAttr, Path: path, Err: fs.ErrNotExist}
+		case err != nil:
+			return nil, &fs.PathError{Op: "getxattr " + RecordAttr, Path: path, Err: err}
+		}
+		return buf[:n], nil
+	}
+}
+
+// orderedJournals are the filesystems whose metadata changes reach the disk
+// in the order they were made, one journal for the whole filesystem: an
+// fsync that makes a rename durable makes every earlier change durable too,
+// the attribute set on the directory before it was renamed included. tmpfs
+// keeps nothing across a reboot, so order does not matter there.
+var orderedJournals = map[int64]string{
+	unix.EXT4_SUPER_MAGIC: "ext4",
+	unix.XFS_SUPER_MAGIC:  "xfs",
+	unix.TMPFS_MAGIC:      "tmpfs",
+}
+
+func (osFS) CanKeepRecordAttrs(dir string) (bool, string) {
+	var st unix.Statfs_t
+	if err := unix.Statfs(dir, &st); err != nil {
+		return false, fmt.Sprintf("statfs %s: %v", dir, err)
+	}
+	if _, ok := orderedJournals[int64(st.Type)]; !ok {
+		return false, fmt.Sprintf("filesystem type %#x is not one whose journal keeps metadata in order (ext4, xfs, tmpfs)", st.Type)
+	}
+	const probe = "trusted.hpp.probe"
+	if err := unix.Lsetxattr(dir, probe, []byte("1"), 0); err != nil {
+		return false, fmt.Sprintf("setxattr %s on %s: %v (trusted attributes need CAP_SYS_ADMIN and filesystem support)", probe, dir, err)
+	}
+	_ = unix.Lremovexattr(dir, probe)
+	return true, ""
+}

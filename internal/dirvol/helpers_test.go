@@ -10,13 +10,56 @@ import (
 	"syscall"
 	"testing"
 
+	"golang.org/x/sys/unix"
+
 	"github.com/hostpath-provisioner/hpp/internal/dirvol"
 	"github.com/hostpath-provisioner/hpp/internal/pool"
+	"github.com/hostpath-provisioner/hpp/internal/testutil"
 )
+
+// envRecordsInFiles makes the tests' Stores keep record files (set by
+// inRecordForms; crash children inherit it).
+const envRecordsInFiles = "HPP_DIRVOL_TEST_RECORDS_IN_FILES"
+
+// testOptions are the Options of a test Store: the record form the test
+// runs in, and fsys (nil: the real OS).
+func testOptions(fsys dirvol.FileSystem) dirvol.Options {
+	return dirvol.Options{FS: fsys, RecordsInFiles: os.Getenv(envRecordsInFiles) != ""}
+}
+
+// inRecordForms runs fn once with records as directory attributes (skipped,
+// with the reason, where base cannot keep them: not root, or a filesystem
+// without ordered metadata) and once with record files.
+func inRecordForms(t *testing.T, base string, fn func(t *testing.T, base string)) {
+	t.Run("AttrRecords", func(t *testing.T) {
+		if err := os.MkdirAll(base, 0o755); err != nil {
+			t.Fatal(err)
+		}
+		if ok, why := dirvol.OS().CanKeepRecordAttrs(base); !ok {
+			testutil.MissingPrerequisite(t, "records as attributes: %s", why)
+		}
+		fn(t, filepath.Join(base, "attr"))
+	})
+	t.Run("FileRecords", func(t *testing.T) {
+		t.Setenv(envRecordsInFiles, "1")
+		fn(t, filepath.Join(base, "files"))
+	})
+}
+
+// attrForm reports whether the Store at root keeps attribute records: the
+// test's form, on a filesystem that can.
+func attrForm(root string) bool {
+	dir := filepath.Join(root, dirvol.StagingDir)
+	if _, err := os.Stat(dir); err != nil {
+		dir = root // not opened yet: the filesystem is the same
+	}
+	ok, _ := dirvol.OS().CanKeepRecordAttrs(dir)
+	return ok && os.Getenv(envRecordsInFiles) == ""
+}
 
 func open(t *testing.T, root string, fsys dirvol.FileSystem) *dirvol.Store {
 	t.Helper()
-	s, err := dirvol.Open(root, dirvol.Options{FS: fsys})
+	s, err := dirvol.Open(root, testOptions(fsys))
 	if err != nil {
 		t.Fatalf("Open(%s): %v", root, err)
 	}
@@ -86,14 +129,33 @@ func metaPath(root, id string) string {
 	return filepath.Join(root, dirvol.RecordsDir, id)
 }
 
-// metaRecord returns the JSON of id's record, read from the disk.
+// hasRecord reports whether id has a record on disk, in either form.
+func hasRecord(t *testing.T, root, id string) bool {
+	t.Helper()
+	if exists(t, metaPath(root, id)) {
+		return true
+	}
+	_, err := unix.Lgetxattr(filepath.Join(root, id), dirvol.RecordAttr, make([]byte, 64<<10))
+	return err == nil
+}
+
+// metaRecord returns the JSON of id's record, read from the disk in the
+// form the Store keeps.
 func metaRecord(t *testing.T, root, id string) []byte {
 	t.Helper()
-	data, err := os.ReadFile(metaPath(root, id))
-	if err != nil {
-		t.Fatal(err)
+	if !attrForm(root) {
+		data, err := os.ReadFile(metaPath(root, id))
+		if err != nil {
+			t.Fatal(err)
+		}
+		return data
 	}
-	return data
+	buf := make([]byte, 64<<10)
+	n, err := unix.Lgetxattr(filepath.Join(root, id), dirvol.RecordAttr, buf)
+	if err != nil {
+		t.Fatalf("record attribute of %s: %v", id, err)
+	}
+	return buf[:n]
 }
 
 func readMeta(t *testing.T, root, id string) map[string]any {

@@ -130,3 +130,7 @@ func (h *hookFS) SyncFile(p string) error {
 func (h *hookFS) SyncDir(p string) error {
 	return h.do("SyncDir", func() error { return h.FileSystem.SyncDir(p) }, p)
 }
+
+func (h *hookFS) SetRecordAttr(p string, data []byte) error {
+	return h.do("SetRecordAttr", func() error { return h.FileSystem.SetRecordAttr(p, data) }, p)
+}

@@ -1,6 +1,9 @@
 package dirvol
 
-import "sync"
+import (
+	"path/filepath"
+	"sync"
+)
 
 // index keeps, in memory, what every volume of this Store requested and has
 // used, so that the space reserved by volumes (requested but not written
@@ -16,6 +19,7 @@ type index struct {
 }
 
 type indexEntry struct {
+	kind     string
 	capacity int64
 	used     int64 // -1 until measured: the whole request counts as reserved
 }
@@ -32,14 +36,14 @@ func (e indexEntry) unwritten() int64 {
 
 func (x *index) init() { x.vols = map[string]indexEntry{} }
 
-func (x *index) put(id string, capacity int64) {
+func (x *index) put(id string, capacity int64, kind string) {
 	x.mu.Lock()
 	defer x.mu.Unlock()
 	old, ok := x.vols[id]
 	if ok {
 		x.reserved -= old.unwritten()
 	}
-	e := indexEntry{capacity: capacity, used: -1}
+	e := indexEntry{kind: kind, capacity: capacity, used: -1}
 	x.vols[id] = e
 	x.reserved += e.unwritten()
 }
@@ -53,11 +57,16 @@ func (x *index) remove(id string) {
 	}
 }
 
-func (x *index) has(id string) bool {
+// volumes returns what the index knows of every volume, as Volumes whose
+// Path is where the directory should be.
+func (x *index) volumes(root string) []Volume {
 	x.mu.Lock()
 	defer x.mu.Unlock()
-	_, ok := x.vols[id]
-	return ok
+	out := make([]Volume, 0, len(x.vols))
+	for id, e := range x.vols {
+		out = append(out, Volume{ID: id, Path: filepath.Join(root, id), CapacityBytes: e.capacity, Kind: e.kind, HasMeta: true})
+	}
+	return out
 }
 
 func (x *index) noteUsage(id string, used int64) {

@@ -40,8 +40,8 @@ func (s *Store) migrateLegacy(ctx context.Context) (int, error) {
 			return false, nil
 		}
 		if e.fi != nil {
-			if _, err := s.readRecord(r.ID); errors.Is(err, fs.ErrNotExist) {
-				if err := s.publishRecord(r); err != nil {
+			if _, err := s.readRecord(r.ID, e.path); errors.Is(err, fs.ErrNotExist) {
+				if err := s.rewriteRecord(e.path, r); err != nil {
 					return false, fmt.Errorf("migrate record %s: %w", p, err)
 				}
 				migrated++

@@ -62,27 +62,20 @@ func (s *Store) List(ctx context.Context) ([]Volume, error) {
 // made or found them and never deleted them: removed behind hpp's back.
 // Health checks report them; Recover (at the next start) forgets them.
 // Creates in flight are not in the index yet, so they never show here.
-// Sorted by id; Path is where the directory should be.
+// Sorted by id; Path is where the directory should be, and only the id,
+// capacity and kind are known (the record left with the directory, or is
+// left behind by it: either way the index is what remembers).
 func (s *Store) Missing(ctx context.Context) ([]Volume, error) {
-	entries, err := s.fs.ReadDir(s.recordsDir())
-	if err != nil {
-		return nil, fmt.Errorf("list missing volumes: %w", err)
-	}
 	var out []Volume
-	for _, e := range entries {
+	for _, v := range s.index.volumes(s.root) {
 		if err := ctx.Err(); err != nil {
 			return nil, fmt.Errorf("list missing volumes: %w", err)
 		}
-		id := e.Name()
-		found, err := s.resolve(id)
-		if err != nil || found.fi != nil || !s.index.has(id) {
+		found, err := s.resolve(v.ID)
+		if err != nil || found.fi != nil {
 			continue
 		}
-		r, err := s.readRecord(id)
-		if err != nil {
-			continue // deleted meanwhile: not missing, just gone
-		}
-		out = append(out, r.volume(found.path))
+		out = append(out, v)
 	}
 	sort.Slice(out, func(i, j int) bool { return out[i].ID < out[j].ID })
 	return out, nil

@@ -15,15 +15,15 @@ import (
 func TestNodeTmpfs(t *testing.T) {
 	base := testutil.TmpfsDir(t, 256<<20)
 	requireFSType(t, base, unix.TMPFS_MAGIC, "tmpfs")
-	t.Run("Behaviour", func(t *testing.T) { behaviourSuite(t, filepath.Join(base, "behaviour")) })
-	t.Run("Crash", func(t *testing.T) { crashSuite(t, filepath.Join(base, "crash")) })
+	t.Run("Behaviour", func(t *testing.T) { inRecordForms(t, filepath.Join(base, "behaviour"), behaviourSuite) })
+	t.Run("Crash", func(t *testing.T) { inRecordForms(t, filepath.Join(base, "crash"), crashSuite) })
 }
 
 func TestNodeXFS(t *testing.T) {
 	base := testutil.LoopXFS(t, 512<<20)
 	requireFSType(t, base, unix.XFS_SUPER_MAGIC, "xfs")
-	t.Run("Behaviour", func(t *testing.T) { behaviourSuite(t, filepath.Join(base, "behaviour")) })
-	t.Run("Crash", func(t *testing.T) { crashSuite(t, filepath.Join(base, "crash")) })
+	t.Run("Behaviour", func(t *testing.T) { inRecordForms(t, filepath.Join(base, "behaviour"), behaviourSuite) })
+	t.Run("Crash", func(t *testing.T) { inRecordForms(t, filepath.Join(base, "crash"), crashSuite) })
 }
 
 // requireFSType proves the suite runs where it claims to.

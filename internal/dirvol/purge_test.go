@@ -50,7 +50,7 @@ func TestBackgroundPurgeEmptiesTrashOneAtATime(t *testing.T) {
 		if err := s.Delete(context.Background(), id); err != nil {
 			t.Fatal(err)
 		}
-		if exists(t, filepath.Join(root, id)) || exists(t, metaPath(root, id)) {
+		if exists(t, filepath.Join(root, id)) || hasRecord(t, root, id) {
 			t.Fatalf("after Delete(%s) the volume or its meta file is still in place", id)
 		}
 	}

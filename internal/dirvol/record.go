@@ -5,17 +5,19 @@ import (
 	"errors"
 	"fmt"
 	"io/fs"
-	"path/filepath"
 	"time"
+
+	"go.uber.org/zap"
 )
 
 // recordFormatVersion is bumped when the record changes incompatibly; an
 // older hpp refuses a newer record instead of misreading it.
 const recordFormatVersion = 1
 
-// record is what hpp knows about one volume, kept as a JSON file
-// <root>/.hpp-records/<id>. The id needs no escaping or hashing: ids are
-// valid directory names, so they are valid file names.
+// record is what hpp knows about one volume: one JSON document, kept in the
+// volume directory's extended attribute RecordAttr where the pool's
+// filesystem allows it, else in the file <root>/.hpp-records/<id> (see the
+// package doc, "Records").
 type record struct {
 	FormatVersion int               `json:"formatVersion"`
 	ID            string            `json:"id"`
@@ -25,7 +27,7 @@ type record struct {
 	Created       time.Time         `json:"created"`
 	UID           int               `json:"uid"`
 	GID           int               `json:"gid"`
-	Mode          string            `json:"mode"` // octal, for people reading the file
+	Mode          string            `json:"mode"` // octal, for people reading it
 }
 
 func newRecord(id string, spec Spec, now time.Time) record {
@@ -47,52 +49,7 @@ func (r record) volume(path string) Volume {
 		Attributes: r.Attributes, Created: r.Created, HasMeta: true}
 }
 
-func (s *Store) recordPath(id string) string { return filepath.Join(s.recordsDir(), id) }
-
-// publishRecord makes r durable at its final name. The file is written in
-// staging under this node's name and renamed into place; it is synced after
-// the rename, not before, so that on a journaling filesystem one commit
-// covers its data and its name, and the records directory's fsync (shared
-// with concurrent creates) finds little left to do. Unsynced file data can
-// come back empty after a power loss: the record must be durable before the
-// volume directory appears (see the package doc).
-func (s *Store) publishRecord(r record) error {
-	data, err := json.Marshal(r)
-	if err != nil {
-		return err
-	}
-	tmp := filepath.Join(s.stagingDir(), s.tag+".rec-"+randomSuffix())
-	if err := s.fs.WriteFile(tmp, append(data, '\n'), 0o600); err != nil {
-		return err
-	}
-	final := s.recordPath(r.ID)
-	if err := s.fs.Rename(tmp, final); err != nil {
-		_ = s.fs.Remove(tmp)
-		return err
-	}
-	if err := s.fs.SyncFile(final); err != nil {
-		return err
-	}
-	return s.recordsSync.sync()
-}
-
-// readRecord returns the record of id; an error matching fs.ErrNotExist
-// when there is none (a directory made by the KubeVirt driver or by hand).
-func (s *Store) readRecord(id string) (record, error) {
-	p := s.recordPath(id)
-	data, err := s.fs.ReadFile(p)
-	if err != nil {
-		return record{}, err
-	}
-	r, err := parseRecord(data)
-	if err != nil {
-		return record{}, fmt.Errorf("read record %s: %w", p, err)
-	}
-	if r.ID != id {
-		return record{}, fmt.Errorf("read record %s: it records id %q, not %q", p, r.ID, id)
-	}
-	return r, nil
-}
+func (r record) encode() ([]byte, error) { return json.Marshal(r) }
 
 func parseRecord(data []byte) (record, error) {
 	var r record
@@ -105,11 +62,92 @@ func parseRecord(data []byte) (record, error) {
 	return r, nil
 }
 
+// attachRecord gives the staged directory tmp its record before it is
+// renamed into place. With attribute records nothing is synced here: the
+// root's fsync after the rename makes both durable (see the package doc).
+// A record file is made durable now, before its directory can appear.
+func (s *Store) attachRecord(tmp string, r record) error {
+	if !s.attrRecords {
+		return s.publishRecord(r)
+	}
+	data, err := r.encode()
+	if err != nil {
+		return err
+	}
+	return s.fs.SetRecordAttr(tmp, data)
+}
+
+// undoRecord forgets the record of a create that failed before its
+// directory was published (the staged directory takes an attribute record
+// with it).
+func (s *Store) undoRecord(id string) {
+	if !s.attrRecords {
+		_, _ = s.dropRecord(id, "")
+	}
+}
+
+// rewriteRecord replaces the record of the published directory path and
+// makes it durable before returning.
+func (s *Store) rewriteRecord(path string, r record) error {
+	if !s.attrRecords {
+		return s.publishRecord(r)
+	}
+	data, err := r.encode()
+	if err != nil {
+		return err
+	}
+	if err := s.fs.SetRecordAttr(path, data); err != nil {
+		return err
+	}
+	// An attribute is part of the directory's inode: its own fsync is
+	// what makes a change to it durable.
+	return s.fs.SyncDir(path)
+}
+
+// readRecord returns the record of the volume id whose directory is path;
+// an error matching fs.ErrNotExist when it has none (a directory made by
+// the KubeVirt driver or by hand).
+func (s *Store) readRecord(id, path string) (record, error) {
+	if !s.attrRecords {
+		return s.readRecordFile(id)
+	}
+	data, err := s.fs.RecordAttr(path)
+	if err != nil {
+		return record{}, err
+	}
+	r, err := parseRecord(data)
+	if err != nil {
+		return record{}, fmt.Errorf("read record the attribute %s of %s: %w", RecordAttr, path, err)
+	}
+	if r.ID != id {
+		// The attribute travels with the directory: a copy made as root
+		// with its attributes (cp -a, rsync -X, a restore) carries the
+		// record of the volume it was copied from. It says nothing about
+		// this one, which is adopted like any directory hpp did not make.
+		s.log.Warn("volume directory carries the record of another volume; adopted without a record",
+			zap.String("id", id), zap.String("recordedID", r.ID), zap.String("path", path))
+		return record{}, &fs.PathError{Op: "read record", Path: path, Err: fs.ErrNotExist}
+	}
+	return r, nil
+}
+
+// checkRecord parses the record of id read from where.
+func checkRecord(id, where string, data []byte) (record, error) {
+	r, err := parseRecord(data)
+	if err != nil {
+		return record{}, fmt.Errorf("read record %s: %w", where, err)
+	}
+	if r.ID != id {
+		return record{}, fmt.Errorf("read record %s: it records id %q, not %q", where, r.ID, id)
+	}
+	return r, nil
+}
+
 // volume describes the existing directory path of id from its record. A
 // missing record is normal for directories made by the KubeVirt driver or
 // by hand: they are adopted as they are.
 func (s *Store) volume(id, path string) (Volume, error) {
-	r, err := s.readRecord(id)
+	r, err := s.readRecord(id, path)
 	if errors.Is(err, fs.ErrNotExist) {
 		return Volume{ID: id, Path: path}, nil
 	}
@@ -118,33 +156,3 @@ func (s *Store) volume(id, path string) (Volume, error) {
 	}
 	return r.volume(path), nil
 }
-
-// dropRecord takes the record of id out of the records directory: into
-// trash beside the volume's data (trash is that entry's path), or, for a
-// stale record with no directory (trash ""), by removing it. It is called
-// once the directory's removal is durable, and syncs nothing: a record that
-// comes back after a power loss has no directory, and Recover drops it. A
-// rename rather than an unlink keeps block freeing (a synchronous discard on
-// a filesystem mounted with -o discard) off the caller's path; the purge
-// frees it. It returns where the record went ("" when removed or absent).
-func (s *Store) dropRecord(id, trash string) (string, error) {
-	p := s.recordPath(id)
-	var err error
-	dst := ""
-	if trash != "" {
-		dst = trash + recordTrashExt
-		err = s.fs.Rename(p, dst)
-	} else {
-		err = s.fs.Remove(p)
-	}
-	if errors.Is(err, fs.ErrNotExist) {
-		return "", nil
-	}
-	if err != nil {
-		return "", err
-	}
-	return dst, nil
-}
-
-// recordTrashExt names a record in trash beside its volume's data.
-const recordTrashExt = ".rec"

@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"io/fs"
 	"path/filepath"
 
 	"go.uber.org/zap"
@@ -18,7 +19,7 @@ type RecoverReport struct {
 	FinishedDeletes   int
 	RemovedStaging    int // half-built volumes and temp records removed
 	RemovedOrphanMeta int // records whose volume directory is missing
-	MigratedRecords   int // records of earlier versions rewritten as record files
+	MigratedRecords   int // records of earlier versions rewritten in the current form
 }
 
 // Recover brings the root back to a consistent state after a crash and
@@ -44,8 +45,9 @@ func (s *Store) Recover(ctx context.Context) (RecoverReport, error) {
 	n, err = s.emptyStaging(ctx)
 	rep.RemovedStaging = n
 	errs = append(errs, err)
-	n, err = s.indexRecords(ctx)
-	rep.RemovedOrphanMeta = n
+	dropped, migrated, err := s.indexRecords(ctx)
+	rep.RemovedOrphanMeta = dropped
+	rep.MigratedRecords += migrated
 	errs = append(errs, err)
 	n, err = s.emptyTrash(ctx)
 	rep.FinishedDeletes = n
@@ -91,11 +93,14 @@ func (s *Store) emptyTrash(ctx context.Context) (int, error) {
 	})
 }
 
-// indexRecords drops the records whose volume directory is missing and
-// puts the others in the index.
-func (s *Store) indexRecords(ctx context.Context) (int, error) {
+// indexRecords builds the index from the records and tidies the records
+// directory: a record file whose directory is missing is dropped (a create
+// that never published its directory, or a delete that did not get to move
+// the record away). With attribute records, a record file left by an
+// earlier version moves into its directory's attribute first.
+func (s *Store) indexRecords(ctx context.Context) (dropped, migrated int, err error) {
 	dir := s.recordsDir()
-	return s.sweep(ctx, dir, func(id string) (bool, error) {
+	dropped, err = s.sweep(ctx, dir, func(id string) (bool, error) {
 		if pool.ValidateID(id) != nil {
 			s.log.Warn("unknown file in the records directory left alone", zap.String("path", filepath.Join(dir, id)))
 			return false, nil
@@ -111,22 +116,63 @@ func (s *Store) indexRecords(ctx context.Context) (int, error) {
 			return false, nil
 		}
 		if e.fi == nil {
-			// A create that never published its directory, or a delete
-			// that did not get to move the record away.
-			if _, err := s.dropRecord(id, ""); err != nil {
-				return false, err
-			}
-			return true, nil
+			_, err := s.dropRecord(id, "")
+			return err == nil, err
 		}
-		r, err := s.readRecord(id)
+		r, err := s.readRecordFile(id)
 		if err != nil {
 			// Get reports it for this volume; the pool stays usable.
 			s.log.Warn("unreadable record; its volume counts no reservation", zap.String("id", id), zap.Error(err))
 			return false, nil
 		}
-		s.index.put(id, r.CapacityBytes)
-		return false, nil
+		if !s.attrRecords {
+			s.index.put(id, r.CapacityBytes, r.Kind)
+			return false, nil
+		}
+		// Durable in the attribute before the file goes: a crash in
+		// between finds both and does this again.
+		if err := s.rewriteRecord(e.path, r); err != nil {
+			return false, fmt.Errorf("move record of %q into its directory: %w", id, err)
+		}
+		migrated++
+		return false, s.fs.Remove(s.recordPath(id))
 	})
+	if migrated > 0 {
+		errs := []error{err, s.fs.SyncDir(dir)}
+		err = errors.Join(errs...)
+	}
+	if s.attrRecords {
+		err = errors.Join(err, s.indexAttrRecords(ctx))
+	}
+	return dropped, migrated, err
+}
+
+// indexAttrRecords puts every volume with an attribute record in the index;
+// directories without one were not made by hpp and reserve nothing.
+func (s *Store) indexAttrRecords(ctx context.Context) error {
+	entries, err := s.fs.ReadDir(s.root)
+	if err != nil {
+		return err
+	}
+	for _, de := range entries {
+		if err := ctx.Err(); err != nil {
+			return err
+		}
+		id := de.Name()
+		if !de.IsDir() || pool.ValidateID(id) != nil {
+			continue
+		}
+		r, err := s.readRecord(id, filepath.Join(s.root, id))
+		if errors.Is(err, fs.ErrNotExist) {
+			continue
+		}
+		if err != nil {
+			s.log.Warn("unreadable record; its volume counts no reservation", zap.String("id", id), zap.Error(err))
+			continue
+		}
+		s.index.put(id, r.CapacityBytes, r.Kind)
+	}
+	return nil
 }
 
 // sweep calls drop on every entry of dir, stopping when ctx ends, and

@@ -117,7 +117,7 @@ func checkShared(t *testing.T, root string) {
 	ids := sharedIDs
 	for i := range ids {
 		id := fmt.Sprintf("pvc-%d", i)
-		dir, rec := exists(t, filepath.Join(root, id)), exists(t, metaPath(root, id))
+		dir, rec := exists(t, filepath.Join(root, id)), hasRecord(t, root, id)
 		if dir != rec {
 			t.Errorf("%s: directory %v, record %v; want both or neither", id, dir, rec)
 			continue
@@ -191,7 +191,7 @@ func TestSharedPoolRecoverLeavesOtherNodesEntries(t *testing.T) {
 	if rep.RemovedOrphanMeta != 0 || rep.RemovedStaging != 1 || rep.FinishedDeletes != 1 {
 		t.Errorf("Recover on node a = %+v; want only node a's staging and trash entries, no record", rep)
 	}
-	if !exists(t, metaPath(root, "pvc-x")) || !exists(t, filepath.Join(root, "pvc-x")) {
+	if !hasRecord(t, root, "pvc-x") || !exists(t, filepath.Join(root, "pvc-x")) {
 		t.Error("node b's volume lost its record or directory to node a's Recover")
 	}
 	left := strings.Join(append(names(t, filepath.Join(root, dirvol.StagingDir)), names(t, filepath.Join(root, dirvol.TrashDir))...), ",")

@@ -25,6 +25,11 @@ const (
 	LegacyMetaDir = ".hpp-meta"
 	// LockFile carries the cross-node per-id locks of a shared pool.
 	LockFile = ".hpp-lock"
+	// RecordAttr is the extended attribute of a volume directory that holds
+	// its record. The trusted namespace is readable and writable only with
+	// CAP_SYS_ADMIN: a pod that owns its volume can neither read nor edit
+	// what hpp knows about it.
+	RecordAttr = "trusted.hpp.record"
 )
 
 // rootMode is for the root and its parents: readable by everyone (pods see
@@ -55,6 +60,9 @@ type Options struct {
 	// take a per-id lock that works across nodes (see LockID), and Recover
 	// and purges touch only this node's staging and trash entries.
 	Shared bool
+	// RecordsInFiles keeps records in .hpp-records even where the
+	// filesystem could keep them as attributes (tests of that path).
+	RecordsInFiles bool
 }
 
 // Store manages the volumes in one root directory.
@@ -67,6 +75,9 @@ type Options struct {
 type Store struct {
 	purgeInBackground bool
 	shared            bool
+	// attrRecords: records live in the volume directories' RecordAttr,
+	// not in .hpp-records (chosen at Open; see the package doc).
+	attrRecords bool
 	root              string
 	tag               string
 	fs                FileSystem
@@ -114,6 +125,15 @@ func Open(root string, opts Options) (*Store, error) {
 	}
 	if err := s.fs.SyncDir(root); err != nil {
 		return nil, fmt.Errorf("open volume root: sync root: %w", err)
+	}
+	why := "Options.RecordsInFiles"
+	if !opts.RecordsInFiles {
+		s.attrRecords, why = s.fs.CanKeepRecordAttrs(s.stagingDir())
+	}
+	if s.attrRecords {
+		s.log.Info("volume records kept as directory attributes", zap.String("root", root), zap.String("attribute", RecordAttr))
+	} else {
+		s.log.Info("volume records kept as files", zap.String("root", root), zap.String("dir", RecordsDir), zap.String("reason", why))
 	}
 	return s, nil
 }

@@ -8,14 +8,17 @@ import (
 	"strings"
 	"testing"
 
+	"golang.org/x/sys/unix"
+
 	"github.com/hostpath-provisioner/hpp/internal/dirvol"
 	"github.com/hostpath-provisioner/hpp/internal/pool"
+	"github.com/hostpath-provisioner/hpp/internal/testutil"
 )
 
 // TestBehaviour runs the real-filesystem suite on the test's temp dir
 // (whatever filesystem TMPDIR is); the node tests run it on tmpfs and XFS.
 func TestBehaviour(t *testing.T) {
-	behaviourSuite(t, t.TempDir())
+	inRecordForms(t, t.TempDir(), behaviourSuite)
 }
 
 func TestOpenBadRoot(t *testing.T) {
@@ -117,7 +120,7 @@ func TestBadSpec(t *testing.T) {
 		{dirvol.Spec{Ownership: dirvol.Ownership{UID: -1, GID: -1}, Kind: "snapshot"}, "spec.kind", `"snapshot" is unknown; use "persistent" or "ephemeral"`},
 		{dirvol.Spec{Ownership: dirvol.Ownership{UID: -1, GID: -1}, Attributes: map[string]string{"": "x"}}, "spec.attributes", "has an empty key"},
 		{dirvol.Spec{Ownership: dirvol.Ownership{UID: -1, GID: -1}, Attributes: big}, "spec.attributes", "has 33 entries; at most 32 are allowed"},
-		{dirvol.Spec{Ownership: dirvol.Ownership{UID: -1, GID: -1}, Attributes: map[string]string{"k": strings.Repeat("v", 4096)}}, "spec.attributes", "hold 4097 bytes of keys and values; at most 4096 are allowed"},
+		{dirvol.Spec{Ownership: dirvol.Ownership{UID: -1, GID: -1}, Attributes: map[string]string{"k": strings.Repeat("v", 2048)}}, "spec.attributes", "hold 2049 bytes of keys and values; at most 2048 are allowed"},
 	} {
 		_, _, err := s.Create(context.Background(), "v", c.spec)
 		requireFieldError(t, err, c.field, c.reason)
@@ -152,7 +155,10 @@ func TestCancelledContext(t *testing.T) {
 	requireIDs(t, s)
 }
 
+// TestCorruptRecord: a record file that does not parse, or names another
+// id, is reported with its path. (The attribute form: TestCorruptRecordAttr.)
 func TestCorruptRecord(t *testing.T) {
+	t.Setenv(envRecordsInFiles, "1")
 	root := t.TempDir()
 	s := open(t, root, nil)
 	mustCreate(t, s, "v", spec(0, 1))
@@ -185,5 +191,53 @@ func TestCorruptRecord(t *testing.T) {
 	_, err := s.Get(context.Background(), "v")
 	if want := `get volume "v": open ` + metaPath(root, "v") + ": too many levels of symbolic links"; err == nil || err.Error() != want {
 		t.Errorf("Get with a symlinked record: %v, want %s", err, want)
+	}
+}
+
+func TestCorruptRecordAttr(t *testing.T) {
+	root := t.TempDir()
+	if !attrForm(root) {
+		testutil.MissingPrerequisite(t, "records as attributes on %s (root, ext4/XFS/tmpfs)", root)
+	}
+	s := open(t, root, nil)
+	vol := mustCreate(t, s, "v", spec(0, 1))
+	for content, reason := range map[string]string{
+		"{":                                   "invalid JSON: unexpected end of JSON input",
+		`{"formatVersion": 9, "id": "v"}`:     "format version 9 is not supported by this hpp (1..1)",
+	} {
+		if err := unix.Lsetxattr(vol.Path, dirvol.RecordAttr, []byte(content), 0); err != nil {
+			t.Fatal(err)
+		}
+		_, err := s.Get(context.Background(), "v")
+		if want := `get volume "v": read record the attribute ` + dirvol.RecordAttr + ` of ` + vol.Path + ": " + reason; err == nil || err.Error() != want {
+			t.Errorf("Get with record %q: %v, want %s", content, err, want)
+		}
+	}
+}
+
+// A directory copied with its attributes (cp -a as root) carries the record
+// of the volume it came from: the copy is adopted without a record, the
+// original keeps its own.
+func TestCopiedRecordAttrIsNotTrusted(t *testing.T) {
+	root := t.TempDir()
+	if !attrForm(root) {
+		testutil.MissingPrerequisite(t, "records as attributes on %s (root, ext4/XFS/tmpfs)", root)
+	}
+	s := open(t, root, nil)
+	orig := mustCreate(t, s, "pvc-orig", spec(0, 5))
+	data := metaRecord(t, root, "pvc-orig")
+	copyDir := filepath.Join(root, "pvc-copy")
+	if err := os.Mkdir(copyDir, 0o755); err != nil {
+		t.Fatal(err)
+	}
+	if err := unix.Lsetxattr(copyDir, dirvol.RecordAttr, data, 0); err != nil {
+		t.Fatal(err)
+	}
+	got, err := s.Get(context.Background(), "pvc-copy")
+	if err != nil || got.HasMeta || got.CapacityBytes != 0 {
+		t.Errorf("Get(copy) = %+v, %v; want an adopted volume without a record", got, err)
+	}
+	if got, err := s.Get(context.Background(), "pvc-orig"); err != nil || !got.HasMeta || got.CapacityBytes != 5 || got.Path != orig.Path {
+		t.Errorf("Get(original) = %+v, %v", got, err)
 	}
 }

@@ -45,6 +45,7 @@ func behaviourSuite(t *testing.T, base string) {
 		{"RecoverCleansLeftovers", testRecover},
 		{"LongIDRecord", testLongID},
 		{"RecoverMigratesEarlierRecords", testMigrateLegacy},
+		{"RecoverMovesRecordFilesIntoAttributes", testRecordFilesToAttrs},
 		{"UsageOfKnownContent", testUsageKnown},
 		{"UsageCountsHardLinksOnce", testUsageHardLink},
 		{"UsageDoesNotFollowSymlinks", testUsageSymlink},
@@ -134,8 +135,13 @@ func testCreateMeta(t *testing.T, root string) {
 	if vol.Created.Before(before) || vol.Created.After(after) {
 		t.Errorf("Created %v not within [%v, %v]", vol.Created, before, after)
 	}
-	// The record is a plain file that only root reads.
-	if fi, err := os.Lstat(metaPath(root, "pvc-1")); err != nil || fi.Mode() != 0o600 {
+	// The record is the directory's trusted attribute, or a plain file
+	// that only root reads.
+	if attrForm(root) {
+		if exists(t, metaPath(root, "pvc-1")) {
+			t.Error("record of pvc-1 written as a file too")
+		}
+	} else if fi, err := os.Lstat(metaPath(root, "pvc-1")); err != nil || fi.Mode() != 0o600 {
 		t.Errorf("record of pvc-1: %v %v, want a regular file with mode 0600", fi, err)
 	}
 	m := readMeta(t, root, "pvc-1")
@@ -217,7 +223,7 @@ func testCreateNonDirectory(t *testing.T, root string) {
 		t.Errorf("Create over a file: %v, want %s", err, want)
 	}
 	requirePrivateAreasEmpty(t, root)
-	if exists(t, metaPath(root, "afile")) {
+	if hasRecord(t, root, "afile") {
 		t.Error("meta written for a refused create")
 	}
 }
@@ -273,7 +279,7 @@ func testGet(t *testing.T, root string) {
 	if err != nil || created || vol.HasMeta {
 		t.Errorf("Create(existing without meta) = %+v %v %v", vol, created, err)
 	}
-	if exists(t, metaPath(root, "pvc-old")) {
+	if hasRecord(t, root, "pvc-old") {
 		t.Error("Create wrote meta for an existing directory")
 	}
 }
@@ -325,7 +331,7 @@ func testDeleteTwice(t *testing.T, root string) {
 			t.Fatalf("Delete #%d: %v", i+1, err)
 		}
 	}
-	if exists(t, vol.Path) || exists(t, metaPath(root, "pvc-d")) {
+	if exists(t, vol.Path) || hasRecord(t, root, "pvc-d") {
 		t.Error("volume or meta still there after Delete")
 	}
 	requirePrivateAreasEmpty(t, root)
@@ -346,7 +352,7 @@ func testDeleteStaleMeta(t *testing.T, root string) {
 	if err := s.Delete(context.Background(), "pvc-s"); err != nil {
 		t.Fatal(err)
 	}
-	if exists(t, metaPath(root, "pvc-s")) {
+	if hasRecord(t, root, "pvc-s") {
 		t.Error("stale meta left by Delete of a missing volume")
 	}
 }
@@ -373,12 +379,17 @@ func testRecover(t *testing.T, root string) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if want := (dirvol.RecoverReport{FinishedDeletes: 1, RemovedStaging: 2, RemovedOrphanMeta: 1}); rep != want {
+	// An attribute record went with its directory: no orphan to drop.
+	want, wantRecords := dirvol.RecoverReport{FinishedDeletes: 1, RemovedStaging: 2, RemovedOrphanMeta: 1}, ".README,live"
+	if attrForm(root) {
+		want.RemovedOrphanMeta, wantRecords = 0, ".README"
+	}
+	if rep != want {
 		t.Errorf("Recover = %+v, want %+v", rep, want)
 	}
 	requirePrivateAreasEmpty(t, root)
-	if got := names(t, filepath.Join(root, dirvol.RecordsDir)); strings.Join(got, ",") != ".README,live" {
-		t.Errorf("records after Recover: %q, want .README (not an id: foreign, left alone) and live", got)
+	if got := names(t, filepath.Join(root, dirvol.RecordsDir)); strings.Join(got, ",") != wantRecords {
+		t.Errorf("records directory after Recover: %q, want %s (.README is not an id: foreign, left alone)", got, wantRecords)
 	}
 	rep, err = s.Recover(context.Background())
 	if err != nil || rep != (dirvol.RecoverReport{}) {
@@ -390,8 +401,11 @@ func testLongID(t *testing.T, root string) {
 	s := open(t, root, nil)
 	id := strings.Repeat("x", 255)
 	vol := mustCreate(t, s, id, spec(0, 3))
-	if got := names(t, filepath.Join(root, dirvol.RecordsDir)); len(got) != 1 || got[0] != id {
-		t.Errorf("record of a 255-byte id: %q, want one named by the id", got)
+	if !hasRecord(t, root, id) {
+		t.Error("no record of a 255-byte id")
+	}
+	if got := names(t, filepath.Join(root, dirvol.RecordsDir)); !attrForm(root) && (len(got) != 1 || got[0] != id) {
+		t.Errorf("record file of a 255-byte id: %q, want one named by the id", got)
 	}
 	got, err := s.Get(context.Background(), id)
 	if err != nil || got.CapacityBytes != 3 || !got.HasMeta {
@@ -404,8 +418,12 @@ func testLongID(t *testing.T, root string) {
 	if err := os.Remove(vol.Path); err != nil {
 		t.Fatal(err)
 	}
-	if rep, err := s.Recover(context.Background()); err != nil || rep.RemovedOrphanMeta != 1 {
-		t.Errorf("Recover with an orphan long-id meta: %+v, %v", rep, err)
+	orphans := 1
+	if attrForm(root) {
+		orphans = 0 // the record went with the directory
+	}
+	if rep, err := s.Recover(context.Background()); err != nil || rep.RemovedOrphanMeta != orphans {
+		t.Errorf("Recover after the long-id directory was removed: %+v, %v; want %d orphan records", rep, err, orphans)
 	}
 	mustCreate(t, s, id, spec(0, 3))
 	if err := s.Delete(context.Background(), id); err != nil {
@@ -417,7 +435,7 @@ func testLongID(t *testing.T, root string) {
 
 // Pools written by earlier versions keep working: every shape of their
 // records (a file, an inline symbolic link, a hashed name for a long id) is
-// rewritten as a record file by Recover; orphans go, foreign files stay.
+// rewritten in the Store's form by Recover; orphans go, foreign files stay.
 func testMigrateLegacy(t *testing.T, root string) {
 	s := open(t, root, nil)
 	long := strings.Repeat("y", 255)
@@ -464,11 +482,11 @@ func testMigrateLegacy(t *testing.T, root string) {
 		if err != nil || !vol.HasMeta || vol.Kind != want.kind || vol.CapacityBytes != want.capacity {
 			t.Errorf("Get(%.20s) after migration = %+v, %v; want kind %s capacity %d", id, vol, err, want.kind, want.capacity)
 		}
-		if fi, err := os.Lstat(metaPath(root, id)); err != nil || !fi.Mode().IsRegular() {
-			t.Errorf("record of %.20s: %v %v, want a record file", id, fi, err)
+		if !hasRecord(t, root, id) || attrForm(root) == exists(t, metaPath(root, id)) {
+			t.Errorf("record of %.20s: not in the Store's current form", id)
 		}
 	}
-	if exists(t, metaPath(root, "pvc-orphan")) {
+	if hasRecord(t, root, "pvc-orphan") {
 		t.Error("orphan legacy record migrated")
 	}
 	if got := names(t, legacy); !slices.Equal(got, []string{"notes.txt"}) {
@@ -476,5 +494,34 @@ func testMigrateLegacy(t *testing.T, root string) {
 	}
 	if got := s.Reserved(); got != 11+22+33 {
 		t.Errorf("Reserved() = %d after migration, want %d", got, 11+22+33)
+	}
+}
+
+// A pool whose records an earlier version kept as files, opened where
+// records can be attributes: Recover moves each live volume's record into
+// its directory and removes the file; an orphan file is dropped.
+func testRecordFilesToAttrs(t *testing.T, root string) {
+	if !attrForm(filepath.Dir(root)) {
+		t.Skip("only where records are attributes")
+	}
+	t.Setenv(envRecordsInFiles, "1")
+	old := open(t, root, nil)
+	mustCreate(t, old, "pvc-a", spec(0, 7))
+	mustCreate(t, old, "pvc-gone", spec(0, 8))
+	if err := os.Remove(filepath.Join(root, "pvc-gone")); err != nil {
+		t.Fatal(err)
+	}
+	t.Setenv(envRecordsInFiles, "")
+	s := open(t, root, nil)
+	rep, err := s.Recover(context.Background())
+	if err != nil || rep.MigratedRecords != 1 || rep.RemovedOrphanMeta != 1 {
+		t.Errorf("Recover = %+v, %v; want 1 record moved and 1 orphan dropped", rep, err)
+	}
+	requireEmpty(t, filepath.Join(root, dirvol.RecordsDir))
+	if m := readMeta(t, root, "pvc-a"); m["id"] != "pvc-a" || m["capacityBytes"] != 7.0 {
+		t.Errorf("record attribute after the move: %v", m)
+	}
+	if vol, err := s.Get(context.Background(), "pvc-a"); err != nil || vol.CapacityBytes != 7 || s.Reserved() != 7 {
+		t.Errorf("Get = %+v, %v; Reserved %d; want the moved record", vol, err, s.Reserved())
 	}
 }

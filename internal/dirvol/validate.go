@@ -8,11 +8,12 @@ import (
 	"github.com/hostpath-provisioner/hpp/internal/pool"
 )
 
-// Limits on Spec.Attributes: they live in a small meta file that List reads
-// for every volume, so they must stay small.
+// Limits on Spec.Attributes: they live in the volume's record, which List
+// reads for every volume and which must fit one extended attribute of a
+// 4 KiB-block ext4 (about 4,000 bytes, the JSON around them included).
 const (
 	MaxAttributes     = 32
-	MaxAttributeBytes = 4096 // keys and values together
+	MaxAttributeBytes = 2048 // keys and values together
 )
 
 func fieldErr(field, format string, args ...any) error {

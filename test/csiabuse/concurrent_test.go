@@ -85,7 +85,7 @@ func TestConcurrentCreateSameName(t *testing.T) {
 	if v := visible(t, root); !slices.Equal(v, []string{"pvc-race"}) {
 		t.Errorf("volume directories = %v; want exactly [pvc-race]", v)
 	}
-	if m := csitest.Entries(t, filepath.Join(root, csitest.RecordsDir)); !slices.Equal(m, []string{"pvc-race"}) {
+	if m := csitest.RecordIDs(t, root); !slices.Equal(m, []string{"pvc-race"}) {
 		t.Errorf("records = %v; want exactly [pvc-race]", m)
 	}
 	for _, area := range []string{csitest.StagingDir, csitest.TrashDir} {

@@ -223,10 +223,9 @@ func checkConsistent(t *testing.T, pool string, round int) {
 			t.Errorf("round %d: volume %s: meta %+v, %v; want id, kind persistent, capacity %d", round, id, m, err, crashSize(id))
 		}
 	}
-	for _, name := range csitest.Entries(t, filepath.Join(root, csitest.RecordsDir)) {
-		id := name
+	for _, id := range csitest.RecordIDs(t, root) {
 		if !exists(filepath.Join(root, id)) {
-			t.Errorf("round %d: meta file %s without its volume directory", round, name)
+			t.Errorf("round %d: record of %s without its volume directory", round, id)
 		}
 	}
 }

@@ -56,7 +56,7 @@ type meta struct {
 
 func readMeta(pool, id string) (meta, error) {
 	var m meta
-	data, err := os.ReadFile(filepath.Join(volumesDir(pool), csitest.RecordsDir, id))
+	data, err := csitest.ReadRecord(volumesDir(pool), id)
 	if err != nil {
 		return m, err
 	}

@@ -236,7 +236,7 @@ func TestHostileVolumeIDs(t *testing.T) {
 			t.Errorf("%s: %v; want empty", area, left)
 		}
 	}
-	if m := csitest.Entries(t, filepath.Join(root, csitest.RecordsDir)); strings.Join(m, ",") != "pvc-real" {
+	if m := csitest.RecordIDs(t, root); strings.Join(m, ",") != "pvc-real" {
 		t.Errorf("records: %v; want only pvc-real", m)
 	}
 }

@@ -60,8 +60,10 @@ func (e *env) volDir(id string) string {
 	return filepath.Join(e.pool, csitest.VolumesSubdir, id)
 }
 
-func (e *env) metaPath(id string) string {
-	return filepath.Join(e.pool, csitest.VolumesSubdir, csitest.RecordsDir, id)
+// hasRecord reports whether volume id has a record, in either form.
+func (e *env) hasRecord(id string) bool {
+	_, err := csitest.ReadRecord(filepath.Join(e.pool, csitest.VolumesSubdir), id)
+	return err == nil
 }
 
 // create makes a volume of size bytes in the pool and checks the answer.
@@ -101,7 +103,7 @@ func (e *env) unpublish(id, target string) {
 // readMeta returns the volume's meta file as a map.
 func (e *env) readMeta(id string) map[string]any {
 	e.t.Helper()
-	data, err := os.ReadFile(e.metaPath(id))
+	data, err := csitest.ReadRecord(filepath.Join(e.pool, csitest.VolumesSubdir), id)
 	if err != nil {
 		e.t.Fatalf("meta file of %q: %v", id, err)
 	}
