@@ -101,9 +101,9 @@ func testCreateFailsCleanlyAtEveryStep(t *testing.T, sp dirvol.Spec, steps []str
 	stepDesc := map[string]string{
 		"WriteFile(staging)": "write record", "Rename(staging→records)": "write record", "SyncFile(records)": "write record", "SyncDir(records)": "write record",
 		"SetRecordAttr(staging)": "write record",
-		"MkdirTemp(staging)": "make staging directory",
-		"Lchown(staging)":    fmt.Sprintf("set owner %d:%d", os.Getuid(), os.Getgid()),
-		"Chmod(staging)":     "set mode 0750", "RenameNoReplace(staging→volume)": "move into place",
+		"MkdirTemp(staging)":     "make staging directory",
+		"Lchown(staging)":        fmt.Sprintf("set owner %d:%d", os.Getuid(), os.Getgid()),
+		"Chmod(staging)":         "set mode 0750", "RenameNoReplace(staging→volume)": "move into place",
 		"SyncDir(root)": "sync root",
 	}
 	for i, step := range steps {

@@ -78,14 +78,14 @@ type Store struct {
 	// attrRecords: records live in the volume directories' RecordAttr,
 	// not in .hpp-records (chosen at Open; see the package doc).
 	attrRecords bool
-	root              string
-	tag               string
-	fs                FileSystem
-	log               *zap.Logger
-	purges            purgeQueue
-	rootSync          *groupSync
-	recordsSync       *groupSync
-	index             index
+	root        string
+	tag         string
+	fs          FileSystem
+	log         *zap.Logger
+	purges      purgeQueue
+	rootSync    *groupSync
+	recordsSync *groupSync
+	index       index
 }
 
 // Open prepares root (created with mode 0755, parents too) and its private

@@ -202,8 +202,8 @@ func TestCorruptRecordAttr(t *testing.T) {
 	s := open(t, root, nil)
 	vol := mustCreate(t, s, "v", spec(0, 1))
 	for content, reason := range map[string]string{
-		"{":                                   "invalid JSON: unexpected end of JSON input",
-		`{"formatVersion": 9, "id": "v"}`:     "format version 9 is not supported by this hpp (1..1)",
+		"{":                               "invalid JSON: unexpected end of JSON input",
+		`{"formatVersion": 9, "id": "v"}`: "format version 9 is not supported by this hpp (1..1)",
 	} {
 		if err := unix.Lsetxattr(vol.Path, dirvol.RecordAttr, []byte(content), 0); err != nil {
 			t.Fatal(err)
