@@ -45,6 +45,7 @@ type Cluster struct {
 	nodeIP    net.IP
 	lock      *machineLock
 	before    hostState
+	pause     Image // the sandbox image; its binary is also node-init's
 
 	mu        sync.Mutex
 	procs     []*Process // control plane and real-node daemons, in start order
@@ -123,6 +124,11 @@ func (c *Cluster) start(ctx context.Context) error {
 		return &StepError{Step: "create the cluster directory", Err: err}
 	}
 	c.Dir = dir
+	// Before anything is mounted under it and before the node namespace
+	// copies the mount table: see nodens_linux.go.
+	if err := makeSharedMount(c.Dir); err != nil {
+		return &StepError{Step: "make the cluster directory a shared mount", Err: err}
+	}
 	for _, d := range []string{c.logDir(), c.pkiDir(), c.imageDir(), c.nodesDir()} {
 		if err := os.MkdirAll(d, 0o755); err != nil {
 			return &StepError{Step: "create the cluster directory", Err: err}
@@ -142,6 +148,12 @@ func (c *Cluster) start(ctx context.Context) error {
 		return err
 	}
 	if err := c.startControllers(ctx); err != nil {
+		return err
+	}
+	if c.pause, err = buildPauseImage(ctx, c.imageDir()); err != nil {
+		return &StepError{Step: "build the pause image", Err: err}
+	}
+	if err := c.startNodeNamespace(ctx, c.pause.Files[0].Source); err != nil {
 		return err
 	}
 	if err := c.startContainerd(ctx); err != nil {

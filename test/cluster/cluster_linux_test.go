@@ -96,6 +96,7 @@ func TestClusterRunsPodAndTearsDownClean(t *testing.T) {
 	if got := strings.TrimSpace(string(logs)); got != "hello from hello" {
 		t.Errorf("pod log %q, want %q", got, "hello from hello")
 	}
+	checkNodeNamespace(ctx, t, c)
 	dir := c.Dir
 	stopped = true
 	if err := c.Stop(ctx); err != nil {
@@ -129,5 +130,58 @@ func TestClusterRunsPodAndTearsDownClean(t *testing.T) {
 	}
 	if cg := kubepodsCgroups(); len(cg) > 0 {
 		t.Errorf("kubelet cgroups left: %v", cg[:min(len(cg), 5)])
+	}
+}
+
+// checkNodeNamespace runs what the e2e suite's host-exec pods do: a
+// privileged pod with / as a hostPath enters the mount namespace of the
+// node's PID 1 and lists its own pod directory under /var/lib/kubelet,
+// where kubelet's root shows inside the node. Its emptyDir must be there.
+func checkNodeNamespace(ctx context.Context, t *testing.T, c *Cluster) {
+	t.Helper()
+	pod := &corev1.Pod{
+		ObjectMeta: metav1.ObjectMeta{Name: "node-view", Namespace: "default"},
+		Spec: corev1.PodSpec{
+			RestartPolicy:                 corev1.RestartPolicyNever,
+			TerminationGracePeriodSeconds: ptr.To[int64](0),
+			Containers: []corev1.Container{{
+				Name: "c", Image: BusyboxImage, ImagePullPolicy: corev1.PullNever,
+				Command: []string{"sh", "-c", "nsenter --mount=/rootfs/proc/1/ns/mnt -- ls /var/lib/kubelet/pods/$POD_UID/volumes/kubernetes.io~empty-dir"},
+				Env: []corev1.EnvVar{{Name: "POD_UID", ValueFrom: &corev1.EnvVarSource{
+					FieldRef: &corev1.ObjectFieldSelector{FieldPath: "metadata.uid"},
+				}}},
+				SecurityContext: &corev1.SecurityContext{Privileged: ptr.To(true)},
+				VolumeMounts: []corev1.VolumeMount{
+					{Name: "rootfs", MountPath: "/rootfs", ReadOnly: true},
+					{Name: "scratch", MountPath: "/scratch"},
+				},
+			}},
+			Volumes: []corev1.Volume{
+				{Name: "rootfs", VolumeSource: corev1.VolumeSource{HostPath: &corev1.HostPathVolumeSource{Path: "/"}}},
+				{Name: "scratch", VolumeSource: corev1.VolumeSource{EmptyDir: &corev1.EmptyDirVolumeSource{}}},
+			},
+		},
+	}
+	if _, err := c.Client.CoreV1().Pods("default").Create(ctx, pod, metav1.CreateOptions{}); err != nil {
+		t.Fatal(err)
+	}
+	var phase corev1.PodPhase
+	err := poll(ctx, 2*time.Minute, 500*time.Millisecond, "pod node-view finished", func(ctx context.Context) (bool, error) {
+		p, err := c.Client.CoreV1().Pods("default").Get(ctx, "node-view", metav1.GetOptions{})
+		if err != nil {
+			return false, err
+		}
+		phase = p.Status.Phase
+		return phase == corev1.PodSucceeded || phase == corev1.PodFailed, nil
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	logs, err := c.Client.CoreV1().Pods("default").GetLogs("node-view", &corev1.PodLogOptions{}).DoRaw(ctx)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if got := strings.TrimSpace(string(logs)); phase != corev1.PodSucceeded || got != "scratch" {
+		t.Errorf("pod node-view %s, output %q; want Succeeded listing %q", phase, got, "scratch")
 	}
 }

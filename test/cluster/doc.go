@@ -6,7 +6,12 @@
 // scheduling. Everything lives in one temporary directory: PKI generated
 // in Go, free loopback ports, kubeconfigs, per-component logs, locally
 // built images (pause, busybox, or any static binary via BinaryImage)
-// imported into containerd.
+// imported into containerd. The real node's containerd and kubelet run in
+// their own PID and mount namespaces ("the node", PID 1 the harness's
+// node-init) where kubelet's root also shows at /var/lib/kubelet, as
+// privileged pods and e2e tools expect of a node; every other process
+// (hpp-csi included) runs on the host, and its mounts under the cluster
+// directory reach the node. See nodens_linux.go.
 //
 // Binaries come from `make cluster-binaries` (BinariesFromCache). The
 // caller must be root. One cluster runs per machine at a time (a lock

@@ -230,9 +230,29 @@ func detachLoops(ctx context.Context, cmd Commander, dir string) error {
 // command line or executable mentions dir: containerd's shims, which
 // outlive containerd, and anything a killed run left. Returns what it killed.
 func killProcessesMentioning(dir string) []string {
+	var killed []string
+	for _, p := range processesMentioning(dir) {
+		if syscall.Kill(p.pid, syscall.SIGKILL) == nil {
+			killed = append(killed, p.String())
+		}
+	}
+	return killed
+}
+
+// hostProcess is a process seen in /proc.
+type hostProcess struct {
+	pid     int
+	cmdline string
+}
+
+func (p hostProcess) String() string { return fmt.Sprintf("%d %s", p.pid, p.cmdline) }
+
+// processesMentioning lists every process (not this one) whose command
+// line or executable mentions dir.
+func processesMentioning(dir string) []hostProcess {
 	self := os.Getpid()
 	entries, _ := os.ReadDir("/proc")
-	var killed []string
+	var found []hostProcess
 	for _, e := range entries {
 		pid, err := strconv.Atoi(e.Name())
 		if err != nil || pid == self {
@@ -243,14 +263,12 @@ func killProcessesMentioning(dir string) []string {
 			continue
 		}
 		exe, _ := os.Readlink(filepath.Join("/proc", e.Name(), "exe"))
-		line := strings.ReplaceAll(string(cmdline), "\x00", " ")
+		line := strings.TrimSpace(strings.ReplaceAll(string(cmdline), "\x00", " "))
 		if strings.Contains(line, dir) || strings.HasPrefix(exe, dir+"/") {
-			if syscall.Kill(pid, syscall.SIGKILL) == nil {
-				killed = append(killed, fmt.Sprintf("%d %s", pid, strings.TrimSpace(line)))
-			}
+			found = append(found, hostProcess{pid: pid, cmdline: line})
 		}
 	}
-	return killed
+	return found
 }
 
 // kubepodsCgroups lists kubelet's cgroup directories (cgroup v1, one tree
@@ -303,7 +321,9 @@ func deleteLink(ctx context.Context, cmd Commander, name string) error {
 }
 
 // sweepStale removes what a killed earlier run left: its processes,
-// mounts, loop devices and directory, and the CNI bridge.
+// mounts, loop devices and directory, and the CNI bridge. Its node's
+// namespaces are already gone (node-init dies with the harness, and the
+// node with it); what it mounted on the host under its directory is not.
 func sweepStale(ctx context.Context, cmd Commander, opts Options, logf func(string, ...any)) error {
 	base := opts.BaseDir
 	if base == "" {

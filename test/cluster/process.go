@@ -36,6 +36,12 @@ type ProcessSpec struct {
 	// csi-provisioner exits when it loses its driver's socket. Stop ends
 	// it for good.
 	RestartOnExit bool
+
+	// cloneflags puts the process in new namespaces (node-init's).
+	cloneflags uintptr
+	// inNode runs the process inside the PID and mount namespaces of this
+	// running node-init, through nsenter (see nodens_linux.go).
+	inNode *Process
 }
 
 func (s ProcessSpec) validate() error {
@@ -142,10 +148,19 @@ func (p *Process) start() error {
 	if err != nil {
 		return fmt.Errorf("process %s log: %w", p.spec.Name, err)
 	}
-	fmt.Fprintf(logf, "==> %s harness: starting %s %s\n", time.Now().Format(time.RFC3339Nano), p.spec.Path, strings.Join(p.spec.Args, " "))
+	path, args := p.spec.Path, p.spec.Args
+	if p.spec.inNode != nil {
+		pid := p.spec.inNode.Pid()
+		if pid == 0 {
+			_ = logf.Close()
+			return fmt.Errorf("process %s: the node namespace's %s is not running", p.spec.Name, p.spec.inNode.Name())
+		}
+		path, args = nodeCommand(pid, p.spec.Dir, path, args)
+	}
+	fmt.Fprintf(logf, "==> %s harness: starting %s %s\n", time.Now().Format(time.RFC3339Nano), path, strings.Join(args, " "))
 	// Not CommandContext: a process outlives the context that started it
 	// and is stopped by Stop, in the order teardown needs.
-	cmd := exec.Command(p.spec.Path, p.spec.Args...)
+	cmd := exec.Command(path, args...)
 	cmd.Dir = p.spec.Dir
 	cmd.Env = append([]string{"PATH=" + hostPath, "HOME=/root"}, p.spec.Env...)
 	cmd.Stdout = logf
@@ -154,8 +169,9 @@ func (p *Process) start() error {
 		// Own process group: a terminal's Ctrl-C reaches only the test
 		// binary, whose handler then tears down in order; Pdeathsig kills
 		// the process if the test binary dies without tearing down.
-		Setpgid:   true,
-		Pdeathsig: syscall.SIGKILL,
+		Setpgid:    true,
+		Pdeathsig:  syscall.SIGKILL,
+		Cloneflags: p.spec.cloneflags,
 	}
 	if err := cmd.Start(); err != nil {
 		_ = logf.Close()

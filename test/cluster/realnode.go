@@ -25,7 +25,9 @@ func (c *Cluster) cniConfDir() string     { return filepath.Join(c.Dir, "cni", "
 // ContainerdSocket is the real node's containerd socket, for `ctr --address`.
 func (c *Cluster) ContainerdSocket() string { return c.containerdSock() }
 
-// KubeletDir is the real node's kubelet root directory (a shared mount).
+// KubeletDir is the real node's kubelet root directory (--root-dir), on
+// the host and in the node; the node's mount namespace also shows it at
+// /var/lib/kubelet (see nodens_linux.go).
 func (c *Cluster) KubeletDir() string { return c.kubeletDir() }
 
 // containerdConfig is containerd 1.6's configuration, every path inside
@@ -110,7 +112,7 @@ func (c *Cluster) startContainerd(ctx context.Context) error {
 	if err := os.WriteFile(filepath.Join(c.cniConfDir(), "10-hpp.conflist"), cni, 0o644); err != nil {
 		return &StepError{Step: "configure CNI", Err: err}
 	}
-	if _, err := c.run(ProcessSpec{
+	if _, err := c.runInNode(ProcessSpec{
 		Name: "containerd", Path: c.opts.Binaries.Containerd,
 		Args: []string{"--config", cfgPath, "--log-level", "info"},
 	}); err != nil {
@@ -133,15 +135,11 @@ func (c *Cluster) startContainerd(ctx context.Context) error {
 // importImages builds pause, busybox and the caller's images and imports
 // them into containerd.
 func (c *Cluster) importImages(ctx context.Context) error {
-	pause, err := buildPauseImage(ctx, c.imageDir())
-	if err != nil {
-		return &StepError{Step: "build the pause image", Err: err}
-	}
 	busybox, err := busyboxImage(ctx, c.cmd, "/bin/busybox")
 	if err != nil {
 		return &StepError{Step: "build the busybox image", Err: err}
 	}
-	for _, img := range append([]Image{pause, busybox}, c.opts.Images...) {
+	for _, img := range append([]Image{c.pause, busybox}, c.opts.Images...) {
 		if err := c.ImportImage(ctx, img); err != nil {
 			return c.stepError("import image "+img.Ref, "containerd", err)
 		}
@@ -164,11 +162,6 @@ func (c *Cluster) startKubelet(ctx context.Context) error {
 	if err := os.MkdirAll(dir, 0o750); err != nil {
 		return &StepError{Step: "configure kubelet", Err: err}
 	}
-	// `/` is private here: without a shared kubelet root, mounts that a
-	// node plugin makes with Bidirectional propagation never reach kubelet.
-	if err := makeSharedMount(dir); err != nil {
-		return &StepError{Step: "make the kubelet directory a shared mount", Err: err}
-	}
 	port, err := c.ports.next()
 	if err != nil {
 		return &StepError{Step: "configure kubelet", Err: err}
@@ -186,7 +179,7 @@ func (c *Cluster) startKubelet(ctx context.Context) error {
 	if err := os.WriteFile(cfgPath, data, 0o644); err != nil {
 		return &StepError{Step: "configure kubelet", Err: err}
 	}
-	if _, err := c.run(ProcessSpec{
+	if _, err := c.runInNode(ProcessSpec{
 		Name: "kubelet", Path: c.opts.Binaries.Kubelet,
 		Args: []string{
 			"--config=" + cfgPath,

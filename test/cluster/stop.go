@@ -10,9 +10,10 @@ import (
 
 // Stop tears the cluster down and removes its directory: node processes,
 // kubelet, every pod sandbox, the control plane (apiserver before etcd:
-// it hangs on SIGTERM when etcd is gone), containerd and its shims, then
-// every mount, loop device, cgroup, iptables chain and the bridge the
-// cluster made. It is idempotent and safe after a failed Start; the
+// it hangs on SIGTERM when etcd is gone), containerd, node-init (whose
+// exit ends the node's namespaces with whatever still runs or is mounted
+// in them: shims, containers), then every mount, loop device, cgroup,
+// iptables chain and the bridge the cluster made. It is idempotent and safe after a failed Start; the
 // directory is kept (and named in the error) if something could not be
 // removed. Save logs with SaveLogs before calling it.
 func (c *Cluster) Stop(ctx context.Context) error {

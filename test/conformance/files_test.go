@@ -23,7 +23,7 @@ func TestCheckedInSkipListIsValid(t *testing.T) {
 	// Names as the suite prints them.
 	for name, skipped := range map[string]bool{
 		"External Storage [Driver: kubevirt.io.hostpath-provisioner] [Testpattern: Dynamic PV (immediate binding)] topology should provision a volume and schedule a pod with AllowedTopologies":                    true,
-		"External Storage [Driver: kubevirt.io.hostpath-provisioner] [Testpattern: Dynamic PV (default fs)] volumeMode should not mount / map unused volumes in a pod [LinuxOnly]":                                  true,
+		"External Storage [Driver: kubevirt.io.hostpath-provisioner] [Testpattern: Dynamic PV (default fs)] volumeMode should not mount / map unused volumes in a pod [LinuxOnly]":                                  false,
 		"External Storage [Driver: kubevirt.io.hostpath-provisioner] [Testpattern: Dynamic PV (default fs)] [Serial] volume-lifecycle-performance should provision volumes at scale within performance constraints": true,
 		"External Storage [Driver: kubevirt.io.hostpath-provisioner] [Testpattern: Dynamic PV (delayed binding)] topology should provision a volume and schedule a pod with AllowedTopologies":                      false,
 		"External Storage [Driver: kubevirt.io.hostpath-provisioner] [Testpattern: Dynamic PV (default fs)] subPath should support existing directory":                                                              false,
