@@ -6,6 +6,7 @@ import (
 	"strconv"
 
 	"github.com/go-logr/zapr"
+	promv1 "github.com/prometheus-operator/prometheus-operator/pkg/apis/monitoring/v1"
 	"k8s.io/apimachinery/pkg/runtime"
 	clientgoscheme "k8s.io/client-go/kubernetes/scheme"
 	ctrl "sigs.k8s.io/controller-runtime"
@@ -40,6 +41,8 @@ func renderConfig(o *options, getenv func(string) string) (render.Config, error)
 	set(&cfg.Images.LivenessProbe, "LIVENESS_PROBE_IMAGE")
 	set(&cfg.Images.Snapshotter, "CSI_SNAPSHOT_IMAGE")
 	set(&cfg.Images.Mounter, "MOUNTER_IMAGE")
+	set(&cfg.MonitoringNamespace, "MONITORING_NAMESPACE")
+	set(&cfg.RunbookURLTemplate, "RUNBOOK_URL_TEMPLATE")
 	if v := getenv("VERBOSITY"); v != "" {
 		n, err := strconv.Atoi(v)
 		if err != nil || n < 0 {
@@ -54,6 +57,9 @@ func renderConfig(o *options, getenv func(string) string) (render.Config, error)
 func newScheme() (*runtime.Scheme, error) {
 	s := runtime.NewScheme()
 	if err := clientgoscheme.AddToScheme(s); err != nil {
+		return nil, err
+	}
+	if err := promv1.AddToScheme(s); err != nil {
 		return nil, err
 	}
 	return s, hppv1.AddToScheme(s)
@@ -77,6 +83,12 @@ func run(ctx context.Context, o *options, getenv func(string) string) error {
 	restCfg, err := ctrl.GetConfig()
 	if err != nil {
 		return fmt.Errorf("kubeconfig: %w", err)
+	}
+	if cfg.PrometheusOperator, err = controller.ServesPrometheusOperator(restCfg); err != nil {
+		return err
+	}
+	if !cfg.PrometheusOperator {
+		log.Info("prometheus-operator's API is not served: no ServiceMonitor or PrometheusRule (restart the operator after installing it)")
 	}
 	profile, err := hppwebhook.ProfileFromOverrides(hppwebhook.Intermediate(),
 		getenv("TLS_MIN_VERSION_OVERRIDE"), getenv("TLS_CIPHERS_OVERRIDE"))

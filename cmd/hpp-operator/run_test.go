@@ -1,6 +1,7 @@
 package main
 
 import (
+	"fmt"
 	"strings"
 	"testing"
 )
@@ -32,6 +33,24 @@ func TestRenderConfigFromEnvironment(t *testing.T) {
 	_, err = renderConfig(o, func(k string) string { return env[k] })
 	if err == nil || !strings.Contains(err.Error(), "NODE_DRIVER_REG_IMAGE and LIVENESS_PROBE_IMAGE: set both") {
 		t.Errorf("one sidecar image: %v", err)
+	}
+}
+
+// Upstream's monitoring variables: the Prometheus namespace and the runbook
+// URL template (exactly one %s, the alert name).
+func TestMonitoringEnvironment(t *testing.T) {
+	env := map[string]string{"MONITORING_NAMESPACE": "openshift-monitoring", "RUNBOOK_URL_TEMPLATE": "https://r.example/%s"}
+	o := &options{namespace: "hpp", kubeletDir: "/var/lib/kubelet"}
+	cfg, err := renderConfig(o, func(k string) string { return env[k] })
+	if err != nil || cfg.MonitoringNamespace != "openshift-monitoring" || cfg.RunbookURLTemplate != "https://r.example/%s" {
+		t.Fatalf("config %+v, %v", cfg, err)
+	}
+	for _, bad := range []string{"https://r.example/", "https://r.example/%s/%s", "https://r.example/%d"} {
+		env["RUNBOOK_URL_TEMPLATE"] = bad
+		_, err := renderConfig(o, func(k string) string { return env[k] })
+		if err == nil || !strings.Contains(err.Error(), "RUNBOOK_URL_TEMPLATE: "+fmt.Sprintf("%q", bad)+" must hold exactly one %s") {
+			t.Errorf("RUNBOOK_URL_TEMPLATE=%s: %v", bad, err)
+		}
 	}
 }
 

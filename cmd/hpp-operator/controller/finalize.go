@@ -68,6 +68,7 @@ func (r *Reconciler) cleanup(ctx context.Context, log logr.Logger, cr *hppv1.Hos
 		&corev1.ServiceAccount{ObjectMeta: objMeta(render.CSIServiceAccount, ns)},
 		&corev1.ServiceAccount{ObjectMeta: objMeta(render.LegacyServiceAccount, ns)},
 	}
+	objs = append(objs, r.monitoringToRemove()...)
 	for _, o := range objs {
 		if err := r.deleteIfOwned(ctx, log, cr, o); err != nil {
 			return err

@@ -6,7 +6,9 @@ import (
 	"testing"
 
 	"github.com/go-logr/logr/testr"
+	promv1 "github.com/prometheus-operator/prometheus-operator/pkg/apis/monitoring/v1"
 	corev1 "k8s.io/api/core/v1"
+	apiextensionsv1 "k8s.io/apiextensions-apiserver/pkg/apis/apiextensions/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/runtime"
 	clientgoscheme "k8s.io/client-go/kubernetes/scheme"
@@ -38,6 +40,12 @@ func newScheme(t *testing.T) *runtime.Scheme {
 		t.Fatal(err)
 	}
 	if err := hppv1.AddToScheme(s); err != nil {
+		t.Fatal(err)
+	}
+	if err := promv1.AddToScheme(s); err != nil {
+		t.Fatal(err)
+	}
+	if err := apiextensionsv1.AddToScheme(s); err != nil { // the tests install CRDs
 		t.Fatal(err)
 	}
 	return s

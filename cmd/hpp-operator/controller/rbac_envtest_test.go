@@ -31,13 +31,16 @@ func TestOperatorRunsWithItsOwnRBAC(t *testing.T) {
 	var counter testenv.Counter
 	asOperator := rest.CopyConfig(restCfg)
 	asOperator.Impersonate = rest.ImpersonationConfig{UserName: "system:serviceaccount:" + ns + ":hostpath-provisioner-operator"}
+	// With prometheus-operator's API served, so that the monitoring
+	// objects and their RBAC go through the same checks.
 	h := startWith(t, ns, options{operatorCfg: counter.Wrap(asOperator), setup: func(admin client.Client) {
+		servePrometheusOperator(t, admin)
 		for _, u := range readManifests(t, filepath.Join(testenv.RepoRoot(), "deploy", "base", "operator", "rbac.yaml")) {
 			if err := admin.Create(t.Context(), u); err != nil {
 				t.Fatalf("create %s %s: %v", u.GetKind(), u.GetName(), err)
 			}
 		}
-	}})
+	}, config: func(cfg *render.Config) { cfg.PrometheusOperator = true }})
 	if err := h.admin.Create(h.ctx, poolsCR("hpp", hppv1.StoragePool{Name: "local", Path: "/var/hpp"})); err != nil {
 		t.Fatal(err)
 	}

@@ -113,6 +113,7 @@ func (r *Reconciler) applyAll(ctx context.Context, log logr.Logger, cr *hppv1.Ho
 		want = objs
 		gone = r.legacyObjects()
 	}
+	want = append(want, cfg.MonitoringObjects()...)
 	a := &applier{reader: r.Client, writer: r.Client, scheme: r.Scheme}
 	for _, obj := range want {
 		// The CSIDriver gets no owner reference: it must outlive the CR

@@ -3,6 +3,7 @@ package controller
 import (
 	"context"
 
+	promv1 "github.com/prometheus-operator/prometheus-operator/pkg/apis/monitoring/v1"
 	appsv1 "k8s.io/api/apps/v1"
 	corev1 "k8s.io/api/core/v1"
 	rbacv1 "k8s.io/api/rbac/v1"
@@ -34,15 +35,21 @@ const releaseRequest = "-release-csidriver"
 func CacheOptions(cfg render.Config) cache.Options {
 	mine := labels.SelectorFromSet(labels.Set{render.ManagedByLabel: cfg.ManagedBy})
 	ns := map[string]cache.Config{cfg.Namespace: {}}
-	return cache.Options{ByObject: map[client.Object]cache.ByObject{
+	byObject := map[client.Object]cache.ByObject{
 		&appsv1.DaemonSet{}:          {Namespaces: ns},
 		&corev1.ServiceAccount{}:     {Namespaces: ns},
 		&rbacv1.Role{}:               {Namespaces: ns},
 		&rbacv1.RoleBinding{}:        {Namespaces: ns},
+		&corev1.Service{}:            {Namespaces: ns},
 		&rbacv1.ClusterRole{}:        {Label: mine},
 		&rbacv1.ClusterRoleBinding{}: {Label: mine},
 		&storagev1.CSIDriver{}:       {Label: mine},
-	}}
+	}
+	if cfg.PrometheusOperator {
+		byObject[&promv1.ServiceMonitor{}] = cache.ByObject{Namespaces: ns}
+		byObject[&promv1.PrometheusRule{}] = cache.ByObject{Namespaces: ns}
+	}
+	return cache.Options{ByObject: byObject}
 }
 
 // SetupWithManager registers the reconciler and its watches.
@@ -76,6 +83,10 @@ func (r *Reconciler) SetupWithManager(mgr ctrl.Manager) error {
 		// A missing PriorityClass degrades the CR; its creation heals it.
 		b = b.Watches(&schedulingv1.PriorityClass{}, allCRs)
 	}
+	if r.Config.PrometheusOperator {
+		// Only then are they in the cache (see CacheOptions).
+		b = b.Owns(&promv1.ServiceMonitor{}).Owns(&promv1.PrometheusRule{})
+	}
 	return b.
 		Named("hostpathprovisioner").
 		For(&hppv1.HostPathProvisioner{}).
@@ -83,6 +94,7 @@ func (r *Reconciler) SetupWithManager(mgr ctrl.Manager) error {
 		Owns(&corev1.ServiceAccount{}).
 		Owns(&rbacv1.Role{}).
 		Owns(&rbacv1.RoleBinding{}).
+		Owns(&corev1.Service{}).
 		Owns(&rbacv1.ClusterRole{}).
 		Owns(&rbacv1.ClusterRoleBinding{}).
 		Watches(&storagev1.CSIDriver{}, allCRs).

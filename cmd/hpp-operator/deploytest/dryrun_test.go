@@ -9,35 +9,15 @@ import (
 	"testing"
 
 	apiextensionsv1 "k8s.io/apiextensions-apiserver/pkg/apis/apiextensions/v1"
-	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"k8s.io/apimachinery/pkg/runtime"
 	utilyaml "k8s.io/apimachinery/pkg/util/yaml"
 	clientgoscheme "k8s.io/client-go/kubernetes/scheme"
-	"k8s.io/utils/ptr"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 	"sigs.k8s.io/controller-runtime/pkg/envtest"
 
 	"github.com/hostpath-provisioner/hpp/cmd/hpp-operator/internal/testenv"
 )
-
-// stubCRD stands in for a third-party CRD (cert-manager's) so objects of
-// its kinds can be dry-run; their own schema is not hpp's to test.
-func stubCRD(group, kind, plural string) *apiextensionsv1.CustomResourceDefinition {
-	return &apiextensionsv1.CustomResourceDefinition{
-		ObjectMeta: metav1.ObjectMeta{Name: plural + "." + group},
-		Spec: apiextensionsv1.CustomResourceDefinitionSpec{
-			Group: group,
-			Names: apiextensionsv1.CustomResourceDefinitionNames{Kind: kind, Plural: plural},
-			Scope: apiextensionsv1.NamespaceScoped,
-			Versions: []apiextensionsv1.CustomResourceDefinitionVersion{{
-				Name: "v1", Served: true, Storage: true,
-				Schema: &apiextensionsv1.CustomResourceValidation{OpenAPIV3Schema: &apiextensionsv1.JSONSchemaProps{
-					Type: "object", XPreserveUnknownFields: ptr.To(true)}},
-			}},
-		},
-	}
-}
 
 // TestOverlaysApplyWithServerSideDryRun applies every rendered object of
 // every overlay to the harness's real kube-apiserver (v1.37) with
@@ -58,10 +38,10 @@ func TestOverlaysApplyWithServerSideDryRun(t *testing.T) {
 		t.Fatal(err)
 	}
 	ctx := t.Context()
-	crds := []*apiextensionsv1.CustomResourceDefinition{
-		stubCRD("cert-manager.io", "Issuer", "issuers"),
-		stubCRD("cert-manager.io", "Certificate", "certificates"),
-	}
+	crds := append([]*apiextensionsv1.CustomResourceDefinition{
+		testenv.StubCRD("cert-manager.io", "Issuer", "issuers"),
+		testenv.StubCRD("cert-manager.io", "Certificate", "certificates"),
+	}, testenv.PrometheusOperatorCRDs()...)
 	for _, crd := range crds {
 		if err := c.Create(ctx, crd); err != nil {
 			t.Fatal(err)

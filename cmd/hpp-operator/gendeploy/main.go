@@ -1,5 +1,6 @@
 // Command gendeploy writes the kustomize bases' generated manifests
-// (deploy/base/csi-driver, deploy/base/legacy, deploy/components/sidecars)
+// (deploy/base/csi-driver, deploy/base/legacy, deploy/components/sidecars,
+// deploy/components/monitoring)
 // from package render, the code the operator applies, so the two cannot
 // drift. Run by `make generate`; hack/check-generated.sh fails when the
 // checked-in files differ.
@@ -73,10 +74,13 @@ func run(dir string) error {
 	if err != nil {
 		return err
 	}
+	monitoring := cfg
+	monitoring.PrometheusOperator = true
 	files := map[string][]client.Object{
-		"base/csi-driver/generated.yaml":     csi,
-		"base/legacy/generated.yaml":         cfg.LegacyObjects(legacySpec),
-		"components/sidecars/daemonset.yaml": {sidecarPatch(withSidecars)},
+		"base/csi-driver/generated.yaml":       csi,
+		"components/monitoring/generated.yaml": monitoring.MonitoringObjects(),
+		"base/legacy/generated.yaml":           cfg.LegacyObjects(legacySpec),
+		"components/sidecars/daemonset.yaml":   {sidecarPatch(withSidecars)},
 	}
 	for name, objs := range files {
 		b, err := render.YAML(header, objs...)

@@ -72,6 +72,16 @@ type Config struct {
 	KubeAPIQPS    int
 	KubeAPIBurst  int
 	WorkerThreads int
+	// MonitoringNamespace is where the cluster's Prometheus runs (env
+	// MONITORING_NAMESPACE; default "monitoring"): its prometheus-k8s
+	// ServiceAccount is granted discovery of the metrics endpoints.
+	MonitoringNamespace string
+	// RunbookURLTemplate is each alert's runbook_url, the alert name in its
+	// %s (env RUNBOOK_URL_TEMPLATE; default KubeVirt's runbooks).
+	RunbookURLTemplate string
+	// PrometheusOperator: the cluster serves prometheus-operator's API
+	// (ServiceMonitor, PrometheusRule), found at the operator's start.
+	PrometheusOperator bool
 }
 
 // DefaultConfig returns the configuration with every default filled in.
@@ -109,6 +119,9 @@ func (c *Config) Validate() error {
 		if img[1] == "" {
 			errs = append(errs, fmt.Errorf("%s: required", img[0]))
 		}
+	}
+	if c.RunbookURLTemplate != "" {
+		errs = append(errs, ValidateRunbookURLTemplate(c.RunbookURLTemplate))
 	}
 	if (c.Images.NodeDriverRegistrar == "") != (c.Images.LivenessProbe == "") {
 		errs = append(errs, errors.New("NODE_DRIVER_REG_IMAGE and LIVENESS_PROBE_IMAGE: set both (use the sidecars) or neither (hpp-csi registers itself and serves /healthz)"))

@@ -145,7 +145,9 @@ func (c *Config) CSIDaemonSet(spec *hppv1.HostPathProvisionerSpec) (*appsv1.Daem
 				RollingUpdate: &appsv1.RollingUpdateDaemonSet{MaxUnavailable: ptr.To(intstr.FromString("10%"))},
 			},
 			Template: corev1.PodTemplateSpec{
-				ObjectMeta: metav1.ObjectMeta{Labels: labels},
+				// The metrics Service selects the pods by PrometheusLabel
+				// (a template label, never in the selector).
+				ObjectMeta: metav1.ObjectMeta{Labels: withLabel(labels, PrometheusLabel, "true")},
 				Spec:       c.nodePodSpec(spec, CSIServiceAccount, containers, volumes),
 			},
 		},

@@ -1,0 +1,137 @@
+package controller_test
+
+import (
+	"context"
+	"fmt"
+	"strings"
+	"testing"
+
+	promv1 "github.com/prometheus-operator/prometheus-operator/pkg/apis/monitoring/v1"
+	appsv1 "k8s.io/api/apps/v1"
+	corev1 "k8s.io/api/core/v1"
+	rbacv1 "k8s.io/api/rbac/v1"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+
+	"github.com/hostpath-provisioner/hpp/cmd/hpp-operator/controller"
+	"github.com/hostpath-provisioner/hpp/cmd/hpp-operator/internal/testenv"
+	"github.com/hostpath-provisioner/hpp/cmd/hpp-operator/render"
+	hppv1 "github.com/hostpath-provisioner/hpp/internal/api/v1beta1"
+)
+
+// Without prometheus-operator the operator finds no monitoring API and makes
+// only the metrics Service; once its CRDs are served, an operator started
+// then makes upstream's ServiceMonitor, PrometheusRule and Prometheus RBAC,
+// restores a deleted one, and writes nothing in the steady state.
+func TestPrometheusObjectsFollowPrometheusOperator(t *testing.T) {
+	needEnv(t)
+	if served, err := controller.ServesPrometheusOperator(restCfg); err != nil || served {
+		t.Fatalf("before its CRDs: served %v, %v; want false", served, err)
+	}
+	h := startWith(t, "hpp-monitoring", options{
+		setup: func(admin client.Client) { servePrometheusOperator(t, admin) },
+		config: func(cfg *render.Config) {
+			cfg.PrometheusOperator = true
+			cfg.MonitoringNamespace = "openshift-monitoring"
+			cfg.RunbookURLTemplate = "https://runbooks.example/hpp/%s.md"
+		},
+	})
+	ns := h.cfg.Namespace
+	if err := h.admin.Create(h.ctx, poolsCR("hpp", hppv1.StoragePool{Name: "local", Path: "/var/hpp"})); err != nil {
+		t.Fatal(err)
+	}
+	setDaemonSetReady(t, h, ns, render.CSIDaemonSetName, 1)
+	waitAvailable(t, h, "hpp")
+
+	svc := &corev1.Service{}
+	if err := h.get(client.ObjectKey{Namespace: ns, Name: render.MetricsServiceName}, svc); err != nil {
+		t.Fatal(err)
+	}
+	if svc.Spec.Selector[render.PrometheusLabel] != "true" || len(svc.Spec.Ports) != 1 || svc.Spec.Ports[0].TargetPort.StrVal != "metrics" {
+		t.Errorf("metrics Service spec %+v", svc.Spec)
+	}
+	ds := &appsv1.DaemonSet{}
+	if err := h.get(client.ObjectKey{Namespace: ns, Name: render.CSIDaemonSetName}, ds); err != nil {
+		t.Fatal(err)
+	}
+	if ds.Spec.Template.Labels[render.PrometheusLabel] != "true" || ds.Spec.Selector.MatchLabels[render.PrometheusLabel] != "" {
+		t.Errorf("node pods: template labels %v, selector %v; want the metrics label on the pods only", ds.Spec.Template.Labels, ds.Spec.Selector.MatchLabels)
+	}
+
+	rule := &promv1.PrometheusRule{}
+	if err := h.get(client.ObjectKey{Namespace: ns, Name: render.PrometheusRuleName}, rule); err != nil {
+		t.Fatal(err)
+	}
+	alerts := map[string]promv1.Rule{}
+	for _, g := range rule.Spec.Groups {
+		for _, r := range g.Rules {
+			if r.Alert != "" {
+				alerts[r.Alert] = r
+			}
+		}
+	}
+	for _, name := range []string{"HPPOperatorDown", "HPPNotReady", "HPPSharingPoolPathWithOS", "HPPPoolFullSoon"} {
+		a, ok := alerts[name]
+		if !ok {
+			t.Errorf("PrometheusRule has no alert %s (has %v)", name, alerts)
+			continue
+		}
+		if want := "https://runbooks.example/hpp/" + name + ".md"; a.Annotations["runbook_url"] != want || a.Labels["severity"] == "" {
+			t.Errorf("alert %s: annotations %v labels %v; want runbook_url %s and a severity", name, a.Annotations, a.Labels, want)
+		}
+	}
+	if !strings.Contains(rule.Spec.Groups[0].Rules[0].Expr.String(), "namespace='"+ns+"'") {
+		t.Errorf("recording rule %q does not count the operator pods of %s", rule.Spec.Groups[0].Rules[0].Expr.String(), ns)
+	}
+	binding := &rbacv1.RoleBinding{}
+	if err := h.get(client.ObjectKey{Namespace: ns, Name: render.MonitoringRBACName}, binding); err != nil {
+		t.Fatal(err)
+	}
+	if s := binding.Subjects; len(s) != 1 || s[0].Name != "prometheus-k8s" || s[0].Namespace != "openshift-monitoring" {
+		t.Errorf("Prometheus RoleBinding subjects %+v; want prometheus-k8s of MONITORING_NAMESPACE", s)
+	}
+	mon := &promv1.ServiceMonitor{}
+	if err := h.get(client.ObjectKey{Namespace: ns, Name: render.ServiceMonitorName}, mon); err != nil {
+		t.Fatal(err)
+	}
+	if err := h.admin.Delete(h.ctx, mon); err != nil {
+		t.Fatal(err)
+	}
+	eventually(t, "deleted ServiceMonitor restored", func() error {
+		return h.get(client.ObjectKey{Namespace: ns, Name: render.ServiceMonitorName}, &promv1.ServiceMonitor{})
+	})
+	assertSteadyStateWritesNothing(t, h, "hpp")
+
+	h.deleteAllCRs()
+	eventually(t, "PrometheusRule gone with the CR", func() error {
+		err := h.get(client.ObjectKey{Namespace: ns, Name: render.PrometheusRuleName}, &promv1.PrometheusRule{})
+		if apierrors.IsNotFound(err) {
+			return nil
+		}
+		return fmt.Errorf("still there: %v", err)
+	})
+}
+
+// servePrometheusOperator installs stand-ins of prometheus-operator's CRDs
+// until the test ends, and waits until discovery serves them.
+func servePrometheusOperator(t *testing.T, admin client.Client) {
+	crds := testenv.PrometheusOperatorCRDs()
+	for _, crd := range crds {
+		// An earlier test's copy may still be terminating.
+		eventually(t, "create CRD "+crd.Name, func() error {
+			return admin.Create(t.Context(), crd.DeepCopy())
+		})
+	}
+	t.Cleanup(func() {
+		for _, crd := range crds {
+			_ = admin.Delete(context.Background(), crd)
+		}
+	})
+	eventually(t, "prometheus-operator's API served", func() error {
+		served, err := controller.ServesPrometheusOperator(restCfg)
+		if err == nil && !served {
+			err = fmt.Errorf("not yet")
+		}
+		return err
+	})
+}
