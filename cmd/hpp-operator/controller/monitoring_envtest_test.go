@@ -108,7 +108,7 @@ func TestPrometheusObjectsFollowPrometheusOperator(t *testing.T) {
 		if apierrors.IsNotFound(err) {
 			return nil
 		}
-		return fmt.Errorf("still there: %v", err)
+		return fmt.Errorf("still there: %w", err)
 	})
 }
 
