@@ -140,7 +140,7 @@ func readChild(out io.Reader) (dir string, podPIDs []string, err error) {
 			return dir, podPIDs, nil
 		}
 	}
-	return "", nil, fmt.Errorf("exited without a cluster directory: %v", sc.Err())
+	return "", nil, fmt.Errorf("exited without a cluster directory: %w", sc.Err())
 }
 
 // alive returns the pids that still exist.
