@@ -38,7 +38,7 @@ type RecoverReport struct {
 func (s *Store) Recover(ctx context.Context) (RecoverReport, error) {
 	var rep RecoverReport
 	var errs []error
-	n, err := s.migrateLegacy(ctx)
+	n, err := s.migrateOwnedLegacy(ctx)
 	rep.MigratedRecords = n
 	errs = append(errs, err)
 	n, err = s.emptyStaging(ctx)
@@ -111,6 +111,9 @@ func (s *Store) indexRecords(ctx context.Context) (int, error) {
 			return false, nil
 		}
 		if e.fi == nil {
+			if s.guest {
+				return false, nil // the owner's, maybe in flight (guest.go)
+			}
 			// A create that never published its directory, or a delete
 			// that did not get to move the record away.
 			if _, err := s.dropRecord(id, ""); err != nil {

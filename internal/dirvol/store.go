@@ -55,6 +55,11 @@ type Options struct {
 	// take a per-id lock that works across nodes (see LockID), and Recover
 	// and purges touch only this node's staging and trash entries.
 	Shared bool
+	// Guest opens a root that another process owns and may be using at the
+	// same time (hpp-csi on hpp-legacy's PV_DIR; see guest.go). The Store
+	// then never creates volumes, and Recover and purges touch only its own
+	// (NodeID-tagged) staging and trash entries and no record.
+	Guest bool
 }
 
 // Store manages the volumes in one root directory.
@@ -67,6 +72,7 @@ type Options struct {
 type Store struct {
 	purgeInBackground bool
 	shared            bool
+	guest             bool
 	root              string
 	tag               string
 	fs                FileSystem
@@ -84,7 +90,7 @@ func Open(root string, opts Options) (*Store, error) {
 		return nil, err
 	}
 	s := &Store{root: root, fs: opts.FS, log: opts.Logger, purgeInBackground: opts.PurgeInBackground,
-		shared: opts.Shared, tag: nodeTag(opts.NodeID)}
+		shared: opts.Shared, guest: opts.Guest, tag: nodeTag(opts.NodeID)}
 	if s.fs == nil {
 		s.fs = OS()
 	}
@@ -219,5 +225,5 @@ func nodeTag(nodeID string) string {
 // ours reports whether a staging or trash entry belongs to this node: all
 // of them do on a pool no other node uses.
 func (s *Store) ours(name string) bool {
-	return !s.shared || strings.HasPrefix(name, s.tag+".")
+	return !s.shared && !s.guest || strings.HasPrefix(name, s.tag+".")
 }
