@@ -78,15 +78,17 @@ func (d *Driver) NodePublishVolume(ctx context.Context, req *csi.NodePublishVolu
 	// from it, as a hint; the volume is found wherever it is.
 	var vol dirvol.Volume
 	var p *poolState
+	multiNode := false
 	if isEphemeral(req.GetVolumeContext()) {
 		p, vol, err = d.ensureEphemeral(ctx, req)
+		multiNode = err == nil && p.shared()
 	} else {
-		p, vol, err = d.findVolume(ctx, id, req.GetVolumeContext()[VolumeContextPool])
+		p, vol, multiNode, err = d.findForContext(ctx, id, req.GetVolumeContext())
 	}
 	if err != nil {
 		return nil, err
 	}
-	if why := checkCapability(req.GetVolumeCapability(), p.shared()); why != "" {
+	if why := checkCapability(req.GetVolumeCapability(), multiNode); why != "" {
 		return nil, invalidArg("volume_capability: %s", why)
 	}
 	flags, _ := parseMountFlags(req.GetVolumeCapability().GetMount().GetMountFlags())
