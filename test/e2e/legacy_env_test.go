@@ -66,6 +66,8 @@ type legacyNode struct {
 type legacyOptions struct {
 	// env is added to the process's environment, e.g. USE_NAMING_PREFIX.
 	env []string
+	// pvDir replaces the test's own PV_DIR, e.g. with a pool's legacyPath.
+	pvDir string
 }
 
 // startLegacy runs hpp-legacy on node for this test (PV_DIR in the node's
@@ -81,6 +83,9 @@ func startLegacy(t *testing.T, env *Env, node *cluster.Node, opts legacyOptions)
 		node:  node,
 		pvDir: filepath.Join(node.Dir(), "legacy", strings.ReplaceAll(t.Name(), "/", "_")),
 		url:   fmt.Sprintf("http://127.0.0.1:%d", port),
+	}
+	if opts.pvDir != "" {
+		l.pvDir = opts.pvDir
 	}
 	l.proc, err = node.StartProcess(cluster.ProcessSpec{
 		Name: "hpp-legacy", Path: legacyBinary(t),

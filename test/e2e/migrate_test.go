@@ -1,0 +1,135 @@
+package e2e
+
+import (
+	"bytes"
+	"context"
+	"errors"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"sync"
+	"testing"
+	"time"
+
+	corev1 "k8s.io/api/core/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+
+	"github.com/hostpath-provisioner/hpp/test/cluster"
+)
+
+// migrateBin is the hpp-migrate binary, built once per test run.
+var migrateBin struct {
+	once sync.Once
+	path string
+	err  error
+}
+
+func migrateBinary(t *testing.T) string {
+	t.Helper()
+	migrateBin.once.Do(func() {
+		if dir := os.Getenv("HPP_BIN_DIR"); dir != "" {
+			if _, err := os.Stat(filepath.Join(dir, "hpp-migrate")); err == nil {
+				migrateBin.path = filepath.Join(dir, "hpp-migrate")
+				return
+			}
+		}
+		migrateBin.path = filepath.Join(os.TempDir(), "hpp-migrate-e2e-"+time.Now().Format("150405.000000"))
+		migrateBin.err = BuildCommand(context.Background(), "hpp-migrate", migrateBin.path)
+	})
+	if migrateBin.err != nil {
+		t.Fatal(migrateBin.err)
+	}
+	return migrateBin.path
+}
+
+// runMigrate runs the real hpp-migrate against the cluster and fails the
+// test unless it exits 0; it returns its stdout (the summary table).
+func runMigrate(t *testing.T, env *Env, args ...string) string {
+	t.Helper()
+	ctx, cancel := context.WithTimeout(context.Background(), 3*time.Minute)
+	defer cancel()
+	cmd := exec.CommandContext(ctx, migrateBinary(t), append(args, "--kubeconfig="+env.C.Kubeconfig)...)
+	var stdout, stderr bytes.Buffer
+	cmd.Stdout, cmd.Stderr = &stdout, &stderr
+	if err := cmd.Run(); err != nil {
+		t.Fatalf("hpp-migrate %v: %v\n--- stdout ---\n%s--- stderr ---\n%s", args, err, stdout.String(), stderr.String())
+	}
+	t.Logf("hpp-migrate %v:\n%s", args, stdout.String())
+	return stdout.String()
+}
+
+// Migration scenario: on the real node hpp-legacy makes a hostPath PV in
+// its PV_DIR (the "migrated" pool's legacyPath) and a pod writes a file
+// through it; the pod stops; hpp-migrate replaces the PV with a CSI PV of
+// the same name; the claim is Bound again, with the same UID, to the CSI
+// PV; a new pod mounts it through hpp-csi and reads the file (and writes
+// one, which lands in the same directory); deleting the claim makes
+// csi-provisioner call hpp-csi's DeleteVolume, which removes the directory
+// in place; hpp-legacy, still running on that PV_DIR, deletes nothing.
+func TestMigrateLegacyPVOntoCSI(t *testing.T) {
+	env := needEnv(t)
+	ns := namespace(t, env)
+	ctx := context.Background()
+	c := env.C.Client
+	real := startLegacy(t, env, env.C.RealNode(), legacyOptions{pvDir: env.LegacyDir})
+	storageClass(t, env, legacyClass(ns))
+	createPVC(t, env, PVC(ns, "data", ns, "16Mi"))
+	createPod(t, env, OnNode(Pod(ns, "writer", "echo written-by-legacy-pod > /data/file", PodVolume{Name: "v", Claim: "data", Path: "/data"}), real.node.Name))
+	if _, err := WaitPodPhase(ctx, c, ns, "writer", corev1.PodSucceeded, 2*time.Minute); err != nil {
+		t.Fatalf("%v; claim events: %s", err, Events(ctx, c, ns, "PersistentVolumeClaim", "data"))
+	}
+	legacyPV := boundPV(t, env, ns, "data")
+	dir := filepath.Join(env.LegacyDir, legacyPV.Name)
+	if legacyPV.Spec.HostPath == nil || legacyPV.Spec.HostPath.Path != dir {
+		t.Fatalf("legacy PV source = %+v, want hostPath %s", legacyPV.Spec.PersistentVolumeSource, dir)
+	}
+	claim, err := c.CoreV1().PersistentVolumeClaims(ns).Get(ctx, "data", metav1.GetOptions{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	deletePodNow(t, env, ns, "writer")
+
+	runMigrate(t, env, "migrate", legacyPV.Name, "--backup-dir", t.TempDir(), "--pv-dir", env.LegacyDir, "--storage-pool", PoolMigrated)
+
+	after, err := WaitPVCBound(ctx, c, ns, "data", 2*time.Minute)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if after.UID != claim.UID || after.Spec.VolumeName != legacyPV.Name {
+		t.Fatalf("claim after migrate: uid %s volume %s; want the same claim (uid %s) bound to %s", after.UID, after.Spec.VolumeName, claim.UID, legacyPV.Name)
+	}
+	pv, err := c.CoreV1().PersistentVolumes().Get(ctx, legacyPV.Name, metav1.GetOptions{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	src := pv.Spec.CSI
+	if src == nil || src.Driver != cluster.DriverName || src.VolumeHandle != legacyPV.Name ||
+		src.VolumeAttributes["storagePool"] != PoolMigrated || src.VolumeAttributes["hostpath.csi/layout"] != "legacy" {
+		t.Fatalf("PV after migrate = %+v, want a CSI source of %s with handle %s, pool %s, layout legacy", pv.Spec.PersistentVolumeSource, cluster.DriverName, legacyPV.Name, PoolMigrated)
+	}
+	if pv.UID == legacyPV.UID || pv.Status.Phase != corev1.VolumeBound || pv.Spec.ClaimRef == nil || pv.Spec.ClaimRef.UID != claim.UID ||
+		pv.Spec.PersistentVolumeReclaimPolicy != corev1.PersistentVolumeReclaimDelete {
+		t.Fatalf("CSI PV: uid %s (legacy %s), phase %s, claimRef %+v, reclaim %s; want a new object, Bound to claim %s, Delete",
+			pv.UID, legacyPV.UID, pv.Status.Phase, pv.Spec.ClaimRef, pv.Spec.PersistentVolumeReclaimPolicy, claim.UID)
+	}
+
+	createPod(t, env, OnNode(Pod(ns, "reader",
+		`test "$(cat /data/file)" = written-by-legacy-pod && echo read-through-hpp-csi > /data/file2`,
+		PodVolume{Name: "v", Claim: "data", Path: "/data"}), real.node.Name))
+	if _, err := WaitPodPhase(ctx, c, ns, "reader", corev1.PodSucceeded, 2*time.Minute); err != nil {
+		t.Fatalf("%v; pod events: %s", err, Events(ctx, c, ns, "Pod", "reader"))
+	}
+	if got := readFile(t, filepath.Join(dir, "file2")); got != "read-through-hpp-csi\n" {
+		t.Fatalf("%s/file2 = %q, want what the pod wrote through hpp-csi", dir, got)
+	}
+	deletePodNow(t, env, ns, "reader")
+
+	deletePVC(t, env, ns, "data")
+	waitPVGone(t, env, pv.Name)
+	if _, err := os.Stat(dir); !errors.Is(err, os.ErrNotExist) {
+		t.Fatalf("stat %s after the claim was deleted: %v, want hpp-csi to have deleted it", dir, err)
+	}
+	if v := real.metric(t, `hpp_legacy_delete_total{result="deleted"}`); v != "" && v != "0" {
+		t.Errorf("hpp-legacy deleted %s volumes; the migrated one is hpp-csi's", v)
+	}
+}
