@@ -133,3 +133,100 @@ func TestMigrateLegacyPVOntoCSI(t *testing.T) {
 		t.Errorf("hpp-legacy deleted %s volumes; the migrated one is hpp-csi's", v)
 	}
 }
+
+// migrateSimNode is a simulated node with hpp-csi (pool "migrated" whose
+// legacyPath is the node's PV_DIR) and hpp-legacy on that PV_DIR.
+func migrateSimNode(t *testing.T, env *Env, name string) *legacyNode {
+	t.Helper()
+	ctx := context.Background()
+	n, err := env.C.AddSimulatedCSINode(ctx, name, cluster.SimulatedNodeOptions{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() {
+		if err := env.C.RemoveSimulatedNode(context.Background(), name); err != nil {
+			t.Error(err)
+		}
+	})
+	pvDir := filepath.Join(n.Dir(), "legacy-pv-dir")
+	pool := cluster.Pool{Name: PoolMigrated, Path: filepath.Join(n.Dir(), "pools", PoolMigrated), LegacyPath: pvDir}
+	if err := n.StartHPPCSI(ctx, cluster.HPPCSIConfig{Binary: env.HPPCSI, Pools: []cluster.Pool{pool}}); err != nil {
+		t.Fatal(err)
+	}
+	return startLegacy(t, env, n, legacyOptions{pvDir: pvDir})
+}
+
+// Migration at scale on simulated nodes (each with its own hpp-legacy and
+// hpp-csi, no kubelet: no pods): every legacy PV of each node is migrated
+// by one hpp-migrate run per node (each node has its own PV_DIR), every
+// claim is Bound again with its UID to a CSI PV naming its directory, and
+// deleting the claims makes each node's hpp-csi delete its directories in
+// place.
+func TestMigrateLegacyPVsOnSimulatedNodes(t *testing.T) {
+	const perNode = 10
+	env := needEnv(t)
+	ns := namespace(t, env)
+	ctx := context.Background()
+	c := env.C.Client
+	nodes := []*legacyNode{migrateSimNode(t, env, "migrate-sim-a"), migrateSimNode(t, env, "migrate-sim-b")}
+	storageClass(t, env, legacyClass(ns, Immediate))
+	uids := map[string]string{}
+	dirs := map[string]string{}
+	for _, l := range nodes {
+		for i := range perNode {
+			name := l.node.Name + "-" + string(rune('a'+i))
+			pvc := createPVC(t, env, pinnedPVC(ns, name, ns, "16Mi", l.node.Name))
+			uids[name] = string(pvc.UID)
+		}
+	}
+	for _, l := range nodes {
+		for i := range perNode {
+			name := l.node.Name + "-" + string(rune('a'+i))
+			pv := boundPV(t, env, ns, name)
+			dirs[name] = filepath.Join(l.pvDir, pv.Name)
+			if err := os.WriteFile(filepath.Join(dirs[name], "data"), []byte(name), 0o644); err != nil {
+				t.Fatal(err)
+			}
+		}
+	}
+
+	backups := t.TempDir()
+	for _, l := range nodes {
+		runMigrate(t, env, "migrate", "-n", ns, "--node", l.node.Name, "--pv-dir", l.pvDir, "--backup-dir", backups, "--storage-pool", PoolMigrated)
+	}
+	for name, uid := range uids {
+		claim, err := WaitPVCBound(ctx, c, ns, name, 2*time.Minute)
+		if err != nil {
+			t.Fatal(err)
+		}
+		pv, err := c.CoreV1().PersistentVolumes().Get(ctx, claim.Spec.VolumeName, metav1.GetOptions{})
+		if err != nil {
+			t.Fatal(err)
+		}
+		if string(claim.UID) != uid || pv.Spec.CSI == nil || pv.Spec.CSI.VolumeHandle != filepath.Base(dirs[name]) ||
+			pv.Spec.CSI.VolumeAttributes["hostpath.csi/layout"] != "legacy" {
+			t.Fatalf("claim %s after migrate: uid %s (was %s), PV source %+v; want the same claim on a CSI PV with handle %s",
+				name, claim.UID, uid, pv.Spec.PersistentVolumeSource, filepath.Base(dirs[name]))
+		}
+		if got := readFile(t, filepath.Join(dirs[name], "data")); got != name {
+			t.Fatalf("%s/data = %q after migrate, want %q", dirs[name], got, name)
+		}
+	}
+
+	for name := range uids {
+		deletePVC(t, env, ns, name)
+	}
+	for name, dir := range dirs {
+		if err := Poll(ctx, 2*time.Minute, "directory "+dir+" of claim "+name+" deleted", func(context.Context) (bool, string, error) {
+			_, err := os.Stat(dir)
+			return errors.Is(err, os.ErrNotExist), "still there", nil
+		}); err != nil {
+			t.Fatal(err)
+		}
+	}
+	for _, l := range nodes {
+		if v := l.metric(t, `hpp_legacy_delete_total{result="deleted"}`); v != "" && v != "0" {
+			t.Errorf("hpp-legacy on %s deleted %s volumes; migrated ones are hpp-csi's", l.node.Name, v)
+		}
+	}
+}
