@@ -29,31 +29,39 @@ const (
 	annSelectedNode    = "volume.kubernetes.io/selected-node"
 )
 
-// legacyBin is the hpp-legacy binary, built once per test run.
-var legacyBin struct {
+// commandBin is one of hpp's commands, found or built once per test run.
+type commandBin struct {
+	name string
 	once sync.Once
 	path string
 	err  error
 }
 
-// legacyBinary returns $HPP_BIN_DIR/hpp-legacy, or builds cmd/hpp-legacy.
-func legacyBinary(t *testing.T) string {
+var (
+	legacyBin  = &commandBin{name: "hpp-legacy"}
+	migrateBin = &commandBin{name: "hpp-migrate"}
+)
+
+// get returns $HPP_BIN_DIR/<name>, or builds cmd/<name>.
+func (b *commandBin) get(t *testing.T) string {
 	t.Helper()
-	legacyBin.once.Do(func() {
+	b.once.Do(func() {
 		if dir := os.Getenv("HPP_BIN_DIR"); dir != "" {
-			if _, err := os.Stat(filepath.Join(dir, "hpp-legacy")); err == nil {
-				legacyBin.path = filepath.Join(dir, "hpp-legacy")
+			if _, err := os.Stat(filepath.Join(dir, b.name)); err == nil {
+				b.path = filepath.Join(dir, b.name)
 				return
 			}
 		}
-		legacyBin.path = filepath.Join(os.TempDir(), fmt.Sprintf("hpp-legacy-e2e-%d", os.Getpid()))
-		legacyBin.err = BuildCommand(context.Background(), "hpp-legacy", legacyBin.path)
+		b.path = filepath.Join(os.TempDir(), fmt.Sprintf("%s-e2e-%d", b.name, os.Getpid()))
+		b.err = BuildCommand(context.Background(), b.name, b.path)
 	})
-	if legacyBin.err != nil {
-		t.Fatal(legacyBin.err)
+	if b.err != nil {
+		t.Fatal(b.err)
 	}
-	return legacyBin.path
+	return b.path
 }
+
+func legacyBinary(t *testing.T) string { return legacyBin.get(t) }
 
 // legacyNode is one node running hpp-legacy with its own PV_DIR.
 type legacyNode struct {

@@ -7,7 +7,6 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
-	"sync"
 	"testing"
 	"time"
 
@@ -17,38 +16,13 @@ import (
 	"github.com/hostpath-provisioner/hpp/test/cluster"
 )
 
-// migrateBin is the hpp-migrate binary, built once per test run.
-var migrateBin struct {
-	once sync.Once
-	path string
-	err  error
-}
-
-func migrateBinary(t *testing.T) string {
-	t.Helper()
-	migrateBin.once.Do(func() {
-		if dir := os.Getenv("HPP_BIN_DIR"); dir != "" {
-			if _, err := os.Stat(filepath.Join(dir, "hpp-migrate")); err == nil {
-				migrateBin.path = filepath.Join(dir, "hpp-migrate")
-				return
-			}
-		}
-		migrateBin.path = filepath.Join(os.TempDir(), "hpp-migrate-e2e-"+time.Now().Format("150405.000000"))
-		migrateBin.err = BuildCommand(context.Background(), "hpp-migrate", migrateBin.path)
-	})
-	if migrateBin.err != nil {
-		t.Fatal(migrateBin.err)
-	}
-	return migrateBin.path
-}
-
 // runMigrate runs the real hpp-migrate against the cluster and fails the
 // test unless it exits 0; it returns its stdout (the summary table).
 func runMigrate(t *testing.T, env *Env, args ...string) string {
 	t.Helper()
 	ctx, cancel := context.WithTimeout(context.Background(), 3*time.Minute)
 	defer cancel()
-	cmd := exec.CommandContext(ctx, migrateBinary(t), append(args, "--kubeconfig="+env.C.Kubeconfig)...)
+	cmd := exec.CommandContext(ctx, migrateBin.get(t), append(args, "--kubeconfig="+env.C.Kubeconfig)...)
 	var stdout, stderr bytes.Buffer
 	cmd.Stdout, cmd.Stderr = &stdout, &stderr
 	if err := cmd.Run(); err != nil {

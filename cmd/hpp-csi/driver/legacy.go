@@ -75,14 +75,19 @@ func (d *Driver) openLegacy(ctx context.Context, p *poolState) error {
 	}
 	err := d.openLegacyLocked(ctx, p.name(), r)
 	if err != nil {
-		var nr *errPoolNotReady
-		if errors.As(err, &nr) {
-			r.notOpen = nr.reason
-		} else {
-			r.notOpen = err.Error()
-		}
+		r.notOpen = notOpenReason(err)
 	}
 	return err
+}
+
+// notOpenReason is what storeOf and legacyStoreOf say while a directory
+// could not be opened.
+func notOpenReason(err error) string {
+	var nr *errPoolNotReady
+	if errors.As(err, &nr) {
+		return nr.reason
+	}
+	return err.Error()
 }
 
 func (d *Driver) openLegacyLocked(ctx context.Context, poolName string, r *legacyRoot) error {

@@ -4,6 +4,7 @@ import (
 	"context"
 	"os"
 	"path/filepath"
+	"slices"
 	"strings"
 	"testing"
 
@@ -18,32 +19,21 @@ import (
 // directory <dir>/<name>, whose csi/ subdirectory is the pool's path (the
 // layout of a pathConfig CR).
 func withLegacy(names ...string) func(*Config) {
-	return func(c *Config) {
-		var pools []pool.Pool
-		for _, p := range c.Pools.All() {
-			for _, n := range names {
-				if p.Name == n {
-					p.LegacyPath = filepath.Dir(p.Path)
-				}
-			}
-			pools = append(pools, p)
-		}
-		set, err := pool.NewSet(pools)
-		if err != nil {
-			panic(err)
-		}
-		c.Pools = set
-	}
+	return withLegacyPath(func(p pool.Pool) string { return filepath.Dir(p.Path) }, names...)
 }
 
 // withSeparateLegacy gives pool name the legacyPath <dir>/old-pvs, beside
 // the host pool directories rather than above the pool's path.
 func withSeparateLegacy(name string) func(*Config) {
+	return withLegacyPath(func(p pool.Pool) string { return filepath.Join(filepath.Dir(filepath.Dir(p.Path)), "old-pvs") }, name)
+}
+
+func withLegacyPath(legacyPath func(pool.Pool) string, names ...string) func(*Config) {
 	return func(c *Config) {
 		var pools []pool.Pool
 		for _, p := range c.Pools.All() {
-			if p.Name == name {
-				p.LegacyPath = filepath.Join(filepath.Dir(filepath.Dir(p.Path)), "old-pvs")
+			if slices.Contains(names, p.Name) {
+				p.LegacyPath = legacyPath(p)
 			}
 			pools = append(pools, p)
 		}

@@ -77,13 +77,13 @@ func (d *Driver) NodePublishVolume(ctx context.Context, req *csi.NodePublishVolu
 	// StorageClass parameters (possibly none): only storagePool is read
 	// from it, as a hint; the volume is found wherever it is.
 	var vol dirvol.Volume
-	var p *poolState
 	multiNode := false
 	if isEphemeral(req.GetVolumeContext()) {
+		var p *poolState
 		p, vol, err = d.ensureEphemeral(ctx, req)
 		multiNode = err == nil && p.shared()
 	} else {
-		p, vol, multiNode, err = d.findForContext(ctx, id, req.GetVolumeContext())
+		_, vol, multiNode, err = d.findForContext(ctx, id, req.GetVolumeContext())
 	}
 	if err != nil {
 		return nil, err

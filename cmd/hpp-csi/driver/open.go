@@ -77,12 +77,7 @@ func (d *Driver) openPool(ctx context.Context, p *poolState) error {
 	}
 	err := d.openLocked(ctx, p)
 	if err != nil {
-		var nr *errPoolNotReady
-		if errors.As(err, &nr) {
-			p.notOpen = nr.reason
-		} else {
-			p.notOpen = err.Error()
-		}
+		p.notOpen = notOpenReason(err)
 	}
 	return err
 }
