@@ -100,7 +100,8 @@ func (d *Driver) getLegacy(ctx context.Context, p *poolState, id string) (dirvol
 }
 
 // findForContext finds the volume a publish (or capability check) names,
-// reading the layout from its volume context. It also says whether
+// reading the layout from its volume context: the PV says where the
+// directory is, so nothing is searched for. It also says whether
 // multi-node access modes are fine: for a shared pool, and for a legacy
 // volume, whose PV hpp-migrate carried over from the legacy provisioner
 // (which took ReadWriteMany to mean many pods on this one node) and pinned
@@ -108,7 +109,9 @@ func (d *Driver) getLegacy(ctx context.Context, p *poolState, id string) (dirvol
 func (d *Driver) findForContext(ctx context.Context, id string, volCtx map[string]string) (*poolState, dirvol.Volume, bool, error) {
 	switch layout := volCtx[VolumeContextLayout]; layout {
 	case "":
-		p, vol, err := d.findVolume(ctx, id, volCtx[VolumeContextPool])
+		// Without the layout the PV names a volume hpp-csi made (or the
+		// KubeVirt driver did): a legacy directory of that name is not it.
+		p, vol, err := d.findOwnVolume(ctx, id, volCtx[VolumeContextPool])
 		if err != nil {
 			return nil, vol, false, err
 		}

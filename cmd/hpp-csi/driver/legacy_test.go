@@ -133,13 +133,17 @@ func TestLegacyPublish(t *testing.T) {
 		})
 	}
 
+	// Without the layout the PV names a volume of the pool's own directory.
+	_, err := h.d.NodePublishVolume(ctx, publishReq("pvc-old", target))
+	wantCode(t, err, codes.NotFound, `volume "pvc-old" does not exist on node node-a`)
+
 	// A volume hpp-csi made keeps refusing multi-node modes.
 	if _, err := h.d.CreateVolume(ctx, createReq("pvc-new", "fast", 1)); err != nil {
 		t.Fatal(err)
 	}
 	req := publishReq("pvc-new", target)
 	req.VolumeCapability.AccessMode.Mode = csi.VolumeCapability_AccessMode_MULTI_NODE_MULTI_WRITER
-	_, err := h.d.NodePublishVolume(ctx, req)
+	_, err = h.d.NodePublishVolume(ctx, req)
 	wantCode(t, err, codes.InvalidArgument, "access mode MULTI_NODE_MULTI_WRITER is not supported")
 }
 
