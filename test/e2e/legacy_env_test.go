@@ -186,8 +186,15 @@ func (l *legacyNode) metric(t *testing.T, sample string) string {
 // prove it then did nothing.
 func (l *legacyNode) waitLog(t *testing.T, what string, parts ...string) {
 	t.Helper()
-	err := Poll(context.Background(), 2*time.Minute, what+" in hpp-legacy's log on "+l.node.Name, func(context.Context) (bool, string, error) {
-		b, err := os.ReadFile(l.proc.LogPath())
+	waitProcessLog(t, l.proc, what, parts...)
+}
+
+// waitProcessLog waits until a process's log has a line containing every
+// part.
+func waitProcessLog(t *testing.T, proc *cluster.Process, what string, parts ...string) {
+	t.Helper()
+	err := Poll(context.Background(), 2*time.Minute, what+" in the log of "+proc.Name(), func(context.Context) (bool, string, error) {
+		b, err := os.ReadFile(proc.LogPath())
 		if err != nil {
 			return false, "", Retry(err)
 		}

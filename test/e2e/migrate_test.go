@@ -96,6 +96,8 @@ func TestMigrateLegacyPVOntoCSI(t *testing.T) {
 	if got := readFile(t, filepath.Join(dir, "file2")); got != "read-through-hpp-csi\n" {
 		t.Fatalf("%s/file2 = %q, want what the pod wrote through hpp-csi", dir, got)
 	}
+	hppcsi := real.node.Process("hpp-csi")
+	waitProcessLog(t, hppcsi, "the legacy directory published", "volume published", legacyPV.Name, dir)
 	deletePodNow(t, env, ns, "reader")
 
 	deletePVC(t, env, ns, "data")
@@ -103,6 +105,7 @@ func TestMigrateLegacyPVOntoCSI(t *testing.T) {
 	if _, err := os.Stat(dir); !errors.Is(err, os.ErrNotExist) {
 		t.Fatalf("stat %s after the claim was deleted: %v, want hpp-csi to have deleted it", dir, err)
 	}
+	waitProcessLog(t, hppcsi, "the legacy directory deleted", "volume deleted", legacyPV.Name, PoolMigrated, dir)
 	if v := real.metric(t, `hpp_legacy_delete_total{result="deleted"}`); v != "" && v != "0" {
 		t.Errorf("hpp-legacy deleted %s volumes; the migrated one is hpp-csi's", v)
 	}
