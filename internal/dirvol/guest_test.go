@@ -51,6 +51,7 @@ func TestGuestLeavesOwnersCreateInFlight(t *testing.T) {
 				if createErr == nil {
 					t.Fatalf("create succeeded under a plain store's Recover (volume %+v); the guest mode is not needed?", vol)
 				}
+				t.Logf("owner's create under a plain store's Recover: %v", createErr)
 				return
 			}
 			if createErr != nil {
