@@ -30,6 +30,9 @@ func (s *Store) Create(ctx context.Context, id string, spec Spec) (vol Volume, c
 	if err := spec.Validate(); err != nil {
 		return Volume{}, false, err
 	}
+	if err := s.refuseGuestCreate(id); err != nil {
+		return Volume{}, false, err
+	}
 	if err := ctx.Err(); err != nil {
 		return Volume{}, false, fmt.Errorf("create volume %q: %w", id, err)
 	}

@@ -39,7 +39,7 @@ type RecoverReport struct {
 func (s *Store) Recover(ctx context.Context) (RecoverReport, error) {
 	var rep RecoverReport
 	var errs []error
-	n, err := s.migrateLegacy(ctx)
+	n, err := s.migrateOwnedLegacy(ctx)
 	rep.MigratedRecords = n
 	errs = append(errs, err)
 	n, err = s.emptyStaging(ctx)
@@ -116,6 +116,9 @@ func (s *Store) indexRecords(ctx context.Context) (dropped, migrated int, err er
 			return false, nil
 		}
 		if e.fi == nil {
+			if s.guest {
+				return false, nil // the owner's, maybe in flight (guest.go)
+			}
 			_, err := s.dropRecord(id, "")
 			return err == nil, err
 		}
@@ -128,6 +131,9 @@ func (s *Store) indexRecords(ctx context.Context) (dropped, migrated int, err er
 		if !s.attrRecords {
 			s.index.put(id, r.CapacityBytes, r.Kind)
 			return false, nil
+		}
+		if s.guest {
+			return false, nil // the owner moves its own record files (guest.go)
 		}
 		// Durable in the attribute before the file goes: a crash in
 		// between finds both and does this again.

@@ -63,6 +63,11 @@ type Options struct {
 	// RecordsInFiles keeps records in .hpp-records even where the
 	// filesystem could keep them as attributes (tests of that path).
 	RecordsInFiles bool
+	// Guest opens a root that another process owns and may be using at the
+	// same time (hpp-csi on hpp-legacy's PV_DIR; see guest.go). The Store
+	// then never creates volumes, and Recover and purges touch only its own
+	// (NodeID-tagged) staging and trash entries and no record.
+	Guest bool
 }
 
 // Store manages the volumes in one root directory.
@@ -78,6 +83,7 @@ type Store struct {
 	// attrRecords: records live in the volume directories' RecordAttr,
 	// not in .hpp-records (chosen at Open; see the package doc).
 	attrRecords bool
+	guest       bool
 	root        string
 	tag         string
 	fs          FileSystem
@@ -95,7 +101,7 @@ func Open(root string, opts Options) (*Store, error) {
 		return nil, err
 	}
 	s := &Store{root: root, fs: opts.FS, log: opts.Logger, purgeInBackground: opts.PurgeInBackground,
-		shared: opts.Shared, tag: nodeTag(opts.NodeID)}
+		shared: opts.Shared, guest: opts.Guest, tag: nodeTag(opts.NodeID)}
 	if s.fs == nil {
 		s.fs = OS()
 	}
@@ -239,5 +245,5 @@ func nodeTag(nodeID string) string {
 // ours reports whether a staging or trash entry belongs to this node: all
 // of them do on a pool no other node uses.
 func (s *Store) ours(name string) bool {
-	return !s.shared || strings.HasPrefix(name, s.tag+".")
+	return !s.shared && !s.guest || strings.HasPrefix(name, s.tag+".")
 }

@@ -66,8 +66,8 @@ func TestParseErrors(t *testing.T) {
 			`datadir[0]: must be a JSON object with "name" and "path", got the number 42`,
 			`datadir[1]: must be a JSON object with "name" and "path", got null`}},
 		{"unknown and miscased fields", `[{"name":"a","path":"/a","Path":"/b","size":"1Gi"}]`, []string{
-			`datadir[0].Path: is not a known field; allowed fields are name, path, snapshotPath, snapshotProvider, shared, reservedBytes, reservedPercent`,
-			`datadir[0].size: is not a known field; allowed fields are name, path, snapshotPath, snapshotProvider, shared, reservedBytes, reservedPercent`}},
+			`datadir[0].Path: is not a known field; allowed fields are name, path, snapshotPath, snapshotProvider, shared, reservedBytes, reservedPercent, legacyPath`,
+			`datadir[0].size: is not a known field; allowed fields are name, path, snapshotPath, snapshotProvider, shared, reservedBytes, reservedPercent, legacyPath`}},
 		{"wrong types", `[{"name":1,"path":["/a"],"reservedBytes":"1Gi","reservedPercent":true}]`, []string{
 			`datadir[0].name: must be a string, got the number 1`,
 			`datadir[0].path: must be a string, got an array`,
@@ -106,7 +106,7 @@ func TestParseErrors(t *testing.T) {
 			`datadir[0].reservedPercent: 100 must be at least 0 and less than 100`,
 			`datadir[1].reservedPercent: -0.5 must be at least 0 and less than 100`}},
 		{"decode and validation problems together", `[{"name":"a","path":"/a","extra":1},{"name":"a","path":"rel"}]`, []string{
-			`datadir[0].extra: is not a known field; allowed fields are name, path, snapshotPath, snapshotProvider, shared, reservedBytes, reservedPercent`,
+			`datadir[0].extra: is not a known field; allowed fields are name, path, snapshotPath, snapshotProvider, shared, reservedBytes, reservedPercent, legacyPath`,
 			`datadir[1].path: "rel" must be an absolute path`}},
 	}
 	for _, tt := range tests {

@@ -45,6 +45,10 @@ type Pool struct {
 	// applies.
 	ReservedBytes   int64   `json:"reservedBytes,omitempty"`
 	ReservedPercent float64 `json:"reservedPercent,omitempty"`
+	// LegacyPath is ours too: the legacy provisioner's PV_DIR, whose
+	// volumes hpp-migrate turned into CSI volumes of this pool in place
+	// (see legacy.go). Empty: the pool has none.
+	LegacyPath string `json:"legacyPath,omitempty"`
 }
 
 // VolumePath is the directory of CSI volume id in this pool, <path>/<id>;

@@ -37,7 +37,8 @@ func validateEntries(pools []Pool, skip map[int]bool) []error {
 			errs = append(errs, fieldErr(prefix+".reservedPercent", "%v must be at least 0 and less than 100", p.ReservedPercent))
 		}
 	}
-	return append(errs, crossCheck(pools, skip)...)
+	errs = append(errs, crossCheck(pools, skip)...)
+	return append(errs, checkLegacyPaths(pools, skip)...)
 }
 
 func appendErr(errs []error, err error) []error {

@@ -33,6 +33,10 @@ type Pool struct {
 	Path string `json:"path"`
 	// Shared marks storage every node mounts: volumes get no topology.
 	Shared bool `json:"shared,omitempty"`
+	// LegacyPath is the legacy provisioner's PV_DIR whose migrated volumes
+	// the pool serves in place; created like a DaemonSet's hostPath
+	// volume would be.
+	LegacyPath string `json:"legacyPath,omitempty"`
 }
 
 // volumesSubdir is the pool's subdirectory that holds the CSI volumes.
@@ -42,7 +46,7 @@ const volumesSubdir = "csi"
 func datadir(pools []Pool) (string, error) {
 	entries := make([]Pool, len(pools))
 	for i, p := range pools {
-		entries[i] = Pool{Name: p.Name, Path: filepath.Join(p.Path, volumesSubdir), Shared: p.Shared}
+		entries[i] = Pool{Name: p.Name, Path: filepath.Join(p.Path, volumesSubdir), Shared: p.Shared, LegacyPath: p.LegacyPath}
 	}
 	data, err := json.Marshal(entries)
 	return string(data), err
@@ -134,6 +138,11 @@ func (n *Node) StartHPPCSI(ctx context.Context, cfg HPPCSIConfig) error {
 	for _, p := range cfg.Pools {
 		if err := os.MkdirAll(p.Path, 0o755); err != nil {
 			return fmt.Errorf("pool %s: %w", p.Name, err)
+		}
+		if p.LegacyPath != "" {
+			if err := os.MkdirAll(p.LegacyPath, 0o755); err != nil {
+				return fmt.Errorf("pool %s: legacy path: %w", p.Name, err)
+			}
 		}
 	}
 	pools, err := datadir(cfg.Pools)

@@ -30,6 +30,9 @@ type Pool struct {
 	Shared          bool    `json:"shared,omitempty"`
 	ReservedBytes   int64   `json:"reservedBytes,omitempty"`
 	ReservedPercent float64 `json:"reservedPercent,omitempty"`
+	// LegacyPath is passed as it is (the legacy provisioner's PV_DIR,
+	// usually Path itself, the parent of the volumes directory).
+	LegacyPath string `json:"legacyPath,omitempty"`
 }
 
 // Datadir is the --datadir JSON for pools: each path is <Path>/csi.

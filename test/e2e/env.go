@@ -24,6 +24,9 @@ const (
 	PoolLocal  = "local"
 	PoolFast   = "fast"
 	PoolShared = "shared"
+	// PoolMigrated serves, in place, the legacy PVs that hpp-migrate moved
+	// from hpp-legacy's PV_DIR Env.LegacyDir (its legacyPath).
+	PoolMigrated = "migrated"
 )
 
 // Env is a running cluster with hpp-csi on its real node.
@@ -33,6 +36,8 @@ type Env struct {
 	HPPCSI string
 	// Pools of the real node, by name.
 	Pools map[string]string
+	// LegacyDir is the real node's legacy PV_DIR, PoolMigrated's legacyPath.
+	LegacyDir string
 }
 
 // SetupOptions configure Setup.
@@ -88,7 +93,9 @@ func (e *Env) installDriver(ctx context.Context, opts SetupOptions) error {
 		{Name: PoolLocal, Path: filepath.Join(node.Dir(), "pools", PoolLocal)},
 		{Name: PoolFast, Path: filepath.Join(node.Dir(), "pools", PoolFast)},
 		{Name: PoolShared, Path: filepath.Join(node.Dir(), "pools", PoolShared), Shared: true},
+		{Name: PoolMigrated, Path: filepath.Join(node.Dir(), "pools", PoolMigrated), LegacyPath: filepath.Join(node.Dir(), "legacy-pv-dir")},
 	}
+	e.LegacyDir = pools[len(pools)-1].LegacyPath
 	for name, size := range opts.TmpfsPools {
 		p := cluster.Pool{Name: name, Path: filepath.Join(node.Dir(), "pools", name)}
 		if err := cluster.MountTmpfs(p.Path, size); err != nil {

@@ -29,31 +29,39 @@ const (
 	annSelectedNode    = "volume.kubernetes.io/selected-node"
 )
 
-// legacyBin is the hpp-legacy binary, built once per test run.
-var legacyBin struct {
+// commandBin is one of hpp's commands, found or built once per test run.
+type commandBin struct {
+	name string
 	once sync.Once
 	path string
 	err  error
 }
 
-// legacyBinary returns $HPP_BIN_DIR/hpp-legacy, or builds cmd/hpp-legacy.
-func legacyBinary(t *testing.T) string {
+var (
+	legacyBin  = &commandBin{name: "hpp-legacy"}
+	migrateBin = &commandBin{name: "hpp-migrate"}
+)
+
+// get returns $HPP_BIN_DIR/<name>, or builds cmd/<name>.
+func (b *commandBin) get(t *testing.T) string {
 	t.Helper()
-	legacyBin.once.Do(func() {
+	b.once.Do(func() {
 		if dir := os.Getenv("HPP_BIN_DIR"); dir != "" {
-			if _, err := os.Stat(filepath.Join(dir, "hpp-legacy")); err == nil {
-				legacyBin.path = filepath.Join(dir, "hpp-legacy")
+			if _, err := os.Stat(filepath.Join(dir, b.name)); err == nil {
+				b.path = filepath.Join(dir, b.name)
 				return
 			}
 		}
-		legacyBin.path = filepath.Join(os.TempDir(), fmt.Sprintf("hpp-legacy-e2e-%d", os.Getpid()))
-		legacyBin.err = BuildCommand(context.Background(), "hpp-legacy", legacyBin.path)
+		b.path = filepath.Join(os.TempDir(), fmt.Sprintf("%s-e2e-%d", b.name, os.Getpid()))
+		b.err = BuildCommand(context.Background(), b.name, b.path)
 	})
-	if legacyBin.err != nil {
-		t.Fatal(legacyBin.err)
+	if b.err != nil {
+		t.Fatal(b.err)
 	}
-	return legacyBin.path
+	return b.path
 }
+
+func legacyBinary(t *testing.T) string { return legacyBin.get(t) }
 
 // legacyNode is one node running hpp-legacy with its own PV_DIR.
 type legacyNode struct {
@@ -66,6 +74,8 @@ type legacyNode struct {
 type legacyOptions struct {
 	// env is added to the process's environment, e.g. USE_NAMING_PREFIX.
 	env []string
+	// pvDir replaces the test's own PV_DIR, e.g. with a pool's legacyPath.
+	pvDir string
 }
 
 // startLegacy runs hpp-legacy on node for this test (PV_DIR in the node's
@@ -81,6 +91,9 @@ func startLegacy(t *testing.T, env *Env, node *cluster.Node, opts legacyOptions)
 		node:  node,
 		pvDir: filepath.Join(node.Dir(), "legacy", strings.ReplaceAll(t.Name(), "/", "_")),
 		url:   fmt.Sprintf("http://127.0.0.1:%d", port),
+	}
+	if opts.pvDir != "" {
+		l.pvDir = opts.pvDir
 	}
 	l.proc, err = node.StartProcess(cluster.ProcessSpec{
 		Name: "hpp-legacy", Path: legacyBinary(t),
@@ -173,8 +186,15 @@ func (l *legacyNode) metric(t *testing.T, sample string) string {
 // prove it then did nothing.
 func (l *legacyNode) waitLog(t *testing.T, what string, parts ...string) {
 	t.Helper()
-	err := Poll(context.Background(), 2*time.Minute, what+" in hpp-legacy's log on "+l.node.Name, func(context.Context) (bool, string, error) {
-		b, err := os.ReadFile(l.proc.LogPath())
+	waitProcessLog(t, l.proc, what, parts...)
+}
+
+// waitProcessLog waits until a process's log has a line containing every
+// part.
+func waitProcessLog(t *testing.T, proc *cluster.Process, what string, parts ...string) {
+	t.Helper()
+	err := Poll(context.Background(), 2*time.Minute, what+" in the log of "+proc.Name(), func(context.Context) (bool, string, error) {
+		b, err := os.ReadFile(proc.LogPath())
 		if err != nil {
 			return false, "", Retry(err)
 		}

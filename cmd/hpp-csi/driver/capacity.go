@@ -32,7 +32,7 @@ func (d *Driver) poolCapacity(ctx context.Context, p *poolState, store *dirvol.S
 		// The store keeps the sum up to date (creates, deletes and the
 		// usage measured by NodeGetVolumeStats), so this costs the same
 		// with 10,000 volumes as with none.
-		c.reserved = store.Reserved()
+		c.reserved = store.Reserved() + d.legacyReserved(p)
 		c.offered = max(0, c.offered-c.reserved)
 	}
 	return c, nil
@@ -53,6 +53,7 @@ func (d *Driver) noteUsage(path string, u dirvol.Usage) {
 			return
 		}
 	}
+	d.noteLegacyUsage(dir, id, u)
 }
 
 // checkFits refuses a volume the pool cannot hold: OutOfRange when it could

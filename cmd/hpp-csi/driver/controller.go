@@ -144,7 +144,7 @@ func (d *Driver) DeleteVolume(ctx context.Context, req *csi.DeleteVolumeRequest)
 	if err != nil {
 		return nil, err
 	}
-	store, err := d.storeOf(p)
+	store, err := d.storeHolding(p, vol)
 	if err != nil {
 		return nil, toStatus("opening pool", err)
 	}
@@ -166,12 +166,12 @@ func (d *Driver) ValidateVolumeCapabilities(ctx context.Context, req *csi.Valida
 	if _, err := parseParams(req.GetParameters()); err != nil {
 		return nil, err
 	}
-	p, _, err := d.findVolume(ctx, req.GetVolumeId(), req.GetVolumeContext()[VolumeContextPool])
+	_, _, multiNode, err := d.findForContext(ctx, req.GetVolumeId(), req.GetVolumeContext())
 	if err != nil {
 		return nil, err
 	}
 	for i, c := range req.GetVolumeCapabilities() {
-		if why := checkCapability(c, p.shared()); why != "" {
+		if why := checkCapability(c, multiNode); why != "" {
 			return &csi.ValidateVolumeCapabilitiesResponse{Message: fmt.Sprintf("volume_capabilities[%d]: %s", i, why)}, nil
 		}
 	}
@@ -190,8 +190,12 @@ func (d *Driver) ControllerGetVolume(ctx context.Context, req *csi.ControllerGet
 	if err != nil {
 		return nil, err
 	}
+	v := d.createResponse(p, vol).GetVolume()
+	if isLegacyVolume(p, vol) {
+		v.VolumeContext[VolumeContextLayout] = LayoutLegacy
+	}
 	return &csi.ControllerGetVolumeResponse{
-		Volume: d.createResponse(p, vol).GetVolume(),
+		Volume: v,
 		Status: &csi.ControllerGetVolumeResponse_VolumeStatus{},
 	}, nil
 }

@@ -155,6 +155,7 @@ func New(cfg Config, deps Deps) (*Driver, error) {
 			cfg:      p,
 			headroom: capacity.Headroom{Bytes: p.ReservedBytes, Percent: p.ReservedPercent},
 			notOpen:  "not opened yet",
+			legacy:   newLegacyRoot(p),
 		})
 	}
 	deps.Metrics.registerPools(d)

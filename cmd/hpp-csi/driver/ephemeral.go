@@ -46,7 +46,7 @@ func (d *Driver) ensureEphemeral(ctx context.Context, req *csi.NodePublishVolume
 }
 
 func (d *Driver) deleteIfEphemeral(ctx context.Context, id string) error {
-	p, vol, err := d.findVolume(ctx, id, "")
+	p, vol, err := d.findOwnVolume(ctx, id, "")
 	if isNotFound(err) {
 		return nil
 	}

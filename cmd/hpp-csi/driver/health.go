@@ -95,9 +95,9 @@ func volumeHealth(id string, problems []problem) *csi.VolumeHealth {
 // plus its own directory. A volume whose metadata survives but whose
 // directory is gone was removed behind the driver's back.
 func (d *Driver) volumeProblems(ctx context.Context, id string) ([]problem, error) {
-	p, _, err := d.findVolume(ctx, id, "")
+	p, vol, err := d.findVolume(ctx, id, "")
 	if err == nil {
-		return d.poolProblems(p), nil
+		return d.volumeProblemsOf(p, vol), nil
 	}
 	if status.Code(err) == codes.Unavailable {
 		// Not on any usable pool, and some pool cannot be read: the
@@ -122,6 +122,9 @@ func (d *Driver) volumeProblems(ctx context.Context, id string) ([]problem, erro
 			}
 		}
 	}
+	if problems, ok, merr := d.missingLegacy(ctx, id); ok || merr != nil {
+		return problems, merr
+	}
 	return nil, err
 }
 
@@ -137,7 +140,7 @@ func (d *Driver) unusablePoolProblems(ctx context.Context) []problem {
 			}
 		}
 	}
-	return out
+	return append(out, d.unusableLegacyProblems()...)
 }
 
 func missingDirProblem(p *poolState, v dirvol.Volume) problem {
@@ -246,7 +249,7 @@ func (d *Driver) NodeGetStorageHealth(context.Context, *csi.NodeGetStorageHealth
 	resp := &csi.NodeGetStorageHealthResponse{}
 	index := map[string]*csi.NodeGetStorageHealthResponse_StorageBackendHealth{}
 	for _, p := range d.pools {
-		for _, pr := range d.poolProblems(p) {
+		for _, pr := range append(d.poolProblems(p), d.legacyProblems(p)...) {
 			st := csi.StorageHealthErrorType_STORAGE_DEGRADED
 			if pr.unreachable {
 				st = csi.StorageHealthErrorType_STORAGE_UNREACHABLE

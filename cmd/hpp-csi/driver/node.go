@@ -77,16 +77,18 @@ func (d *Driver) NodePublishVolume(ctx context.Context, req *csi.NodePublishVolu
 	// StorageClass parameters (possibly none): only storagePool is read
 	// from it, as a hint; the volume is found wherever it is.
 	var vol dirvol.Volume
-	var p *poolState
+	multiNode := false
 	if isEphemeral(req.GetVolumeContext()) {
+		var p *poolState
 		p, vol, err = d.ensureEphemeral(ctx, req)
+		multiNode = err == nil && p.shared()
 	} else {
-		p, vol, err = d.findVolume(ctx, id, req.GetVolumeContext()[VolumeContextPool])
+		_, vol, multiNode, err = d.findForContext(ctx, id, req.GetVolumeContext())
 	}
 	if err != nil {
 		return nil, err
 	}
-	if why := checkCapability(req.GetVolumeCapability(), p.shared()); why != "" {
+	if why := checkCapability(req.GetVolumeCapability(), multiNode); why != "" {
 		return nil, invalidArg("volume_capability: %s", why)
 	}
 	flags, _ := parseMountFlags(req.GetVolumeCapability().GetMount().GetMountFlags())

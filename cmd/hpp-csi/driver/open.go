@@ -24,6 +24,9 @@ func (d *Driver) OpenPools(ctx context.Context) error {
 		if err := d.openPool(ctx, p); err != nil {
 			errs = append(errs, err)
 		}
+		if err := d.openLegacy(ctx, p); err != nil {
+			errs = append(errs, err)
+		}
 	}
 	return errors.Join(errs...)
 }
@@ -36,10 +39,10 @@ func (d *Driver) RetryPools(ctx context.Context, interval time.Duration) {
 	for {
 		waiting := 0
 		for _, p := range d.pools {
-			if d.isOpen(p) {
+			if d.isOpen(p) && p.legacy.isOpen() {
 				continue
 			}
-			if err := d.openPool(ctx, p); err != nil {
+			if err := errors.Join(d.openPool(ctx, p), d.openLegacy(ctx, p)); err != nil {
 				waiting++
 				d.log.Debug("storage pool still not usable", zap.String("pool", p.name()), zap.Error(err))
 			}
@@ -74,12 +77,7 @@ func (d *Driver) openPool(ctx context.Context, p *poolState) error {
 	}
 	err := d.openLocked(ctx, p)
 	if err != nil {
-		var nr *errPoolNotReady
-		if errors.As(err, &nr) {
-			p.notOpen = nr.reason
-		} else {
-			p.notOpen = err.Error()
-		}
+		p.notOpen = notOpenReason(err)
 	}
 	return err
 }

@@ -27,6 +27,8 @@ type poolState struct {
 	device uint64
 	// notOpen says why the pool is not open yet ("" once it is).
 	notOpen string
+	// legacy is the pool's legacyPath, nil without one (legacy.go).
+	legacy *legacyRoot
 }
 
 func (p *poolState) name() string { return p.cfg.Name }
@@ -82,10 +84,10 @@ func (d *Driver) selectPool(storagePool string) (*poolState, error) {
 	return p, nil
 }
 
-// findVolume looks for id in every pool, preferring the pool hint (the
+// findOwnVolume looks for id in every pool's own directory, preferring the pool hint (the
 // volume context's storagePool) when it is given. Volumes made by the
 // KubeVirt driver carry no hint, so the search is the normal path for them.
-func (d *Driver) findVolume(ctx context.Context, id, hint string) (*poolState, dirvol.Volume, error) {
+func (d *Driver) findOwnVolume(ctx context.Context, id, hint string) (*poolState, dirvol.Volume, error) {
 	if err := pool.ValidateID(id); err != nil {
 		return nil, dirvol.Volume{}, invalidArg("%v", err)
 	}

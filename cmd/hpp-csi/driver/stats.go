@@ -107,7 +107,7 @@ func (d *Driver) NodeGetVolumeStats(ctx context.Context, req *csi.NodeGetVolumeS
 	if err != nil {
 		return nil, toStatus("measuring volume usage", err)
 	}
-	st, err := d.deps.FS.Statfs(p.cfg.Path)
+	st, err := d.deps.FS.Statfs(rootOf(p, vol))
 	if err != nil {
 		return nil, internal(fmt.Sprintf("statfs of pool %q", p.name()), err)
 	}

@@ -31,6 +31,8 @@ type datadirPool struct {
 	SnapshotPath     string `json:"snapshotPath,omitempty"`
 	SnapshotProvider string `json:"snapshotProvider,omitempty"`
 	Shared           bool   `json:"shared,omitempty"`
+	// LegacyPath is hpp's own field (see pathconfig.go).
+	LegacyPath string `json:"legacyPath,omitempty"`
 }
 
 // poolMount is where a pool's host directory appears in the driver's
@@ -61,7 +63,7 @@ func Datadir(pools []hppv1.StoragePool) (string, error) {
 // placement allows. hpp-csi registers with kubelet itself and serves
 // /healthz unless the registrar and livenessprobe sidecar images are set.
 func (c *Config) CSIDaemonSet(spec *hppv1.HostPathProvisionerSpec) (*appsv1.DaemonSet, error) {
-	datadir, err := Datadir(spec.StoragePools)
+	datadir, err := datadirOf(spec)
 	if err != nil {
 		return nil, err
 	}
@@ -101,6 +103,7 @@ func (c *Config) CSIDaemonSet(spec *hppv1.HostPathProvisionerSpec) (*appsv1.Daem
 		mounts = append(mounts, corev1.VolumeMount{Name: poolVolume(p.Name), MountPath: poolMount(p.Name), MountPropagation: &h2c})
 		volumes = append(volumes, hostPathVolume(poolVolume(p.Name), p.Path, corev1.HostPathDirectoryOrCreate))
 	}
+	mounts, volumes = withPathConfigMount(spec, mounts, volumes)
 
 	driver := corev1.Container{
 		Name:            CSIContainerName,

@@ -1,0 +1,156 @@
+package driver
+
+import (
+	"context"
+	"errors"
+	"strings"
+
+	"google.golang.org/grpc/codes"
+	"google.golang.org/grpc/status"
+
+	"github.com/hostpath-provisioner/hpp/internal/dirvol"
+	"github.com/hostpath-provisioner/hpp/internal/pool"
+)
+
+// findVolume finds id among the pools' own volumes (findOwnVolume) and,
+// failing that, among the legacy volumes (findLegacy): calls that carry only
+// the volume id (DeleteVolume, NodeGetVolumeStats, the health RPCs) cannot
+// tell a migrated volume from one hpp-csi made. The two never collide: a
+// legacy directory is <pv> or <claim>-<pv> and a CSI one is the PV name,
+// and PV names carry the unique claim UID.
+func (d *Driver) findVolume(ctx context.Context, id, hint string) (*poolState, dirvol.Volume, error) {
+	p, vol, err := d.findOwnVolume(ctx, id, hint)
+	if !isNotFound(err) || !d.hasLegacy() {
+		return p, vol, err
+	}
+	return d.findLegacy(ctx, id)
+}
+
+func (d *Driver) hasLegacy() bool {
+	for _, p := range d.pools {
+		if p.legacy != nil {
+			return true
+		}
+	}
+	return false
+}
+
+// findLegacy looks id up as <legacyPath>/<id> in every pool that has one.
+// Found in two places is refused, never guessed: deleting the wrong one
+// would lose someone's data. A legacy directory that cannot be read makes
+// the answer Unavailable, not NotFound: the volume may be there, and
+// NotFound would let the CO treat it as deleted.
+func (d *Driver) findLegacy(ctx context.Context, id string) (*poolState, dirvol.Volume, error) {
+	var found []*poolState
+	var vols []dirvol.Volume
+	var notReady error
+	for _, p := range d.pools {
+		if p.legacy == nil {
+			continue
+		}
+		vol, err := d.getLegacy(ctx, p, id)
+		switch {
+		case err == nil:
+			found, vols = append(found, p), append(vols, vol)
+		case status.Code(err) == codes.Unavailable:
+			notReady = err
+		case isNotFound(err), status.Code(err) == codes.InvalidArgument:
+			// Not a legacy volume of this pool (a planted link, or a
+			// directory that holds configured storage): not here.
+		default:
+			return nil, dirvol.Volume{}, err
+		}
+	}
+	switch {
+	case len(found) > 1:
+		paths := make([]string, len(vols))
+		for i, v := range vols {
+			paths[i] = v.Path
+		}
+		return nil, dirvol.Volume{}, failedPrecondition(
+			"volume %q exists in more than one legacy directory on node %s (%s); hpp-csi does not guess which one the PV means: move the stray copy out of the legacy directories",
+			id, d.cfg.NodeID, strings.Join(paths, ", "))
+	case notReady != nil:
+		return nil, dirvol.Volume{}, toStatus("looking up legacy volume "+id, notReady)
+	case len(found) == 1:
+		return found[0], vols[0], nil
+	}
+	return nil, dirvol.Volume{}, notFound("volume %q does not exist on node %s", id, d.cfg.NodeID)
+}
+
+// getLegacy returns <legacyPath>/<id> of p, resolved as strictly as a
+// pool's own volumes (one real directory entry, no link out of legacyPath).
+func (d *Driver) getLegacy(ctx context.Context, p *poolState, id string) (dirvol.Volume, error) {
+	if _, err := d.cfg.Pools.LegacyVolumePath(p.cfg, id); err != nil {
+		return dirvol.Volume{}, invalidArg("%v", err)
+	}
+	store, err := d.legacyStoreOf(p)
+	if err != nil {
+		return dirvol.Volume{}, toStatus("legacy volume "+id, err)
+	}
+	vol, err := store.Get(ctx, id)
+	if errors.Is(err, dirvol.ErrNotFound) {
+		return dirvol.Volume{}, notFound("volume %q does not exist in the legacy directory %s of storage pool %q on node %s (hpp-csi never creates legacy volumes: is their disk mounted?)",
+			id, p.legacy.path, p.name(), d.cfg.NodeID)
+	}
+	if err != nil {
+		return dirvol.Volume{}, toStatus("looking up legacy volume", err)
+	}
+	return vol, nil
+}
+
+// findForContext finds the volume a publish (or capability check) names,
+// reading the layout from its volume context: the PV says where the
+// directory is, so nothing is searched for. It also says whether
+// multi-node access modes are fine: for a shared pool, and for a legacy
+// volume, whose PV hpp-migrate carried over from the legacy provisioner
+// (which took ReadWriteMany to mean many pods on this one node) and pinned
+// to one node anyway.
+func (d *Driver) findForContext(ctx context.Context, id string, volCtx map[string]string) (*poolState, dirvol.Volume, bool, error) {
+	switch layout := volCtx[VolumeContextLayout]; layout {
+	case "":
+		// Without the layout the PV names a volume hpp-csi made (or the
+		// KubeVirt driver did): a legacy directory of that name is not it.
+		p, vol, err := d.findOwnVolume(ctx, id, volCtx[VolumeContextPool])
+		if err != nil {
+			return nil, vol, false, err
+		}
+		return p, vol, p.shared(), nil
+	case LayoutLegacy:
+		p, err := d.legacyPool(volCtx[VolumeContextPool])
+		if err != nil {
+			return nil, dirvol.Volume{}, false, err
+		}
+		vol, err := d.getLegacy(ctx, p, id)
+		return p, vol, true, err
+	default:
+		return nil, dirvol.Volume{}, false, invalidArg("volume_context: %s %q is not a layout hpp-csi knows; the only one is %q (absent for volumes hpp-csi made)",
+			VolumeContextLayout, layout, LayoutLegacy)
+	}
+}
+
+// legacyPool is the pool a legacy volume's attributes name.
+func (d *Driver) legacyPool(name string) (*poolState, error) {
+	if name == "" {
+		return nil, invalidArg("volume_context: %s is required with %s=%s (the pool whose legacyPath holds the directory)",
+			VolumeContextPool, VolumeContextLayout, LayoutLegacy)
+	}
+	p, ok := d.pool(name)
+	if !ok {
+		return nil, failedPrecondition("volume_context: %s %q is not a storage pool on node %s; available pools: %s",
+			VolumeContextPool, name, d.cfg.NodeID, poolNames(d.cfg.Pools))
+	}
+	if p.legacy == nil {
+		return nil, failedPrecondition("storage pool %q on node %s has no legacyPath, so it cannot serve migrated legacy volumes: set \"legacyPath\" in --datadir to the legacy provisioner's PV_DIR",
+			name, d.cfg.NodeID)
+	}
+	return p, nil
+}
+
+func poolNames(s *pool.Set) string {
+	var names []string
+	for _, p := range s.All() {
+		names = append(names, "\""+p.Name+"\"")
+	}
+	return strings.Join(names, ", ")
+}
