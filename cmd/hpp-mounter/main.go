@@ -112,4 +112,3 @@ func (o *options) writeTerminationLog(err error) {
 	_, _ = f.WriteString(err.Error())
 	_ = f.Close()
 }
-
