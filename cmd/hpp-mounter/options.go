@@ -29,27 +29,27 @@ type options struct {
 }
 
 func (o *options) addFlags(cmd *cobra.Command) {
+	// Persistent, so the cleanup Job may run `unmount` with the mounter
+	// Deployment's own argument list.
 	fs := cmd.PersistentFlags()
 	o.logging.AddFlags(fs)
 	fs.StringVar(&o.source, "storagePoolPath", "/source", "the pool PVC in this container: its mounted directory or its block device")
 	fs.StringVar(&o.mountPath, "mountPath", "", "host path where the pool appears: <pool path>/csi")
 	fs.StringVar(&o.hostPath, "hostPath", "/", "where the host's root filesystem is in this container (mounted with Bidirectional propagation)")
-	cmd.Flags().BoolVar(&o.unmount, "unmount", false, "unmount --mountPath and exit (as the unmount subcommand)")
-	cmd.Flags().StringVar(&o.poolName, "pool-name", "", "the pool's name, written into the pool marker")
-	cmd.Flags().StringVar(&o.nodeName, "node-name", "", "this node's name, written into the pool marker (env NODE_NAME)")
-	cmd.Flags().BoolVar(&o.keepMount, "keep-mount", false, "on SIGTERM leave the pool mounted (rolling update of the mounter)")
-	cmd.Flags().DurationVar(&o.interval, "check-interval", 10*time.Second, "how often the mount is checked")
-	cmd.Flags().StringVar(&o.healthAddress, "health-address", ":8081", "address of /healthz and /readyz; empty disables")
-	cmd.Flags().StringVar(&o.terminationLog, "termination-log", "/dev/termination-log", "file that gets a refusal's message (shown in the pod status)")
+	fs.BoolVar(&o.unmount, "unmount", false, "unmount --mountPath and exit (as the unmount subcommand)")
+	fs.StringVar(&o.poolName, "pool-name", "", "the pool's name, written into the pool marker")
+	fs.StringVar(&o.nodeName, "node-name", "", "this node's name, written into the pool marker (env NODE_NAME)")
+	fs.BoolVar(&o.keepMount, "keep-mount", false, "on SIGTERM leave the pool mounted (rolling update of the mounter)")
+	fs.DurationVar(&o.interval, "check-interval", 10*time.Second, "how often the mount is checked")
+	fs.StringVar(&o.healthAddress, "health-address", ":8081", "address of /healthz and /readyz; empty disables")
+	fs.StringVar(&o.terminationLog, "termination-log", "/dev/termination-log", "file that gets a refusal's message (shown in the pod status)")
 }
 
 // complete applies environment defaults and validates every flag at once.
 func (o *options) complete(cmd *cobra.Command) error {
 	var errs []error
-	if f := cmd.Flags().Lookup("node-name"); f != nil {
-		if err := cli.EnvDefault(cmd.Flags(), "node-name", "NODE_NAME"); err != nil {
-			errs = append(errs, err)
-		}
+	if err := cli.EnvDefault(cmd.Flags(), "node-name", "NODE_NAME"); err != nil {
+		errs = append(errs, err)
 	}
 	errs = append(errs, o.logging.Validate()...)
 	if err := pool.CheckAbsPath("--mountPath", o.mountPath, true); err != nil {

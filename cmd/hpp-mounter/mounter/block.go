@@ -24,10 +24,24 @@ type Signature struct {
 	Raw map[string]string
 }
 
+// String names what was found first, then every tag blkid printed.
 func (s Signature) String() string {
 	if s.Empty {
 		return "no signature"
 	}
+	what := "an unnamed signature"
+	switch {
+	case s.Type != "" && s.PTType != "":
+		what = fmt.Sprintf("%s and a %s partition table", s.Type, s.PTType)
+	case s.Type != "":
+		what = s.Type
+	case s.PTType != "":
+		what = fmt.Sprintf("a %s partition table", s.PTType)
+	}
+	return what + " (blkid: " + s.tags() + ")"
+}
+
+func (s Signature) tags() string {
 	keys := make([]string, 0, len(s.Raw))
 	for k := range s.Raw {
 		keys = append(keys, k)

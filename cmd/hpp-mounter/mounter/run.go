@@ -40,7 +40,7 @@ func (m *Mounter) Run(ctx context.Context, opts RunOptions) error {
 		mounted, err := m.Ensure(ctx)
 		switch {
 		case IsRefused(err):
-			m.log.Error("pool not mounted", zap.String("target", m.cfg.Target), zap.Error(err))
+			// main prints it and exits 3: logged once, at the boundary.
 			return err
 		case err != nil && ctx.Err() == nil:
 			// Logged when it changes, so a pod waiting for its PVC does
