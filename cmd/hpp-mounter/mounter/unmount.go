@@ -1,10 +1,7 @@
 package mounter
 
 import (
-	"errors"
 	"fmt"
-	"io/fs"
-	"os"
 
 	"go.uber.org/zap"
 )
@@ -40,14 +37,11 @@ func (m *Mounter) Release() error {
 }
 
 // Peel unmounts everything stacked at the host path target (seen under
-// hostRoot) until it is no longer a mount point. Nothing mounted, or no such
-// directory, is success: a cleanup Job may run it any number of times.
+// hostRoot) until it is no longer a mount point. Nothing mounted (also: no
+// such directory, which is never a mount point) is success: a cleanup Job
+// may run it any number of times.
 func Peel(sys Sys, hostRoot, target string, log *zap.Logger) error {
 	t := hostJoin(hostRoot, target)
-	if _, err := os.Lstat(t); errors.Is(err, fs.ErrNotExist) {
-		log.Info("pool target does not exist; nothing to unmount", zap.String("target", target))
-		return nil
-	}
 	for i := 0; ; i++ {
 		mounts, err := sys.Mounts()
 		if err != nil {
