@@ -46,11 +46,10 @@ func binary(t *testing.T) string {
 
 // proc is a running hpp-mounter.
 type proc struct {
-	cmd    *exec.Cmd
-	out    bytes.Buffer
-	done   chan struct{}
-	err    error
-	exited bool
+	cmd  *exec.Cmd
+	out  bytes.Buffer
+	done chan struct{}
+	err  error
 }
 
 func start(t *testing.T, args ...string) *proc {

@@ -54,17 +54,6 @@ func mountAt(mounts []*mountinfo.Info, path string) *mountinfo.Info {
 	return nil
 }
 
-// countAt is how many mounts are stacked at path.
-func countAt(mounts []*mountinfo.Info, path string) int {
-	n := 0
-	for _, m := range mounts {
-		if m.Mountpoint == path {
-			n++
-		}
-	}
-	return n
-}
-
 // hostMountOf finds the host's mount of the volume with identity id: a
 // mount under hostRoot with the same device and root, other than the
 // excluded mount points (the container's own view of the PVC and the pool
