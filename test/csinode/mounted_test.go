@@ -18,13 +18,7 @@ import (
 // hpp-mounter's marker is visible: the bare mount point on the OS disk is
 // never written to, Probe is not ready, and creates are refused saying why.
 func TestMountedPoolNeedsMarker(t *testing.T) {
-	testutil.RequireRoot(t)
-	host := t.TempDir()
-	volumes := filepath.Join(host, csitest.VolumesSubdir)
-	// The mount point, as hpp-mounter leaves it when the pool is not mounted.
-	if err := os.Mkdir(volumes, 0o755); err != nil {
-		t.Fatal(err)
-	}
+	host, volumes := bareMountPoint(t)
 	e := newEnvPool(t, csitest.Pool{Name: poolName, Path: host, Mounted: true}, "--pool-retry-interval", "100ms")
 	marker := filepath.Join(volumes, poolmarker.Name)
 	why := `storage pool "p" is not ready: it is not mounted: marker ` + marker + ` is missing; hpp-mounter writes the marker once the pool's PVC is mounted there, and hpp-csi never uses the bare directory`
@@ -67,18 +61,26 @@ func TestMountedPoolNeedsMarker(t *testing.T) {
 
 // A marker naming another pool is the wrong PVC mounted there.
 func TestMountedPoolRefusesOtherPoolsMarker(t *testing.T) {
-	testutil.RequireRoot(t)
-	host := t.TempDir()
-	volumes := filepath.Join(host, csitest.VolumesSubdir)
-	if err := os.Mkdir(volumes, 0o755); err != nil {
-		t.Fatal(err)
-	}
+	host, volumes := bareMountPoint(t)
 	if err := poolmarker.Ensure(mountTmpfs(t, volumes), poolmarker.Marker{Pool: "other"}); err != nil {
 		t.Fatal(err)
 	}
 	e := newEnvPool(t, csitest.Pool{Name: poolName, Path: host, Mounted: true})
 	_, err := e.c.CreateVolume(ctx(t), csitest.CreateRequest("pvc-x", node, MiB, csitest.PoolParams(poolName)))
 	wantCode(t, err, codes.Unavailable, `storage pool "p" is not ready: it is not mounted: marker `+filepath.Join(volumes, poolmarker.Name)+` belongs to pool "other", not "p"`)
+}
+
+// bareMountPoint is a host pool directory whose volumes directory is an
+// empty mount point, as hpp-mounter leaves it when the pool is not mounted.
+func bareMountPoint(t *testing.T) (host, volumes string) {
+	t.Helper()
+	testutil.RequireRoot(t)
+	host = t.TempDir()
+	volumes = filepath.Join(host, csitest.VolumesSubdir)
+	if err := os.Mkdir(volumes, 0o755); err != nil {
+		t.Fatal(err)
+	}
+	return host, volumes
 }
 
 // mountTmpfs mounts a tmpfs on dir (the pool's storage); cleanup unmounts it

@@ -119,19 +119,10 @@ func (m *Mounter) mark(target string) error {
 // Ready says why the pool is not usable right now, or nil: mounted from the
 // PVC and marked. It only reads.
 func (m *Mounter) Ready() error {
-	src, err := m.sys.StatSource(m.cfg.Source)
-	if err != nil {
-		return fmt.Errorf("--storagePoolPath %s: %w", m.cfg.Source, err)
-	}
-	mounts, err := m.sys.Mounts()
+	want, top, err := m.current()
 	if err != nil {
 		return err
 	}
-	want, err := m.wantIdentity(src, mounts)
-	if err != nil {
-		return err
-	}
-	top := mountAt(mounts, m.cfg.target())
 	if top == nil {
 		return fmt.Errorf("%s is not mounted", m.cfg.Target)
 	}
@@ -139,4 +130,22 @@ func (m *Mounter) Ready() error {
 		return fmt.Errorf("%s is mounted from %s, not from the pool PVC (%s)", m.cfg.Target, describe(top), want)
 	}
 	return m.sys.CheckMarker(m.cfg.target(), m.cfg.Pool)
+}
+
+// current reads the identity the pool mount must have and the mount now on
+// top of the target (nil when none).
+func (m *Mounter) current() (Identity, *mountinfo.Info, error) {
+	src, err := m.sys.StatSource(m.cfg.Source)
+	if err != nil {
+		return Identity{}, nil, fmt.Errorf("--storagePoolPath %s: %w", m.cfg.Source, err)
+	}
+	mounts, err := m.sys.Mounts()
+	if err != nil {
+		return Identity{}, nil, err
+	}
+	want, err := m.wantIdentity(src, mounts)
+	if err != nil {
+		return Identity{}, nil, err
+	}
+	return want, mountAt(mounts, m.cfg.target()), nil
 }

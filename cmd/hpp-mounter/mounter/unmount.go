@@ -13,19 +13,10 @@ const maxPeel = 64
 // the PVC's: a mount that is not ours is left for a person to look at.
 // Never a lazy detach: a busy pool stays mounted and the error says so.
 func (m *Mounter) Release() error {
-	src, err := m.sys.StatSource(m.cfg.Source)
-	if err != nil {
-		return fmt.Errorf("--storagePoolPath %s: %w", m.cfg.Source, err)
-	}
-	mounts, err := m.sys.Mounts()
+	want, top, err := m.current()
 	if err != nil {
 		return err
 	}
-	want, err := m.wantIdentity(src, mounts)
-	if err != nil {
-		return err
-	}
-	top := mountAt(mounts, m.cfg.target())
 	if top == nil {
 		return nil
 	}
