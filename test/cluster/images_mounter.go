@@ -18,7 +18,8 @@ var MounterTools = []string{"blkid", "mkfs.xfs"}
 // upstream's name /usr/bin/mounter), plus this machine's blkid and mkfs.xfs
 // with every shared library ldd lists, at the same paths. No image builder
 // is needed; `make deps` installs the tools.
-func MounterImage(ctx context.Context, cmd Commander, ref, binary string) (Image, error) {
+func MounterImage(ctx context.Context, ref, binary string) (Image, error) {
+	cmd := hostCommander{}
 	img := Image{
 		Ref:        ref,
 		Entrypoint: []string{"/usr/bin/hpp-mounter"},

@@ -37,7 +37,7 @@ func TestMounterImageToolsRunInsideIt(t *testing.T) {
 			testutil.MissingPrerequisite(t, "%s not found (%v); install xfsprogs and util-linux (make deps)", tool, err)
 		}
 	}
-	img, err := MounterImage(context.Background(), hostCommander{}, "localhost/hpp/hpp-mounter:test", "/bin/sh")
+	img, err := MounterImage(context.Background(), "localhost/hpp/hpp-mounter:test", "/bin/sh")
 	if err != nil {
 		t.Fatal(err)
 	}
