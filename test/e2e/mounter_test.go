@@ -59,8 +59,9 @@ func importMounterImage(t *testing.T, env *Env) {
 func mounterHost(env *Env) string { return env.C.KubeletDir() }
 
 // mounterPod is what the operator runs per pool and node: the pool PVC at
-// /source (filesystem) or /dev/data (block), the host at /host.
-func mounterPod(ns, name, node, claim, mountPath string, block bool) *corev1.Pod {
+// /source (filesystem) or /dev/data (block), the host directory host at
+// /host (the operator mounts the host's `/`).
+func mounterPod(ns, name, node, claim, host, mountPath string, block bool) *corev1.Pod {
 	source := "/source"
 	if block {
 		source = "/dev/data"
@@ -86,7 +87,7 @@ func mounterPod(ns, name, node, claim, mountPath string, block bool) *corev1.Pod
 			TerminationGracePeriodSeconds: ptr.To[int64](30),
 			Containers:                    []corev1.Container{c},
 			Volumes: []corev1.Volume{
-				{Name: "host", VolumeSource: corev1.VolumeSource{HostPath: &corev1.HostPathVolumeSource{Path: "/"}}},
+				{Name: "host", VolumeSource: corev1.VolumeSource{HostPath: &corev1.HostPathVolumeSource{Path: host}}},
 				{Name: "pool", VolumeSource: corev1.VolumeSource{PersistentVolumeClaim: &corev1.PersistentVolumeClaimVolumeSource{ClaimName: claim}}},
 			},
 		},
@@ -179,7 +180,7 @@ func TestMounterBlockPVC(t *testing.T) {
 	rel := "/hpp-e2e-pools/" + ns + "/csi"
 	target := filepath.Join(mounterHost(env), rel)
 	t.Cleanup(func() { _ = os.RemoveAll(filepath.Join(mounterHost(env), "hpp-e2e-pools", ns)) })
-	stop := runMounter(t, env, mounterPod(ns, "mounter", env.C.RealNode().Name, "pool", rel, true))
+	stop := runMounter(t, env, mounterPod(ns, "mounter", env.C.RealNode().Name, "pool", mounterHost(env), rel, true))
 
 	var st unix.Stat_t
 	if err := unix.Stat(dev, &st); err != nil {
@@ -236,7 +237,7 @@ func TestMounterFilesystemPVC(t *testing.T) {
 	rel := "/hpp-e2e-pools/" + ns + "/csi"
 	target := filepath.Join(mounterHost(env), rel)
 	t.Cleanup(func() { _ = os.RemoveAll(filepath.Join(mounterHost(env), "hpp-e2e-pools", ns)) })
-	stop := runMounter(t, env, mounterPod(ns, "mounter", env.C.RealNode().Name, "pool", rel, false))
+	stop := runMounter(t, env, mounterPod(ns, "mounter", env.C.RealNode().Name, "pool", mounterHost(env), rel, false))
 
 	m, err := csitest.MountsAt(target)
 	if err != nil {

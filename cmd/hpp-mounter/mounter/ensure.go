@@ -80,7 +80,10 @@ func (m *Mounter) mountBlock(ctx context.Context, target string) error {
 	}
 	if sig.Empty {
 		m.log.Info("formatting the empty pool device with XFS", zap.String("device", dev))
-		if err := m.mkfs.MakeXFS(ctx, dev); err != nil {
+		// A SIGTERM must not kill mkfs halfway: a half-written superblock
+		// makes the device neither empty nor mountable. The executor's own
+		// timeout still bounds it.
+		if err := m.mkfs.MakeXFS(context.WithoutCancel(ctx), dev); err != nil {
 			return err
 		}
 		if sig, err = m.probe.Probe(ctx, dev); err != nil {
