@@ -2,13 +2,17 @@ package e2e
 
 import (
 	"context"
+	"fmt"
+	"net"
 	"os"
+	"os/exec"
 	"path/filepath"
 	"sync"
 	"testing"
 	"time"
 
 	corev1 "k8s.io/api/core/v1"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	"k8s.io/apimachinery/pkg/api/resource"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/util/intstr"
@@ -33,6 +37,11 @@ var (
 // with this machine's blkid and mkfs.xfs) once per run.
 func importMounterImage(t *testing.T, env *Env) {
 	t.Helper()
+	for _, tool := range append([]string{"ldd", "losetup"}, cluster.MounterTools...) {
+		if _, err := exec.LookPath(tool); err != nil {
+			testutil.MissingPrerequisite(t, "%s not found (%v): install xfsprogs and util-linux (make deps)", tool, err)
+		}
+	}
 	mounterImageOnce.Do(func() {
 		ctx := context.Background()
 		bin := filepath.Join(env.C.Dir, "hpp-mounter")
@@ -61,7 +70,12 @@ func mounterHost(env *Env) string { return env.C.KubeletDir() }
 // mounterPod is what the operator runs per pool and node: the pool PVC at
 // /source (filesystem) or /dev/data (block), the host directory host at
 // /host (the operator mounts the host's `/`).
-func mounterPod(ns, name, node, claim, host, mountPath string, block bool) *corev1.Pod {
+//
+// The pod uses the host's network and its readiness probe asks 127.0.0.1:
+// on this machine HTTP from the host to a pod IP is answered by something
+// else (a 404 from "server: keryx"), so a probe on the pod IP never passes.
+func mounterPod(ns, name, node, claim, host, mountPath, healthAddr string, block bool) *corev1.Pod {
+	_, port, _ := net.SplitHostPort(healthAddr)
 	source := "/source"
 	if block {
 		source = "/dev/data"
@@ -69,12 +83,13 @@ func mounterPod(ns, name, node, claim, host, mountPath string, block bool) *core
 	c := corev1.Container{
 		Name: "mounter", Image: mounterImage, ImagePullPolicy: corev1.PullNever,
 		Args: []string{"--storagePoolPath", source, "--mountPath", mountPath, "--hostPath", "/host",
-			"--pool-name", "mounted", "--node-name", node, "--check-interval", "1s", "--log-format", "text"},
+			"--pool-name", "mounted", "--node-name", node, "--check-interval", "1s", "--log-format", "text",
+			"--health-address", healthAddr},
 		SecurityContext: &corev1.SecurityContext{Privileged: ptr.To(true)},
 		VolumeMounts: []corev1.VolumeMount{{Name: "host", MountPath: "/host",
 			MountPropagation: ptr.To(corev1.MountPropagationBidirectional)}},
 		ReadinessProbe: &corev1.Probe{PeriodSeconds: 1, ProbeHandler: corev1.ProbeHandler{
-			HTTPGet: &corev1.HTTPGetAction{Path: "/readyz", Port: intstr.FromInt32(8081)}}},
+			HTTPGet: &corev1.HTTPGetAction{Host: "127.0.0.1", Path: "/readyz", Port: intstr.FromString(port)}}},
 	}
 	if block {
 		c.VolumeDevices = []corev1.VolumeDevice{{Name: "pool", DevicePath: source}}
@@ -84,6 +99,7 @@ func mounterPod(ns, name, node, claim, host, mountPath string, block bool) *core
 	return OnNode(&corev1.Pod{
 		ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: name},
 		Spec: corev1.PodSpec{
+			HostNetwork:                   true,
 			TerminationGracePeriodSeconds: ptr.To[int64](30),
 			Containers:                    []corev1.Container{c},
 			Volumes: []corev1.Volume{
@@ -179,8 +195,8 @@ func TestMounterBlockPVC(t *testing.T) {
 
 	rel := "/hpp-e2e-pools/" + ns + "/csi"
 	target := filepath.Join(mounterHost(env), rel)
-	t.Cleanup(func() { _ = os.RemoveAll(filepath.Join(mounterHost(env), "hpp-e2e-pools", ns)) })
-	stop := runMounter(t, env, mounterPod(ns, "mounter", env.C.RealNode().Name, "pool", mounterHost(env), rel, true))
+	cleanupPool(t, env, ns, target)
+	stop := runMounter(t, env, mounterPod(ns, "mounter", env.C.RealNode().Name, "pool", mounterHost(env), rel, freeAddr(t), true))
 
 	var st unix.Stat_t
 	if err := unix.Stat(dev, &st); err != nil {
@@ -236,8 +252,8 @@ func TestMounterFilesystemPVC(t *testing.T) {
 
 	rel := "/hpp-e2e-pools/" + ns + "/csi"
 	target := filepath.Join(mounterHost(env), rel)
-	t.Cleanup(func() { _ = os.RemoveAll(filepath.Join(mounterHost(env), "hpp-e2e-pools", ns)) })
-	stop := runMounter(t, env, mounterPod(ns, "mounter", env.C.RealNode().Name, "pool", mounterHost(env), rel, false))
+	cleanupPool(t, env, ns, target)
+	stop := runMounter(t, env, mounterPod(ns, "mounter", env.C.RealNode().Name, "pool", mounterHost(env), rel, freeAddr(t), false))
 
 	m, err := csitest.MountsAt(target)
 	if err != nil {
@@ -260,6 +276,38 @@ func TestMounterFilesystemPVC(t *testing.T) {
 	if m, err := csitest.MountsAt(target); err != nil || len(m) != 0 {
 		t.Fatalf("after deleting the mounter pod: mounts at %s = %+v, %v; want none", target, m, err)
 	}
+}
+
+// cleanupPool removes the test's pool directory after the test; a pool a
+// failed test left mounted is detached first, so the loop device can go.
+func cleanupPool(t *testing.T, env *Env, ns, target string) {
+	t.Cleanup(func() {
+		// The mounter pod first, or it mounts the pool again.
+		ctx := context.Background()
+		pods := env.C.Client.CoreV1().Pods(ns)
+		_ = pods.DeleteCollection(ctx, metav1.DeleteOptions{GracePeriodSeconds: new(int64)}, metav1.ListOptions{})
+		_ = WaitGone(ctx, "pods of "+ns, 2*time.Minute, func(ctx context.Context) error {
+			if l, err := pods.List(ctx, metav1.ListOptions{}); err != nil || len(l.Items) > 0 {
+				return Retry(fmt.Errorf("pods left: %v", err))
+			}
+			return apierrors.NewNotFound(corev1.Resource("pods"), ns)
+		})
+		for i := 0; i < 8 && unix.Unmount(target, unix.MNT_DETACH) == nil; i++ {
+			t.Logf("cleanup: detached a mount left at %s", target)
+		}
+		_ = os.RemoveAll(filepath.Join(mounterHost(env), "hpp-e2e-pools", ns))
+	})
+}
+
+// freeAddr is a free 127.0.0.1 port for a host-network pod's probe.
+func freeAddr(t *testing.T) string {
+	t.Helper()
+	l, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer func() { _ = l.Close() }()
+	return l.Addr().String()
 }
 
 // loopDevice attaches a sparse file of size bytes to a loop device.
