@@ -190,7 +190,7 @@ func TestMounterBlockPVC(t *testing.T) {
 	env := needEnv(t)
 	importMounterImage(t, env)
 	ns := namespace(t, env)
-	dev := loopDevice(t, testutil.MinXFSBytes)
+	dev, _ := testutil.LoopDevice(t, testutil.MinXFSBytes)
 	localPV(t, env, ns, "pool", dev, corev1.PersistentVolumeBlock)
 
 	rel := "/hpp-e2e-pools/" + ns + "/csi"
@@ -308,28 +308,4 @@ func freeAddr(t *testing.T) string {
 	}
 	defer func() { _ = l.Close() }()
 	return l.Addr().String()
-}
-
-// loopDevice attaches a sparse file of size bytes to a loop device.
-func loopDevice(t *testing.T, size int64) string {
-	t.Helper()
-	img := filepath.Join(t.TempDir(), "disk.img")
-	f, err := os.Create(img)
-	if err != nil {
-		t.Fatal(err)
-	}
-	if err := f.Truncate(size); err != nil {
-		t.Fatal(err)
-	}
-	_ = f.Close()
-	dev, err := testutil.Run(context.Background(), "losetup", "--find", "--show", img)
-	if err != nil {
-		testutil.MissingPrerequisite(t, "cannot attach a loop device: %v", err)
-	}
-	t.Cleanup(func() {
-		if _, err := testutil.Run(context.Background(), "losetup", "--detach", dev); err != nil {
-			t.Errorf("cleanup: %v", err)
-		}
-	})
-	return dev
 }

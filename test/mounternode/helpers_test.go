@@ -11,7 +11,6 @@ import (
 	"errors"
 	"os"
 	"os/exec"
-	"path/filepath"
 	"strings"
 	"sync"
 	"syscall"
@@ -195,45 +194,24 @@ func bind(t *testing.T, src, dst string) {
 	t.Cleanup(func() { _ = unix.Unmount(dst, unix.MNT_DETACH) })
 }
 
-// loopImage makes a sparse image of size bytes, runs prepare on it (mkfs,
-// or nothing for an empty device) and attaches it to a loop device.
+// loopImage attaches an empty sparse image of size bytes to a loop device
+// and runs prepare on the device (mkfs, or nothing for an empty device).
 func loopImage(t *testing.T, size int64, prepare ...string) (dev, img string) {
 	t.Helper()
-	testutil.RequireRoot(t)
-	for _, tool := range []string{"losetup", "blkid", "mkfs.xfs"} {
+	for _, tool := range []string{"blkid", "mkfs.xfs"} {
 		if _, err := exec.LookPath(tool); err != nil {
 			testutil.MissingPrerequisite(t, "%s not found (%v); install util-linux and xfsprogs (make deps)", tool, err)
 		}
 	}
-	if _, err := os.Stat("/dev/loop-control"); err != nil {
-		testutil.MissingPrerequisite(t, "no loop device support: %v", err)
-	}
-	img = filepath.Join(t.TempDir(), "disk.img")
-	f, err := os.Create(img)
-	if err != nil {
-		t.Fatal(err)
-	}
-	if err := f.Truncate(size); err != nil {
-		t.Fatal(err)
-	}
-	_ = f.Close()
+	dev, img = testutil.LoopDevice(t, size)
 	if len(prepare) > 0 {
 		if _, err := exec.LookPath(prepare[0]); err != nil {
 			testutil.MissingPrerequisite(t, "%s not found: %v", prepare[0], err)
 		}
-		if _, err := testutil.Run(context.Background(), prepare[0], append(prepare[1:], img)...); err != nil {
+		if _, err := testutil.Run(context.Background(), prepare[0], append(prepare[1:], dev)...); err != nil {
 			t.Fatal(err)
 		}
 	}
-	dev, err = testutil.Run(context.Background(), "losetup", "--find", "--show", img)
-	if err != nil {
-		testutil.MissingPrerequisite(t, "cannot attach a loop device: %v", err)
-	}
-	t.Cleanup(func() {
-		if _, err := testutil.Run(context.Background(), "losetup", "--detach", dev); err != nil {
-			t.Errorf("cleanup: %v", err)
-		}
-	})
 	return dev, img
 }
 

@@ -15,9 +15,14 @@ import (
 
 // mountedFast marks the harness's "fast" pool as one hpp-mounter mounts.
 func mountedFast(c *Config) {
+	editPools(c, func(p *pool.Pool) { p.Mounted = p.Name == "fast" })
+}
+
+// editPools applies edit to every configured pool.
+func editPools(c *Config, edit func(*pool.Pool)) {
 	pools := c.Pools.All()
 	for i := range pools {
-		pools[i].Mounted = pools[i].Name == "fast"
+		edit(&pools[i])
 	}
 	set, err := pool.NewSet(pools)
 	if err != nil {
