@@ -89,7 +89,7 @@ func mounterPod(ns, name, node, claim, host, mountPath, healthAddr string, block
 		VolumeMounts: []corev1.VolumeMount{{Name: "host", MountPath: "/host",
 			MountPropagation: ptr.To(corev1.MountPropagationBidirectional)}},
 		ReadinessProbe: &corev1.Probe{PeriodSeconds: 1, ProbeHandler: corev1.ProbeHandler{
-			HTTPGet: &corev1.HTTPGetAction{Host: "127.0.0.1", Path: "/readyz", Port: intstr.FromString(port)}}},
+			HTTPGet: &corev1.HTTPGetAction{Host: "127.0.0.1", Path: "/readyz", Port: intstr.Parse(port)}}},
 	}
 	if block {
 		c.VolumeDevices = []corev1.VolumeDevice{{Name: "pool", DevicePath: source}}
