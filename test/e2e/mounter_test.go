@@ -18,6 +18,9 @@ import (
 	"k8s.io/apimachinery/pkg/util/intstr"
 	"k8s.io/utils/ptr"
 
+	csipb "github.com/container-storage-interface/spec/lib/go/csi"
+	"google.golang.org/grpc/codes"
+
 	"golang.org/x/sys/unix"
 
 	"github.com/hostpath-provisioner/hpp/internal/poolmarker"
@@ -184,8 +187,10 @@ func runMounter(t *testing.T, env *Env, pod *corev1.Pod) (stop func()) {
 }
 
 // A loop device offered as a Block local PV: the mounter pod formats it with
-// XFS and mounts it at the pool path on the host; a file written there lands
-// on the device; deleting the pod unmounts the pool.
+// XFS and mounts it at the pool path on the host. An hpp-csi whose pool is
+// that path ("mounted": true) refuses creates until then, creates its
+// volume on the device once the pool is mounted, and refuses again, saying
+// why, once the mounter pod is deleted (which unmounts the pool).
 func TestMounterBlockPVC(t *testing.T) {
 	env := needEnv(t)
 	importMounterImage(t, env)
@@ -196,8 +201,16 @@ func TestMounterBlockPVC(t *testing.T) {
 	rel := "/hpp-e2e-pools/" + ns + "/csi"
 	target := filepath.Join(mounterHost(env), rel)
 	cleanupPool(t, env, ns, target)
-	stop := runMounter(t, env, mounterPod(ns, "mounter", env.C.RealNode().Name, "pool", mounterHost(env), rel, freeAddr(t), true))
+	// The host pool directory and its bare mount point, as on a node
+	// before the mounter runs.
+	if err := os.MkdirAll(target, 0o755); err != nil {
+		t.Fatal(err)
+	}
+	csi := startMountedPoolDriver(t, env, filepath.Dir(target))
+	why := `storage pool "mounted" is not ready: it is not mounted: marker ` + filepath.Join(target, poolmarker.Name) + ` is missing`
+	csi.create(t, "pvc-before", codes.Unavailable, why)
 
+	stop := runMounter(t, env, mounterPod(ns, "mounter", env.C.RealNode().Name, "pool", mounterHost(env), rel, freeAddr(t), true))
 	var st unix.Stat_t
 	if err := unix.Stat(dev, &st); err != nil {
 		t.Fatal(err)
@@ -212,7 +225,9 @@ func TestMounterBlockPVC(t *testing.T) {
 	if err := poolmarker.Check(target, "mounted"); err != nil {
 		t.Error(err)
 	}
-	if err := os.WriteFile(filepath.Join(target, "from-host"), []byte("on the device\n"), 0o644); err != nil {
+	csi.waitReady(t)
+	csi.create(t, "pvc-on-device", codes.OK, "")
+	if err := os.WriteFile(filepath.Join(target, "pvc-on-device", "data"), []byte("on the device\n"), 0o644); err != nil {
 		t.Fatal(err)
 	}
 
@@ -220,17 +235,70 @@ func TestMounterBlockPVC(t *testing.T) {
 	if m, err := csitest.MountsAt(target); err != nil || len(m) != 0 {
 		t.Fatalf("after deleting the mounter pod: mounts at %s = %+v, %v; want none", target, m, err)
 	}
-	// The file is on the loop device's filesystem, not on the OS disk.
+	csi.create(t, "pvc-after", codes.Unavailable, why)
+	if entries := csitest.Entries(t, target); len(entries) != 0 {
+		t.Errorf("the bare mount point on the OS disk was written to: %v", entries)
+	}
+	// The volume and its file are on the loop device's filesystem.
 	check := t.TempDir()
 	if err := unix.Mount(dev, check, "xfs", 0, ""); err != nil {
 		t.Fatal(err)
 	}
 	defer func() { _ = unix.Unmount(check, 0) }()
-	if got := readFile(t, filepath.Join(check, "from-host")); got != "on the device\n" {
+	if got := readFile(t, filepath.Join(check, "pvc-on-device", "data")); got != "on the device\n" {
 		t.Errorf("file on the device = %q", got)
 	}
-	if _, err := os.Stat(filepath.Join(target, "from-host")); !os.IsNotExist(err) {
-		t.Errorf("the file is also on the OS disk under the unmounted pool path: %v", err)
+}
+
+// mountedPoolDriver is an hpp-csi process (not registered with the
+// kubelet: the suite's own serves the node) whose one pool is a mounted one.
+type mountedPoolDriver struct {
+	c    *csitest.Client
+	node string
+}
+
+func startMountedPoolDriver(t *testing.T, env *Env, hostPool string) *mountedPoolDriver {
+	t.Helper()
+	d, err := csitest.Launch(env.HPPCSI, csitest.Config{NodeID: env.C.RealNode().Name, Dir: t.TempDir(),
+		Pools: []csitest.Pool{{Name: "mounted", Path: hostPool, Mounted: true}}, Extra: []string{"--pool-retry-interval", "200ms"}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() {
+		if err := d.Stop(); err != nil {
+			t.Errorf("stopping hpp-csi: %v", err)
+		}
+		if t.Failed() {
+			t.Logf("hpp-csi (mounted pool) log:\n%s", d.Log())
+		}
+	})
+	return &mountedPoolDriver{c: d.Client(t), node: env.C.RealNode().Name}
+}
+
+// create asks for a volume and checks the answer's code and message.
+func (m *mountedPoolDriver) create(t *testing.T, name string, code codes.Code, msg string) {
+	t.Helper()
+	_, err := m.c.CreateVolume(csitest.Ctx(t), csitest.CreateRequest(name, m.node, 1<<20, csitest.PoolParams("mounted")))
+	if code == codes.OK {
+		if err != nil {
+			t.Fatalf("CreateVolume %s: %v", name, err)
+		}
+		return
+	}
+	csitest.WantCode(t, err, code, msg)
+}
+
+func (m *mountedPoolDriver) waitReady(t *testing.T) {
+	t.Helper()
+	err := Poll(context.Background(), time.Minute, "hpp-csi ready with the pool mounted", func(ctx context.Context) (bool, string, error) {
+		resp, err := m.c.Probe(ctx, &csipb.ProbeRequest{})
+		if err != nil {
+			return false, "", Retry(err)
+		}
+		return resp.GetReady().GetValue(), "Probe not ready", nil
+	})
+	if err != nil {
+		t.Fatal(err)
 	}
 }
 
