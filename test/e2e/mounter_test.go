@@ -355,8 +355,12 @@ func cleanupPool(t *testing.T, env *Env, ns, target string) {
 		pods := env.C.Client.CoreV1().Pods(ns)
 		_ = pods.DeleteCollection(ctx, metav1.DeleteOptions{GracePeriodSeconds: new(int64)}, metav1.ListOptions{})
 		_ = WaitGone(ctx, "pods of "+ns, 2*time.Minute, func(ctx context.Context) error {
-			if l, err := pods.List(ctx, metav1.ListOptions{}); err != nil || len(l.Items) > 0 {
-				return Retry(fmt.Errorf("pods left: %v", err))
+			l, err := pods.List(ctx, metav1.ListOptions{})
+			if err != nil {
+				return Retry(err)
+			}
+			if len(l.Items) > 0 {
+				return Retry(fmt.Errorf("%d pods left", len(l.Items)))
 			}
 			return apierrors.NewNotFound(corev1.Resource("pods"), ns)
 		})
