@@ -125,3 +125,29 @@ func detach(t testing.TB, losetup, dev string) {
 		t.Errorf("cleanup: %v", err)
 	}
 }
+
+// LoopDevice attaches a sparse file of sizeBytes (all zeros: no signature
+// of any kind) to a loop device and returns the device and the file;
+// cleanup detaches it. Skips, with the reason, unless root and a loop
+// device can be had.
+func LoopDevice(t testing.TB, sizeBytes int64) (dev, img string) {
+	t.Helper()
+	RequireRoot(t)
+	losetup, err := exec.LookPath("losetup")
+	if err != nil {
+		MissingPrerequisite(t, "losetup not found (%v); install util-linux", err)
+	}
+	if _, err := os.Stat("/dev/loop-control"); err != nil {
+		MissingPrerequisite(t, "no loop device support: %v", err)
+	}
+	img = filepath.Join(t.TempDir(), "disk.img")
+	if err := sparseFile(img, sizeBytes); err != nil {
+		t.Fatal(err)
+	}
+	dev, err = Run(context.Background(), losetup, "--find", "--show", img)
+	if err != nil {
+		MissingPrerequisite(t, "cannot attach a loop device: %v", err)
+	}
+	t.Cleanup(func() { detach(t, losetup, dev) })
+	return dev, img
+}

@@ -15,15 +15,7 @@ import (
 
 // sharedSlow makes the harness's "slow" pool a shared one.
 func sharedSlow(c *Config) {
-	pools := c.Pools.All()
-	for i := range pools {
-		pools[i].Shared = pools[i].Name == "slow"
-	}
-	set, err := pool.NewSet(pools)
-	if err != nil {
-		panic(err)
-	}
-	c.Pools = set
+	editPools(c, func(p *pool.Pool) { p.Shared = p.Name == "slow" })
 }
 
 func withMode(req *csi.CreateVolumeRequest, m csi.VolumeCapability_AccessMode_Mode) *csi.CreateVolumeRequest {
