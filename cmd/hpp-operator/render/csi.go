@@ -31,6 +31,9 @@ type datadirPool struct {
 	SnapshotPath     string `json:"snapshotPath,omitempty"`
 	SnapshotProvider string `json:"snapshotProvider,omitempty"`
 	Shared           bool   `json:"shared,omitempty"`
+	// Mounted: hpp-mounter mounts the pool (pvcTemplate); hpp-csi uses it
+	// only while the mounter's marker is there (cmd/hpp-mounter/README.md).
+	Mounted bool `json:"mounted,omitempty"`
 }
 
 // poolMount is where a pool's host directory appears in the driver's
@@ -47,6 +50,7 @@ func Datadir(pools []hppv1.StoragePool) (string, error) {
 		d := datadirPool{Name: p.Name, Path: path.Join(poolMount(p.Name), "csi"),
 			SnapshotPath: p.SnapshotPath, SnapshotProvider: p.SnapshotProvider}
 		if p.PVCTemplate != nil {
+			d.Mounted = true
 			for _, m := range p.PVCTemplate.AccessModes {
 				d.Shared = d.Shared || m == corev1.ReadWriteMany
 			}

@@ -21,8 +21,8 @@ func TestDatadirAsUpstream(t *testing.T) {
 		t.Fatal(err)
 	}
 	want := `[{"name":"local","path":"/local-data-dir/csi"},` +
-		`{"name":"shared","path":"/shared-data-dir/csi","snapshotProvider":"reflink","shared":true},` +
-		`{"name":"block","path":"/block-data-dir/csi"}]`
+		`{"name":"shared","path":"/shared-data-dir/csi","snapshotProvider":"reflink","shared":true,"mounted":true},` +
+		`{"name":"block","path":"/block-data-dir/csi","mounted":true}]`
 	if got != want {
 		t.Errorf("datadir\n got  %s\n want %s", got, want)
 	}
