@@ -10,6 +10,7 @@ import (
 	corev1 "k8s.io/api/core/v1"
 	storagev1 "k8s.io/api/storage/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	"k8s.io/apimachinery/pkg/api/resource"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
@@ -350,4 +351,79 @@ func mustGetCR(t *testing.T, h *harness, name string) *hppv1.HostPathProvisioner
 		t.Fatal(err)
 	}
 	return cr
+}
+
+// A node leaving the placement while it holds volumes of the pool keeps
+// its mounter (unmounting would strand them) and says so in the status;
+// once the volumes are gone, the mounter is retired.
+func TestNodeLeavingWithVolumesKeepsItsMounter(t *testing.T) {
+	h := start(t, "hpp-pools-keep")
+	ns := h.cfg.Namespace
+	sel := map[string]string{"hpp": "yes"}
+	addNode(t, h, "keep-1", sel)
+	cr := poolsCR("hpp", hppv1.StoragePool{Name: "blk", Path: "/var/blk", PVCTemplate: template(corev1.PersistentVolumeBlock, corev1.ReadWriteOnce)})
+	cr.Spec.Workload.NodeSelector = sel
+	if err := h.admin.Create(h.ctx, cr); err != nil {
+		t.Fatal(err)
+	}
+	eventually(t, "mounter", func() error { _, err := h.mounter("blk", "keep-1"); return err })
+	pv := &corev1.PersistentVolume{
+		ObjectMeta: metav1.ObjectMeta{Name: "pvc-keep"},
+		Spec: corev1.PersistentVolumeSpec{
+			Capacity:    corev1.ResourceList{corev1.ResourceStorage: resource.MustParse("1Gi")},
+			AccessModes: []corev1.PersistentVolumeAccessMode{corev1.ReadWriteOnce},
+			PersistentVolumeSource: corev1.PersistentVolumeSource{CSI: &corev1.CSIPersistentVolumeSource{
+				Driver: render.DriverName, VolumeHandle: "pvc-keep", VolumeAttributes: map[string]string{"storagePool": "blk"}}},
+			NodeAffinity: &corev1.VolumeNodeAffinity{Required: &corev1.NodeSelector{NodeSelectorTerms: []corev1.NodeSelectorTerm{{
+				MatchExpressions: []corev1.NodeSelectorRequirement{{Key: render.TopologyKey, Operator: corev1.NodeSelectorOpIn, Values: []string{"keep-1"}}}}}}},
+		},
+	}
+	if err := h.admin.Create(h.ctx, pv); err != nil {
+		t.Fatal(err)
+	}
+	n := &corev1.Node{}
+	if err := h.get(client.ObjectKey{Name: "keep-1"}, n); err != nil {
+		t.Fatal(err)
+	}
+	n.Labels = nil
+	if err := h.admin.Update(h.ctx, n); err != nil {
+		t.Fatal(err)
+	}
+	eventually(t, "node reported as kept", func() error {
+		ps, err := h.poolStatus("hpp", "blk")
+		if err != nil {
+			return err
+		}
+		for _, ns := range ps.Nodes {
+			if ns.Name == "keep-1" && strings.Contains(ns.Reason, "holds 1 volume(s) of pool \"blk\"") {
+				return nil
+			}
+		}
+		return fmt.Errorf("nodes %+v", ps.Nodes)
+	})
+	if _, err := h.mounter("blk", "keep-1"); err != nil {
+		t.Errorf("mounter of a node holding volumes: %v", err)
+	}
+	if err := h.get(client.ObjectKey{Namespace: ns, Name: "cleanup-pool-blk-keep-1"}, &batchv1.Job{}); !apierrors.IsNotFound(err) {
+		t.Errorf("cleanup Job while volumes remain: %v", err)
+	}
+
+	// The volume goes (envtest has no controller to drop pv-protection).
+	if err := h.admin.Delete(h.ctx, pv); err != nil {
+		t.Fatal(err)
+	}
+	eventually(t, "PV gone", func() error {
+		cur := &corev1.PersistentVolume{}
+		if err := h.get(client.ObjectKeyFromObject(pv), cur); err != nil {
+			return client.IgnoreNotFound(err)
+		}
+		cur.Finalizers = nil
+		if err := h.admin.Update(h.ctx, cur); err != nil {
+			return err
+		}
+		return fmt.Errorf("still there")
+	})
+	// The PV's deletion itself triggers the reconcile.
+	h.waitGone("mounter of the node without volumes", deployment(ns, render.MounterName("blk", "keep-1")))
+	h.finishJob("cleanup-pool-blk-keep-1", true)
 }
