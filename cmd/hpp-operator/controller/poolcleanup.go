@@ -92,16 +92,8 @@ func jobFinished(j *batchv1.Job) (succeeded, finished bool) {
 // cleanupJobs lists the cleanup Jobs the CR controls.
 func (r *Reconciler) cleanupJobs(ctx context.Context, cr *hppv1.HostPathProvisioner) ([]batchv1.Job, error) {
 	list := &batchv1.JobList{}
-	if err := r.Client.List(ctx, list, client.InNamespace(r.Config.Namespace), client.HasLabels{render.PoolLabel}); err != nil {
-		return nil, err
-	}
-	out := list.Items[:0]
-	for _, j := range list.Items {
-		if metav1.IsControlledBy(&j, cr) {
-			out = append(out, j)
-		}
-	}
-	return out, nil
+	err := r.Client.List(ctx, list, r.poolObjects()...)
+	return controlledBy(list.Items, cr), err
 }
 
 // tidyCleanupJobs deletes succeeded cleanup Jobs (their work is done) and

@@ -145,16 +145,27 @@ func (r *Reconciler) reportOverlayConflict(cr *hppv1.HostPathProvisioner, st *st
 // poolDeployments lists the mounter Deployments the CR controls.
 func (r *Reconciler) poolDeployments(ctx context.Context, cr *hppv1.HostPathProvisioner) ([]appsv1.Deployment, error) {
 	list := &appsv1.DeploymentList{}
-	if err := r.Client.List(ctx, list, client.InNamespace(r.Config.Namespace), client.HasLabels{render.PoolLabel}); err != nil {
-		return nil, err
-	}
-	out := list.Items[:0]
-	for _, d := range list.Items {
-		if metav1.IsControlledBy(&d, cr) {
-			out = append(out, d)
+	err := r.Client.List(ctx, list, r.poolObjects()...)
+	return controlledBy(list.Items, cr), err
+}
+
+// poolObjects selects the namespaced objects of pvcTemplate pools.
+func (r *Reconciler) poolObjects() []client.ListOption {
+	return []client.ListOption{client.InNamespace(r.Config.Namespace), client.HasLabels{render.PoolLabel}}
+}
+
+// controlledBy keeps the items the owner controls.
+func controlledBy[T any, P interface {
+	*T
+	metav1.Object
+}](items []T, owner metav1.Object) []T {
+	out := items[:0]
+	for i := range items {
+		if metav1.IsControlledBy(P(&items[i]), owner) {
+			out = append(out, items[i])
 		}
 	}
-	return out, nil
+	return out
 }
 
 // retireMounters removes the mounter Deployments not in wanted, each after

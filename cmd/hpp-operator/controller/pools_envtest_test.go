@@ -10,10 +10,10 @@ import (
 	corev1 "k8s.io/api/core/v1"
 	storagev1 "k8s.io/api/storage/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
-	"k8s.io/apimachinery/pkg/api/resource"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
+	"github.com/hostpath-provisioner/hpp/cmd/hpp-operator/internal/testenv"
 	"github.com/hostpath-provisioner/hpp/cmd/hpp-operator/render"
 	hppv1 "github.com/hostpath-provisioner/hpp/internal/api/v1beta1"
 )
@@ -367,17 +367,7 @@ func TestNodeLeavingWithVolumesKeepsItsMounter(t *testing.T) {
 		t.Fatal(err)
 	}
 	eventually(t, "mounter", func() error { _, err := h.mounter("blk", "keep-1"); return err })
-	pv := &corev1.PersistentVolume{
-		ObjectMeta: metav1.ObjectMeta{Name: "pvc-keep"},
-		Spec: corev1.PersistentVolumeSpec{
-			Capacity:    corev1.ResourceList{corev1.ResourceStorage: resource.MustParse("1Gi")},
-			AccessModes: []corev1.PersistentVolumeAccessMode{corev1.ReadWriteOnce},
-			PersistentVolumeSource: corev1.PersistentVolumeSource{CSI: &corev1.CSIPersistentVolumeSource{
-				Driver: render.DriverName, VolumeHandle: "pvc-keep", VolumeAttributes: map[string]string{"storagePool": "blk"}}},
-			NodeAffinity: &corev1.VolumeNodeAffinity{Required: &corev1.NodeSelector{NodeSelectorTerms: []corev1.NodeSelectorTerm{{
-				MatchExpressions: []corev1.NodeSelectorRequirement{{Key: render.TopologyKey, Operator: corev1.NodeSelectorOpIn, Values: []string{"keep-1"}}}}}}},
-		},
-	}
+	pv := testenv.DriverPV("pvc-keep", "blk", "keep-1")
 	if err := h.admin.Create(h.ctx, pv); err != nil {
 		t.Fatal(err)
 	}
