@@ -26,9 +26,11 @@ import (
 // A node that no longer exists gets no Job: nothing is mounted there.
 func (r *Reconciler) retireMounter(ctx context.Context, log logr.Logger, cfg render.Config, cr *hppv1.HostPathProvisioner, d *appsv1.Deployment) error {
 	pool, node, poolPath := d.Annotations[render.PoolNameAnnotation], d.Annotations[render.NodeAnnotation], d.Annotations[render.PoolPathAnnotation]
+	how := fmt.Sprintf("cleanup Job %s unmounts %s/csi", render.CleanupJobName(pool, node), poolPath)
 	err := r.Client.Get(ctx, client.ObjectKey{Name: node}, &corev1.Node{})
 	switch {
 	case apierrors.IsNotFound(err) || node == "" || poolPath == "":
+		how = "no cleanup Job: the node is gone (or the mounter was not made by hpp)"
 		log.Info("no cleanup job: node gone or mounter not annotated", "deployment", d.Name, "node", node)
 	case err != nil:
 		return err
@@ -41,6 +43,8 @@ func (r *Reconciler) retireMounter(ctx context.Context, log logr.Logger, cfg ren
 		return fmt.Errorf("delete mounter Deployment %s: %w", d.Name, err)
 	}
 	log.Info("retired pool mounter", "deployment", d.Name, "pool", pool, "node", node)
+	r.eventf(cr, corev1.EventTypeNormal, "PoolRetired", "storage pool %q leaves node %s: mounter %s deleted, %s; its claim is kept",
+		pool, node, d.Name, how)
 	return nil
 }
 
@@ -109,7 +113,7 @@ func (r *Reconciler) tidyCleanupJobs(ctx context.Context, log logr.Logger, cr *h
 		ok, done := jobFinished(j)
 		switch {
 		case !done:
-			st.cleaning = append(st.cleaning, j.Name)
+			// Its status changes trigger a reconcile (the CR owns it).
 		case ok:
 			if err := r.deleteIfPresent(ctx, log, j); err != nil {
 				return err
@@ -135,12 +139,18 @@ func describeJob(j *batchv1.Job) string {
 // activeDeadlineSeconds, so the wait is too). It returns the Jobs still
 // running, and the failed ones for the caller to report.
 func (r *Reconciler) teardownPools(ctx context.Context, log logr.Logger, cr *hppv1.HostPathProvisioner) (running, failed []string, err error) {
+	// The Jobs' pods must be admitted: without the PriorityClass they go
+	// without one, as the node pods do.
+	cfg, err := r.checkPriorityClass(ctx, newStatus(cr, r.Config.Version))
+	if err != nil {
+		return nil, nil, err
+	}
 	deps, err := r.poolDeployments(ctx, cr)
 	if err != nil {
 		return nil, nil, err
 	}
 	for i := range deps {
-		if err := r.retireMounter(ctx, log, r.Config, cr, &deps[i]); err != nil {
+		if err := r.retireMounter(ctx, log, cfg, cr, &deps[i]); err != nil {
 			return nil, nil, err
 		}
 	}

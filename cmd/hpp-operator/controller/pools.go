@@ -89,7 +89,11 @@ func (r *Reconciler) ensureClaim(ctx context.Context, log logr.Logger, pvc *core
 	if !apierrors.IsNotFound(err) {
 		return err
 	}
-	if err := r.Client.Create(ctx, pvc); err != nil && !apierrors.IsAlreadyExists(err) {
+	err = r.Client.Create(ctx, pvc)
+	if apierrors.IsAlreadyExists(err) {
+		return nil // the cache had not seen it yet
+	}
+	if err != nil {
 		return fmt.Errorf("create pool PVC %s: %w", pvc.Name, err)
 	}
 	log.Info("created pool claim", "name", pvc.Name)

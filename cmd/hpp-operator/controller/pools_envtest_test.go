@@ -183,6 +183,7 @@ func TestTemplatePoolMountersFollowNodes(t *testing.T) {
 	if err := h.get(client.ObjectKey{Namespace: ns, Name: "hpp-pool-block-node-b"}, &corev1.PersistentVolumeClaim{}); err != nil {
 		t.Errorf("pool claim of a node that left: %v (must be kept)", err)
 	}
+	h.waitEvent("PoolRetired", `storage pool "block" leaves node node-b: mounter hpp-pool-block-node-b deleted, cleanup Job cleanup-pool-block-node-b unmounts /var/hpp-block/csi; its claim is kept`)
 	h.finishJob("cleanup-pool-block-node-b", true)
 	h.waitGone("succeeded cleanup Job", job)
 

@@ -21,8 +21,6 @@ type poolState struct {
 	nodes map[string][]string
 	// kept: per pool, nodes that left the placement but keep their mounter.
 	kept map[string][]hppv1.PoolNodeStatus
-	// cleaning: cleanup Jobs still running.
-	cleaning []string
 }
 
 func (s *poolState) setPoolNodes(pool string, nodes []string) {
