@@ -25,12 +25,12 @@ import (
 // (node rebooted, pod force-deleted) and mounts stacked by older mounters.
 // A node that no longer exists gets no Job: nothing is mounted there.
 func (r *Reconciler) retireMounter(ctx context.Context, log logr.Logger, cfg render.Config, cr *hppv1.HostPathProvisioner, d *appsv1.Deployment) error {
-	pool, node, poolPath := d.Annotations[render.PoolNameAnnotation], d.Annotations[render.NodeAnnotation], d.Annotations[render.PoolPathAnnotation]
+	pool, poolPath, node := mounterOrigin(d)
 	how := fmt.Sprintf("cleanup Job %s unmounts %s/csi", render.CleanupJobName(pool, node), poolPath)
 	err := r.Client.Get(ctx, client.ObjectKey{Name: node}, &corev1.Node{})
 	switch {
 	case apierrors.IsNotFound(err) || node == "" || poolPath == "":
-		how = "no cleanup Job: the node is gone (or the mounter was not made by hpp)"
+		how = "no cleanup Job: the node is gone (or the mounter does not say which node and path)"
 		log.Info("no cleanup job: node gone or mounter not annotated", "deployment", d.Name, "node", node)
 	case err != nil:
 		return err

@@ -187,7 +187,7 @@ func (r *Reconciler) retireMounters(ctx context.Context, log logr.Logger, cfg re
 		if wanted[d.Name] {
 			continue
 		}
-		pool, node := d.Annotations[render.PoolNameAnnotation], d.Annotations[render.NodeAnnotation]
+		pool, _, node := mounterOrigin(d)
 		inSpec := slices.ContainsFunc(pools, func(p hppv1.StoragePool) bool { return p.Name == pool && render.IsTemplatePool(&p) })
 		if inSpec {
 			n, err := r.poolVolumesOnNode(ctx, pool, node)

@@ -137,6 +137,21 @@ func TestTemplatePoolMountersFollowNodes(t *testing.T) {
 		}
 		return nil
 	})
+	// Bound but not mounted yet: Mounting on that node.
+	h.bindClaim("hpp-pool-block-node-a")
+	eventually(t, "node-a Mounting", func() error {
+		ps, err := h.poolStatus("hpp", "block")
+		if err != nil {
+			return err
+		}
+		for _, n := range ps.Nodes {
+			if n.Name == "node-a" && n.Phase == hppv1.StoragePoolMounting && n.ClaimPhase == corev1.ClaimBound && !n.MounterReady &&
+				n.Reason == "mounter Deployment hpp-pool-block-node-a is not ready (pool not mounted and marked yet)" {
+				return nil
+			}
+		}
+		return fmt.Errorf("nodes %+v", ps.Nodes)
+	})
 	for _, n := range nodes {
 		h.playMounterReady("block", n)
 	}

@@ -80,21 +80,30 @@ func (h *harness) playMounterReady(pool, node string) {
 		if err != nil {
 			return err
 		}
-		claim := d.Spec.Template.Spec.Volumes[0].PersistentVolumeClaim.ClaimName
-		pvc := &corev1.PersistentVolumeClaim{}
-		if err := h.get(client.ObjectKey{Namespace: h.cfg.Namespace, Name: claim}, pvc); err != nil {
+		if err := h.tryBindClaim(d.Spec.Template.Spec.Volumes[0].PersistentVolumeClaim.ClaimName); err != nil {
 			return err
-		}
-		if pvc.Status.Phase != corev1.ClaimBound {
-			pvc.Status.Phase = corev1.ClaimBound
-			if err := h.admin.Status().Update(h.ctx, pvc); err != nil {
-				return err
-			}
 		}
 		d.Status = appsv1.DeploymentStatus{ObservedGeneration: d.Generation, Replicas: 1, ReadyReplicas: 1,
 			AvailableReplicas: 1, UpdatedReplicas: 1}
 		return h.admin.Status().Update(h.ctx, d)
 	})
+}
+
+func (h *harness) bindClaim(name string) {
+	h.t.Helper()
+	eventually(h.t, "claim "+name+" bound", func() error { return h.tryBindClaim(name) })
+}
+
+func (h *harness) tryBindClaim(name string) error {
+	pvc := &corev1.PersistentVolumeClaim{}
+	if err := h.get(client.ObjectKey{Namespace: h.cfg.Namespace, Name: name}, pvc); err != nil {
+		return err
+	}
+	if pvc.Status.Phase == corev1.ClaimBound {
+		return nil
+	}
+	pvc.Status.Phase = corev1.ClaimBound
+	return h.admin.Status().Update(h.ctx, pvc)
 }
 
 // finishJob plays the Job controller: the Job succeeded or failed.
