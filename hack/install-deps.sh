@@ -6,6 +6,7 @@ set -euo pipefail
 declare -A need=(
   [mkfs.xfs]=xfsprogs
   [losetup]=mount
+  [blkid]=util-linux
   [mkfs.ext4]=e2fsprogs
   [containerd]=containerd
   [runc]=runc

@@ -12,6 +12,11 @@ csi-tests: ## hpp-csi node tests (real mounts, tmpfs, XFS on loop) and abuse tes
 	@echo "==> hpp-csi node and abuse tests (-race)"
 	@cd $(ROOT)/test && $(GOTEST) -race -count=1 ./csinode/ ./csiabuse/
 
+.PHONY: mounter-tests
+mounter-tests: ## hpp-mounter node tests (real loop devices, XFS, ext4, bind mounts found from mountinfo), with -race (root)
+	@echo "==> hpp-mounter node tests (-race)"
+	@cd $(ROOT)/test && $(GOTEST) -race -count=1 ./mounternode/
+
 .PHONY: bench
 bench: ## benchmarks: hpp-csi over its real socket (table + JSON on stdout; root), then bench-e2e if defined
 	@echo "==> hpp-csi benchmark (cd test && go run ./bench/csi)"

@@ -1,57 +1,114 @@
-// Command hpp-mounter: mounts a pool PVC as a storage pool directory on this node.
-//
-// Only the command line exists so far; the behaviour comes with its own issue.
+// Command hpp-mounter mounts a pool PVC as a storage pool directory on this
+// node; README.md in this directory is its contract with the operator.
 package main
 
 import (
-	"errors"
+	"context"
 	"fmt"
+	"net"
 	"os"
+	"time"
 
 	"github.com/spf13/cobra"
+	"go.uber.org/zap"
 
+	"github.com/hostpath-provisioner/hpp/cmd/hpp-mounter/mounter"
 	"github.com/hostpath-provisioner/hpp/internal/cli"
-	"github.com/hostpath-provisioner/hpp/internal/logging"
+	"github.com/hostpath-provisioner/hpp/internal/signals"
 )
 
-type options struct {
-	logging  logging.Options
-	source   string
-	target   string
-	nodeName string
-}
+// exitRefused is the exit code of a refusal (see README.md): a state
+// hpp-mounter will not change, distinct from an error a retry may fix.
+const exitRefused = 3
 
-func (o *options) validate() error {
-	errs := o.logging.Validate()
-	if o.source == "" {
-		errs = append(errs, errors.New("--source: required (the pool PVC's device or directory)"))
-	}
-	if o.target == "" || o.target[0] != '/' {
-		errs = append(errs, fmt.Errorf("--target: %q must be an absolute path", o.target))
-	}
-	if o.nodeName == "" {
-		errs = append(errs, errors.New("--node-name: required (env NODE_NAME)"))
-	}
-	return cli.Usage(errs...)
-}
+// commandTimeout bounds each blkid and mkfs.xfs run.
+const commandTimeout = 5 * time.Minute
 
 func main() {
-	var o options
-	cmd := cli.NewRoot("hpp-mounter", "mounts a pool PVC as a storage pool directory on this node")
-	o.logging.AddFlags(cmd.Flags())
-	o.addFlags(cmd)
-	cmd.RunE = func(*cobra.Command, []string) error {
-		if err := o.validate(); err != nil {
-			return err
-		}
-		return errors.New("not implemented yet: hpp-mounter only parses its configuration so far")
-	}
-	os.Exit(cli.Main(cmd, os.Args[1:], os.Stderr))
+	os.Exit(run(os.Args[1:]))
 }
 
-func (o *options) addFlags(cmd *cobra.Command) {
-	fs := cmd.Flags()
-	fs.StringVar(&o.source, "source", "", "the pool PVC's block device or mounted directory")
-	fs.StringVar(&o.target, "target", "", "host directory where the pool appears")
-	fs.StringVar(&o.nodeName, "node-name", "", "this node's name")
+func run(args []string) int {
+	var o options
+	root := cli.NewRoot("hpp-mounter", "mounts a pool PVC as a storage pool directory on this node")
+	o.addFlags(root)
+	var refusal error
+	root.RunE = func(cmd *cobra.Command, _ []string) error {
+		if err := o.complete(cmd); err != nil {
+			return err
+		}
+		if o.unmount {
+			return o.runUnmount()
+		}
+		err := o.runMount(cmd.Context())
+		if mounter.IsRefused(err) {
+			refusal = err
+		}
+		return err
+	}
+	unmount := &cobra.Command{
+		Use:   "unmount",
+		Short: "unmount the pool target until it is no longer a mount point (cleanup Jobs); safe to run twice",
+		Args:  cobra.NoArgs,
+		RunE: func(cmd *cobra.Command, _ []string) error {
+			if err := o.complete(cmd); err != nil {
+				return err
+			}
+			return o.runUnmount()
+		},
+	}
+	root.AddCommand(unmount)
+	ctx, cancel := signals.Context(context.Background())
+	defer cancel()
+	root.SetContext(ctx)
+	code := cli.Main(root, args, os.Stderr)
+	if refusal != nil {
+		o.writeTerminationLog(refusal)
+		return exitRefused
+	}
+	return code
+}
+
+func (o *options) runMount(ctx context.Context) error {
+	log, err := o.logging.Build()
+	if err != nil {
+		return err
+	}
+	defer func() { _ = log.Sync() }()
+	var health net.Listener
+	if o.healthAddress != "" {
+		if health, err = net.Listen("tcp", o.healthAddress); err != nil {
+			return fmt.Errorf("--health-address: %w", err)
+		}
+	}
+	exec := mounter.OSExec{Timeout: commandTimeout}
+	m := mounter.New(mounter.Config{Source: o.source, HostRoot: o.hostPath, Target: o.mountPath, Pool: o.poolName, Node: o.nodeName},
+		mounter.LinuxSys{}, mounter.BlkidProber{Exec: exec}, mounter.MkfsXFS{Exec: exec}, log)
+	log.Info("hpp-mounter starting", zap.String("storagePoolPath", o.source), zap.String("mountPath", o.mountPath),
+		zap.String("hostPath", o.hostPath), zap.String("pool", o.poolName), zap.Bool("keepMount", o.keepMount))
+	return m.Run(ctx, mounter.RunOptions{Interval: o.interval, KeepMount: o.keepMount, Health: health})
+}
+
+func (o *options) runUnmount() error {
+	log, err := o.logging.Build()
+	if err != nil {
+		return err
+	}
+	defer func() { _ = log.Sync() }()
+	return mounter.Peel(mounter.LinuxSys{}, o.hostPath, o.mountPath, log)
+}
+
+// writeTerminationLog puts the refusal where the kubelet shows it in the
+// pod's status. Outside a pod the file does not exist, and stderr already
+// has the message.
+func (o *options) writeTerminationLog(err error) {
+	if o.terminationLog == "" {
+		return
+	}
+	f, ferr := os.OpenFile(o.terminationLog, os.O_WRONLY|os.O_TRUNC, 0)
+	if ferr != nil {
+		return
+	}
+	_, _ = f.WriteString(err.Error())
+	_ = f.Close()
 }

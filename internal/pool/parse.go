@@ -13,7 +13,7 @@ const docField = "datadir"
 // knownFields are the JSON keys of Pool. Keys are matched exactly: the
 // standard decoder's case-insensitive matching would let a typo such as
 // "Path" through silently.
-const knownFields = "name, path, snapshotPath, snapshotProvider, shared, reservedBytes, reservedPercent"
+const knownFields = "name, path, snapshotPath, snapshotProvider, shared, reservedBytes, reservedPercent, mounted"
 
 // Parse reads the --datadir JSON array, e.g.
 // [{"name":"legacy","path":"/var/hpvolumes"}], and returns every problem at
@@ -104,6 +104,8 @@ func decodeEntry(i int, entry json.RawMessage, p *Pool) []error {
 			err = decodeValue(field, obj[k], &p.ReservedBytes, "a whole number of bytes")
 		case "reservedPercent":
 			err = decodeValue(field, obj[k], &p.ReservedPercent, "a number")
+		case "mounted":
+			err = decodeValue(field, obj[k], &p.Mounted, "true or false")
 		default:
 			err = fieldErr(field, "is not a known field; allowed fields are %s", knownFields)
 		}

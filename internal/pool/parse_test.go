@@ -10,7 +10,8 @@ import (
 func TestParseValid(t *testing.T) {
 	s, err := Parse([]byte(`[
 		{"name":"legacy","path":"/var/hpvolumes"},
-		{"name":"fast-1.ssd_a","path":"/mnt/fast","reservedBytes":1073741824,"reservedPercent":5.5}
+		{"name":"fast-1.ssd_a","path":"/mnt/fast","reservedBytes":1073741824,"reservedPercent":5.5},
+		{"name":"pvc","path":"/var/pvc/csi","mounted":true}
 	]`))
 	if err != nil {
 		t.Fatalf("Parse: %v", err)
@@ -18,6 +19,7 @@ func TestParseValid(t *testing.T) {
 	want := []Pool{
 		{Name: "legacy", Path: "/var/hpvolumes"},
 		{Name: "fast-1.ssd_a", Path: "/mnt/fast", ReservedBytes: 1 << 30, ReservedPercent: 5.5},
+		{Name: "pvc", Path: "/var/pvc/csi", Mounted: true},
 	}
 	if got := s.All(); !reflect.DeepEqual(got, want) {
 		t.Fatalf("All() = %+v, want %+v", got, want)
@@ -66,9 +68,10 @@ func TestParseErrors(t *testing.T) {
 			`datadir[0]: must be a JSON object with "name" and "path", got the number 42`,
 			`datadir[1]: must be a JSON object with "name" and "path", got null`}},
 		{"unknown and miscased fields", `[{"name":"a","path":"/a","Path":"/b","size":"1Gi"}]`, []string{
-			`datadir[0].Path: is not a known field; allowed fields are name, path, snapshotPath, snapshotProvider, shared, reservedBytes, reservedPercent`,
-			`datadir[0].size: is not a known field; allowed fields are name, path, snapshotPath, snapshotProvider, shared, reservedBytes, reservedPercent`}},
-		{"wrong types", `[{"name":1,"path":["/a"],"reservedBytes":"1Gi","reservedPercent":true}]`, []string{
+			`datadir[0].Path: is not a known field; allowed fields are name, path, snapshotPath, snapshotProvider, shared, reservedBytes, reservedPercent, mounted`,
+			`datadir[0].size: is not a known field; allowed fields are name, path, snapshotPath, snapshotProvider, shared, reservedBytes, reservedPercent, mounted`}},
+		{"wrong types", `[{"name":1,"path":["/a"],"reservedBytes":"1Gi","reservedPercent":true,"mounted":"yes"}]`, []string{
+			`datadir[0].mounted: must be true or false, got a string`,
 			`datadir[0].name: must be a string, got the number 1`,
 			`datadir[0].path: must be a string, got an array`,
 			`datadir[0].reservedBytes: must be a whole number of bytes, got a string`,
@@ -106,7 +109,7 @@ func TestParseErrors(t *testing.T) {
 			`datadir[0].reservedPercent: 100 must be at least 0 and less than 100`,
 			`datadir[1].reservedPercent: -0.5 must be at least 0 and less than 100`}},
 		{"decode and validation problems together", `[{"name":"a","path":"/a","extra":1},{"name":"a","path":"rel"}]`, []string{
-			`datadir[0].extra: is not a known field; allowed fields are name, path, snapshotPath, snapshotProvider, shared, reservedBytes, reservedPercent`,
+			`datadir[0].extra: is not a known field; allowed fields are name, path, snapshotPath, snapshotProvider, shared, reservedBytes, reservedPercent, mounted`,
 			`datadir[1].path: "rel" must be an absolute path`}},
 	}
 	for _, tt := range tests {

@@ -45,6 +45,11 @@ type Pool struct {
 	// applies.
 	ReservedBytes   int64   `json:"reservedBytes,omitempty"`
 	ReservedPercent float64 `json:"reservedPercent,omitempty"`
+	// Mounted is ours: the pool is storage that hpp-mounter mounts at Path
+	// (the operator sets it for pvcTemplate pools). hpp-csi then uses the
+	// pool only while hpp-mounter's marker (internal/poolmarker) is there,
+	// so volumes never land in the bare mount point on the OS disk.
+	Mounted bool `json:"mounted,omitempty"`
 }
 
 // VolumePath is the directory of CSI volume id in this pool, <path>/<id>;

@@ -30,6 +30,8 @@ type Pool struct {
 	Shared          bool    `json:"shared,omitempty"`
 	ReservedBytes   int64   `json:"reservedBytes,omitempty"`
 	ReservedPercent float64 `json:"reservedPercent,omitempty"`
+	// Mounted pools need hpp-mounter's marker (internal/poolmarker).
+	Mounted bool `json:"mounted,omitempty"`
 }
 
 // Datadir is the --datadir JSON for pools: each path is <Path>/csi.
@@ -66,7 +68,7 @@ func BuildBinary() (string, error) {
 	if p := os.Getenv("HPP_CSI_BIN"); p != "" {
 		return p, nil
 	}
-	buildOnce.Do(func() { buildPath, buildErr = build("hpp-csi") })
+	buildOnce.Do(func() { buildPath, buildErr = build("hpp-csi", "hpp-csi") })
 	return buildPath, buildErr
 }
 
@@ -75,24 +77,30 @@ func BuildBinary() (string, error) {
 // driver does (mkdir, RemoveAll; no record, no fsync). Only benchmarks use
 // it, as the upstream figure to compare durable creates with.
 func BuildBaselineBinary() (string, error) {
-	baselineOnce.Do(func() { baselinePath, baselineErr = build("hpp-csi-baseline", "-tags", "hpp_baseline") })
+	baselineOnce.Do(func() { baselinePath, baselineErr = build("hpp-csi", "hpp-csi-baseline", "-tags", "hpp_baseline") })
 	return baselinePath, baselineErr
 }
 
-func build(name string, flags ...string) (string, error) {
+// BuildCommand builds cmd/<component> of this checkout (as the Makefile
+// does, CGO_ENABLED=0) into the user's cache and returns its path.
+func BuildCommand(component string) (string, error) {
+	return build(component, component)
+}
+
+func build(component, name string, flags ...string) (string, error) {
 	_, file, _, _ := runtime.Caller(0)
-	src := filepath.Join(filepath.Dir(file), "..", "..", "cmd", "hpp-csi")
+	src := filepath.Join(filepath.Dir(file), "..", "..", "cmd", component)
 	cache, err := os.UserCacheDir()
 	if err != nil {
-		return "", fmt.Errorf("building hpp-csi: %w", err)
+		return "", fmt.Errorf("building %s: %w", name, err)
 	}
 	dir := filepath.Join(cache, "hpp", "csitest")
 	if err := os.MkdirAll(dir, 0o755); err != nil {
-		return "", fmt.Errorf("building hpp-csi: %w", err)
+		return "", fmt.Errorf("building %s: %w", name, err)
 	}
 	tmp, err := os.CreateTemp(dir, "hpp-csi-*.tmp")
 	if err != nil {
-		return "", fmt.Errorf("building hpp-csi: %w", err)
+		return "", fmt.Errorf("building %s: %w", name, err)
 	}
 	_ = tmp.Close()
 	defer func() { _ = os.Remove(tmp.Name()) }()
@@ -110,7 +118,7 @@ func build(name string, flags ...string) (string, error) {
 	}
 	final := filepath.Join(dir, name)
 	if err := os.Rename(tmp.Name(), final); err != nil {
-		return "", fmt.Errorf("building hpp-csi: %w", err)
+		return "", fmt.Errorf("building %s: %w", name, err)
 	}
 	return final, nil
 }

@@ -95,6 +95,12 @@ func (d *Driver) openLocked(ctx context.Context, p *poolState) error {
 		}
 		return notReady("%v", err)
 	}
+	// A mounted pool's volumes directory is the mount itself: without the
+	// marker it is not mounted, and dirvol.Open would make hpp's areas in
+	// the bare directory on the OS disk.
+	if err := checkMounted(p.cfg); err != nil {
+		return err
+	}
 	store, err := dirvol.Open(p.cfg.Path, dirvol.Options{Logger: d.log.Named("dirvol"), PurgeInBackground: true,
 		NodeID: d.cfg.NodeID, Shared: p.cfg.Shared})
 	if err != nil {

@@ -10,6 +10,7 @@ import (
 	"github.com/hostpath-provisioner/hpp/internal/capacity"
 	"github.com/hostpath-provisioner/hpp/internal/dirvol"
 	"github.com/hostpath-provisioner/hpp/internal/pool"
+	"github.com/hostpath-provisioner/hpp/internal/poolmarker"
 )
 
 // poolState is one configured pool at run time. It is opened (its
@@ -46,6 +47,10 @@ func (d *Driver) storeOf(p *poolState) (*dirvol.Store, error) {
 	if store == nil {
 		return nil, &errPoolNotReady{pool: p.cfg.Name, reason: why}
 	}
+	// Before the device check, so an unmounted pool says so in those words.
+	if err := checkMounted(p.cfg); err != nil {
+		return nil, err
+	}
 	dev, err := d.deps.FS.DeviceOf(p.cfg.Path)
 	if err != nil {
 		reason := err.Error()
@@ -60,6 +65,20 @@ func (d *Driver) storeOf(p *poolState) (*dirvol.Store, error) {
 			p.cfg.Path, dev, opened)}
 	}
 	return store, nil
+}
+
+// checkMounted refuses a pool that hpp-mounter mounts ("mounted": true)
+// while its marker is not visible: then the directory is the bare mount
+// point on the OS disk, and a volume made there would silently land on it.
+func checkMounted(cfg pool.Pool) error {
+	if !cfg.Mounted {
+		return nil
+	}
+	if err := poolmarker.Check(cfg.Path, cfg.Name); err != nil {
+		return &errPoolNotReady{pool: cfg.Name, reason: fmt.Sprintf(
+			"it is not mounted: %v; hpp-mounter writes the marker once the pool's PVC is mounted there, and hpp-csi never uses the bare directory", err)}
+	}
+	return nil
 }
 
 // pool returns the runtime state of the named pool.

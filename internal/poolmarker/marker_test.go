@@ -1,0 +1,64 @@
+package poolmarker
+
+import (
+	"errors"
+	"os"
+	"path/filepath"
+	"testing"
+)
+
+func TestEnsureWritesOnceAndCheckAccepts(t *testing.T) {
+	dir := t.TempDir()
+	if err := Ensure(dir, Marker{Pool: "fast", Node: "a", CreatedBy: "test"}); err != nil {
+		t.Fatal(err)
+	}
+	// A second writer (another node of a shared pool) keeps the first's content.
+	if err := Ensure(dir, Marker{Pool: "fast", Node: "b"}); err != nil {
+		t.Fatal(err)
+	}
+	data, err := os.ReadFile(filepath.Join(dir, ".hpp-pool"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	want := `{"kind":"hpp-pool","version":1,"pool":"fast","createdBy":"test","node":"a"}` + "\n"
+	if string(data) != want {
+		t.Errorf("marker = %q, want %q", data, want)
+	}
+	for _, pool := range []string{"fast", ""} {
+		if err := Check(dir, pool); err != nil {
+			t.Errorf("Check(%q) = %v", pool, err)
+		}
+	}
+	entries, _ := os.ReadDir(dir)
+	if len(entries) != 1 {
+		t.Errorf("temp files left: %v", entries)
+	}
+}
+
+func TestCheckRefuses(t *testing.T) {
+	dir := t.TempDir()
+	p := filepath.Join(dir, ".hpp-pool")
+	err := Check(dir, "fast")
+	var me *MissingError
+	if !errors.As(err, &me) || err.Error() != "marker "+p+" is missing" {
+		t.Errorf("missing: %v", err)
+	}
+	if err := os.WriteFile(p, []byte(`{"kind":"other"}`), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	want := "marker " + p + ` is not an hpp pool marker (want JSON with "kind":"hpp-pool")`
+	if err := Check(dir, "fast"); err == nil || err.Error() != want {
+		t.Errorf("foreign: %v, want %s", err, want)
+	}
+	// Not ours: never overwritten.
+	if err := Ensure(dir, Marker{Pool: "fast"}); err == nil || err.Error() != want {
+		t.Errorf("Ensure over a foreign file: %v, want %s", err, want)
+	}
+	if err := os.WriteFile(p, []byte(`{"kind":"hpp-pool","version":1,"pool":"slow"}`), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	want = "marker " + p + ` belongs to pool "slow", not "fast": another pool's storage is mounted here`
+	if err := Check(dir, "fast"); err == nil || err.Error() != want {
+		t.Errorf("other pool: %v, want %s", err, want)
+	}
+}

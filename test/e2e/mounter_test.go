@@ -1,0 +1,335 @@
+package e2e
+
+import (
+	"context"
+	"fmt"
+	"net"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"sync"
+	"testing"
+	"time"
+
+	corev1 "k8s.io/api/core/v1"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	"k8s.io/apimachinery/pkg/api/resource"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/util/intstr"
+	"k8s.io/utils/ptr"
+
+	"golang.org/x/sys/unix"
+
+	"github.com/hostpath-provisioner/hpp/internal/poolmarker"
+	"github.com/hostpath-provisioner/hpp/internal/testutil"
+	"github.com/hostpath-provisioner/hpp/test/cluster"
+	"github.com/hostpath-provisioner/hpp/test/csitest"
+)
+
+const mounterImage = "localhost/hpp/hpp-mounter:e2e"
+
+var (
+	mounterImageOnce sync.Once
+	mounterImageErr  error
+)
+
+// importMounterImage builds hpp-mounter and imports its image (the binary
+// with this machine's blkid and mkfs.xfs) once per run.
+func importMounterImage(t *testing.T, env *Env) {
+	t.Helper()
+	for _, tool := range append([]string{"ldd", "losetup"}, cluster.MounterTools...) {
+		if _, err := exec.LookPath(tool); err != nil {
+			testutil.MissingPrerequisite(t, "%s not found (%v): install xfsprogs and util-linux (make deps)", tool, err)
+		}
+	}
+	mounterImageOnce.Do(func() {
+		ctx := context.Background()
+		bin := filepath.Join(env.C.Dir, "hpp-mounter")
+		if mounterImageErr = BuildCommand(ctx, "hpp-mounter", bin); mounterImageErr != nil {
+			return
+		}
+		img, err := cluster.MounterImage(ctx, mounterImage, bin)
+		if err != nil {
+			mounterImageErr = err
+			return
+		}
+		mounterImageErr = env.C.ImportImage(ctx, img)
+	})
+	if mounterImageErr != nil {
+		t.Fatal(mounterImageErr)
+	}
+}
+
+// mounterHost is the directory a mounter pod sees as the host at /host.
+// It is the kubelet's directory: the one shared mount on this machine (`/`
+// is private here, and Bidirectional propagation needs a shared source), and
+// it holds the kubelet's own mounts of the pod's PVC that hpp-mounter must
+// find. Host paths given to the mounter are relative to it.
+func mounterHost(env *Env) string { return env.C.KubeletDir() }
+
+// mounterPod is what the operator runs per pool and node: the pool PVC at
+// /source (filesystem) or /dev/data (block), the host directory host at
+// /host (the operator mounts the host's `/`).
+//
+// The pod uses the host's network and its readiness probe asks 127.0.0.1:
+// on this machine HTTP from the host to a pod IP is answered by something
+// else (a 404 from "server: keryx"), so a probe on the pod IP never passes.
+func mounterPod(ns, name, node, claim, host, mountPath, healthAddr string, block bool) *corev1.Pod {
+	_, port, _ := net.SplitHostPort(healthAddr)
+	source := "/source"
+	if block {
+		source = "/dev/data"
+	}
+	c := corev1.Container{
+		Name: "mounter", Image: mounterImage, ImagePullPolicy: corev1.PullNever,
+		Args: []string{"--storagePoolPath", source, "--mountPath", mountPath, "--hostPath", "/host",
+			"--pool-name", "mounted", "--node-name", node, "--check-interval", "1s", "--log-format", "text",
+			"--health-address", healthAddr},
+		SecurityContext: &corev1.SecurityContext{Privileged: ptr.To(true)},
+		VolumeMounts: []corev1.VolumeMount{{Name: "host", MountPath: "/host",
+			MountPropagation: ptr.To(corev1.MountPropagationBidirectional)}},
+		ReadinessProbe: &corev1.Probe{PeriodSeconds: 1, ProbeHandler: corev1.ProbeHandler{
+			HTTPGet: &corev1.HTTPGetAction{Host: "127.0.0.1", Path: "/readyz", Port: intstr.FromString(port)}}},
+	}
+	if block {
+		c.VolumeDevices = []corev1.VolumeDevice{{Name: "pool", DevicePath: source}}
+	} else {
+		c.VolumeMounts = append(c.VolumeMounts, corev1.VolumeMount{Name: "pool", MountPath: source})
+	}
+	return OnNode(&corev1.Pod{
+		ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: name},
+		Spec: corev1.PodSpec{
+			HostNetwork:                   true,
+			TerminationGracePeriodSeconds: ptr.To[int64](30),
+			Containers:                    []corev1.Container{c},
+			Volumes: []corev1.Volume{
+				{Name: "host", VolumeSource: corev1.VolumeSource{HostPath: &corev1.HostPathVolumeSource{Path: host}}},
+				{Name: "pool", VolumeSource: corev1.VolumeSource{PersistentVolumeClaim: &corev1.PersistentVolumeClaimVolumeSource{ClaimName: claim}}},
+			},
+		},
+	}, node)
+}
+
+// localPV offers path on the real node as a pre-bound local PV and claim.
+func localPV(t *testing.T, env *Env, ns, name, path string, mode corev1.PersistentVolumeMode) {
+	t.Helper()
+	ctx := context.Background()
+	size := resource.MustParse("64Mi")
+	pv := &corev1.PersistentVolume{
+		ObjectMeta: metav1.ObjectMeta{Name: ns + "-" + name},
+		Spec: corev1.PersistentVolumeSpec{
+			Capacity:                      corev1.ResourceList{corev1.ResourceStorage: size},
+			VolumeMode:                    &mode,
+			AccessModes:                   []corev1.PersistentVolumeAccessMode{corev1.ReadWriteOnce},
+			PersistentVolumeReclaimPolicy: corev1.PersistentVolumeReclaimRetain,
+			StorageClassName:              ns + "-pool",
+			PersistentVolumeSource:        corev1.PersistentVolumeSource{Local: &corev1.LocalVolumeSource{Path: path}},
+			NodeAffinity: &corev1.VolumeNodeAffinity{Required: &corev1.NodeSelector{NodeSelectorTerms: []corev1.NodeSelectorTerm{{
+				MatchExpressions: []corev1.NodeSelectorRequirement{{Key: corev1.LabelHostname, Operator: corev1.NodeSelectorOpIn, Values: []string{env.C.RealNode().Name}}},
+			}}}},
+		},
+	}
+	if _, err := env.C.Client.CoreV1().PersistentVolumes().Create(ctx, pv, metav1.CreateOptions{}); err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() {
+		_ = env.C.Client.CoreV1().PersistentVolumes().Delete(context.Background(), pv.Name, metav1.DeleteOptions{})
+	})
+	pvc := PVC(ns, name, ns+"-pool", "64Mi")
+	pvc.Spec.VolumeMode = &mode
+	pvc.Spec.VolumeName = pv.Name
+	createPVC(t, env, pvc)
+	if _, err := WaitPVCBound(ctx, env.C.Client, ns, name, 2*time.Minute); err != nil {
+		t.Fatal(err)
+	}
+}
+
+// runMounter starts a mounter pod, waits until it is Ready (its /readyz:
+// pool mounted and marked), and returns a function that deletes it the way
+// a Deployment's pod is deleted (SIGTERM, grace period) and waits for it.
+func runMounter(t *testing.T, env *Env, pod *corev1.Pod) (stop func()) {
+	t.Helper()
+	ctx := context.Background()
+	createPod(t, env, pod)
+	err := Poll(ctx, 3*time.Minute, "mounter pod Ready", func(ctx context.Context) (bool, string, error) {
+		p, err := env.C.Client.CoreV1().Pods(pod.Namespace).Get(ctx, pod.Name, metav1.GetOptions{})
+		if err != nil {
+			return false, "", Retry(err)
+		}
+		for _, c := range p.Status.Conditions {
+			if c.Type == corev1.PodReady && c.Status == corev1.ConditionTrue {
+				return true, "", nil
+			}
+		}
+		return false, PodSummary(p), nil
+	})
+	if err != nil {
+		logs, _ := PodLogs(ctx, env.C.Client, pod.Namespace, pod.Name)
+		t.Fatalf("%v\nevents: %s\nlog:\n%s", err, Events(ctx, env.C.Client, pod.Namespace, "Pod", pod.Name), logs)
+	}
+	return func() {
+		t.Helper()
+		logs, _ := PodLogs(ctx, env.C.Client, pod.Namespace, pod.Name)
+		if err := env.C.Client.CoreV1().Pods(pod.Namespace).Delete(ctx, pod.Name, metav1.DeleteOptions{}); err != nil {
+			t.Fatal(err)
+		}
+		if err := WaitGone(ctx, "mounter pod", 2*time.Minute, func(ctx context.Context) error {
+			_, err := env.C.Client.CoreV1().Pods(pod.Namespace).Get(ctx, pod.Name, metav1.GetOptions{})
+			return err
+		}); err != nil {
+			t.Fatal(err)
+		}
+		t.Logf("mounter log before SIGTERM:\n%s", logs)
+	}
+}
+
+// A loop device offered as a Block local PV: the mounter pod formats it with
+// XFS and mounts it at the pool path on the host; a file written there lands
+// on the device; deleting the pod unmounts the pool.
+func TestMounterBlockPVC(t *testing.T) {
+	env := needEnv(t)
+	importMounterImage(t, env)
+	ns := namespace(t, env)
+	dev := loopDevice(t, testutil.MinXFSBytes)
+	localPV(t, env, ns, "pool", dev, corev1.PersistentVolumeBlock)
+
+	rel := "/hpp-e2e-pools/" + ns + "/csi"
+	target := filepath.Join(mounterHost(env), rel)
+	cleanupPool(t, env, ns, target)
+	stop := runMounter(t, env, mounterPod(ns, "mounter", env.C.RealNode().Name, "pool", mounterHost(env), rel, freeAddr(t), true))
+
+	var st unix.Stat_t
+	if err := unix.Stat(dev, &st); err != nil {
+		t.Fatal(err)
+	}
+	m, err := csitest.MountsAt(target)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(m) != 1 || m[0].FSType != "xfs" || m[0].Major != int(unix.Major(st.Rdev)) || m[0].Minor != int(unix.Minor(st.Rdev)) {
+		t.Fatalf("host mounts at %s = %+v; want one XFS mount of %s", target, m, dev)
+	}
+	if err := poolmarker.Check(target, "mounted"); err != nil {
+		t.Error(err)
+	}
+	if err := os.WriteFile(filepath.Join(target, "from-host"), []byte("on the device\n"), 0o644); err != nil {
+		t.Fatal(err)
+	}
+
+	stop()
+	if m, err := csitest.MountsAt(target); err != nil || len(m) != 0 {
+		t.Fatalf("after deleting the mounter pod: mounts at %s = %+v, %v; want none", target, m, err)
+	}
+	// The file is on the loop device's filesystem, not on the OS disk.
+	check := t.TempDir()
+	if err := unix.Mount(dev, check, "xfs", 0, ""); err != nil {
+		t.Fatal(err)
+	}
+	defer func() { _ = unix.Unmount(check, 0) }()
+	if got := readFile(t, filepath.Join(check, "from-host")); got != "on the device\n" {
+		t.Errorf("file on the device = %q", got)
+	}
+	if _, err := os.Stat(filepath.Join(target, "from-host")); !os.IsNotExist(err) {
+		t.Errorf("the file is also on the OS disk under the unmounted pool path: %v", err)
+	}
+}
+
+// A directory offered as a Filesystem local PV: the mounter finds the
+// kubelet's mount of it from mountinfo and bind-mounts it at the pool path.
+func TestMounterFilesystemPVC(t *testing.T) {
+	env := needEnv(t)
+	importMounterImage(t, env)
+	ns := namespace(t, env)
+	disk := csitest.Tmpfs(t, 64<<20, 0)
+	vol := filepath.Join(disk, "vol")
+	if err := os.Mkdir(vol, 0o755); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.WriteFile(filepath.Join(vol, "existing"), []byte("pvc data\n"), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	localPV(t, env, ns, "pool", vol, corev1.PersistentVolumeFilesystem)
+
+	rel := "/hpp-e2e-pools/" + ns + "/csi"
+	target := filepath.Join(mounterHost(env), rel)
+	cleanupPool(t, env, ns, target)
+	stop := runMounter(t, env, mounterPod(ns, "mounter", env.C.RealNode().Name, "pool", mounterHost(env), rel, freeAddr(t), false))
+
+	m, err := csitest.MountsAt(target)
+	if err != nil {
+		t.Fatal(err)
+	}
+	want, err := csitest.MountsAt(disk)
+	if err != nil || len(want) == 0 {
+		t.Fatal(want, err)
+	}
+	if len(m) != 1 || m[0].Major != want[0].Major || m[0].Minor != want[0].Minor || m[0].Root != "/vol" {
+		t.Fatalf("host mounts at %s = %+v; want one bind of %s", target, m, vol)
+	}
+	if got := readFile(t, filepath.Join(target, "existing")); got != "pvc data\n" {
+		t.Errorf("PVC file at the pool path = %q", got)
+	}
+	if _, err := os.Stat(filepath.Join(vol, poolmarker.Name)); err != nil {
+		t.Errorf("marker not on the PVC: %v", err)
+	}
+	stop()
+	if m, err := csitest.MountsAt(target); err != nil || len(m) != 0 {
+		t.Fatalf("after deleting the mounter pod: mounts at %s = %+v, %v; want none", target, m, err)
+	}
+}
+
+// cleanupPool removes the test's pool directory after the test; a pool a
+// failed test left mounted is detached first, so the loop device can go.
+func cleanupPool(t *testing.T, env *Env, ns, target string) {
+	t.Cleanup(func() {
+		// The mounter pod first, or it mounts the pool again.
+		ctx := context.Background()
+		pods := env.C.Client.CoreV1().Pods(ns)
+		_ = pods.DeleteCollection(ctx, metav1.DeleteOptions{GracePeriodSeconds: new(int64)}, metav1.ListOptions{})
+		_ = WaitGone(ctx, "pods of "+ns, 2*time.Minute, func(ctx context.Context) error {
+			if l, err := pods.List(ctx, metav1.ListOptions{}); err != nil || len(l.Items) > 0 {
+				return Retry(fmt.Errorf("pods left: %v", err))
+			}
+			return apierrors.NewNotFound(corev1.Resource("pods"), ns)
+		})
+		for i := 0; i < 8 && unix.Unmount(target, unix.MNT_DETACH) == nil; i++ {
+			t.Logf("cleanup: detached a mount left at %s", target)
+		}
+		_ = os.RemoveAll(filepath.Join(mounterHost(env), "hpp-e2e-pools", ns))
+	})
+}
+
+// freeAddr is a free 127.0.0.1 port for a host-network pod's probe.
+func freeAddr(t *testing.T) string {
+	t.Helper()
+	l, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer func() { _ = l.Close() }()
+	return l.Addr().String()
+}
+
+// loopDevice attaches a sparse file of size bytes to a loop device.
+func loopDevice(t *testing.T, size int64) string {
+	t.Helper()
+	img := filepath.Join(t.TempDir(), "disk.img")
+	f, err := os.Create(img)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := f.Truncate(size); err != nil {
+		t.Fatal(err)
+	}
+	_ = f.Close()
+	dev, err := testutil.Run(context.Background(), "losetup", "--find", "--show", img)
+	if err != nil {
+		testutil.MissingPrerequisite(t, "cannot attach a loop device: %v", err)
+	}
+	t.Cleanup(func() {
+		if _, err := testutil.Run(context.Background(), "losetup", "--detach", dev); err != nil {
+			t.Errorf("cleanup: %v", err)
+		}
+	})
+	return dev
+}
