@@ -288,7 +288,7 @@ func cleanupPool(t *testing.T, env *Env, ns, target string) {
 		_ = pods.DeleteCollection(ctx, metav1.DeleteOptions{GracePeriodSeconds: new(int64)}, metav1.ListOptions{})
 		_ = WaitGone(ctx, "pods of "+ns, 2*time.Minute, func(ctx context.Context) error {
 			if l, err := pods.List(ctx, metav1.ListOptions{}); err != nil || len(l.Items) > 0 {
-				return Retry(fmt.Errorf("pods left: %v", err))
+				return Retry(fmt.Errorf("pods left: %w", err))
 			}
 			return apierrors.NewNotFound(corev1.Resource("pods"), ns)
 		})
