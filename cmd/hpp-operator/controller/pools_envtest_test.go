@@ -6,6 +6,7 @@ import (
 	"strings"
 	"testing"
 
+	appsv1 "k8s.io/api/apps/v1"
 	batchv1 "k8s.io/api/batch/v1"
 	corev1 "k8s.io/api/core/v1"
 	storagev1 "k8s.io/api/storage/v1"
@@ -432,4 +433,42 @@ func TestNodeLeavingWithVolumesKeepsItsMounter(t *testing.T) {
 	// The PV's deletion itself triggers the reconcile.
 	h.waitGone("mounter of the node without volumes", deployment(ns, render.MounterName("blk", "keep-1")))
 	h.finishJob("cleanup-pool-blk-keep-1", true)
+}
+
+// Takeover: the upstream operator's mounter Deployment of the same name
+// selects by pool name only; its selector is immutable, so it is replaced
+// by hpp's.
+func TestUpstreamMounterIsReplaced(t *testing.T) {
+	h := start(t, "hpp-pools-takeover")
+	ns := h.cfg.Namespace
+	addNode(t, h, "tk-1", nil)
+	upstreamLabels := map[string]string{"hpp-pool": "blk"}
+	upstream := &appsv1.Deployment{
+		ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: "hpp-pool-blk-tk-1",
+			Labels: map[string]string{"k8s-app": "hostpath-provisioner", render.PoolLabel: "blk-hpp"}},
+		Spec: appsv1.DeploymentSpec{
+			Selector: &metav1.LabelSelector{MatchLabels: upstreamLabels},
+			Template: corev1.PodTemplateSpec{ObjectMeta: metav1.ObjectMeta{Labels: upstreamLabels},
+				Spec: corev1.PodSpec{Containers: []corev1.Container{{Name: "mounter", Image: "quay.io/kubevirt/hostpath-provisioner-operator",
+					Command: []string{"/usr/bin/mounter", "--storagePoolPath", "/dev/data", "--mountPath", "/var/blk/csi", "--hostPath", "/host"}}}}},
+		},
+	}
+	if err := h.admin.Create(h.ctx, upstream); err != nil {
+		t.Fatal(err)
+	}
+	cr := poolsCR("hpp", hppv1.StoragePool{Name: "blk", Path: "/var/blk", PVCTemplate: template(corev1.PersistentVolumeBlock, corev1.ReadWriteOnce)})
+	if err := h.admin.Create(h.ctx, cr); err != nil {
+		t.Fatal(err)
+	}
+	eventually(t, "hpp's mounter in place of upstream's", func() error {
+		d, err := h.mounter("blk", "tk-1")
+		if err != nil {
+			return err
+		}
+		if got := d.Spec.Selector.MatchLabels[render.MounterSelector]; got != "hpp-pool-blk-tk-1" {
+			return fmt.Errorf("selector %v", d.Spec.Selector.MatchLabels)
+		}
+		return nil
+	})
+	h.waitEvent("DeploymentReplaced", "hpp-pool-blk-tk-1 had an immutable selector of another installation")
 }

@@ -151,7 +151,7 @@ func (r *Reconciler) applyOwned(ctx context.Context, log logr.Logger, cr *hppv1.
 		// (the upstream operator's, which held a version label or only the
 		// pool name) cannot be updated in place: replace it. Pods restart;
 		// volumes stay mounted and their data is untouched.
-		kind := fmt.Sprintf("%T", obj)[len("*v1."):]
+		kind := obj.GetObjectKind().GroupVersionKind().Kind // render sets TypeMeta
 		r.eventf(cr, corev1.EventTypeNormal, kind+"Replaced",
 			"%s %s/%s had an immutable selector of another installation; replacing it", kind, obj.GetNamespace(), obj.GetName())
 		old := obj.DeepCopyObject().(client.Object)
