@@ -86,7 +86,10 @@ func TestTemplatePoolMountersFollowNodes(t *testing.T) {
 		t.Errorf("mounter not pinned to node-a by name: %+v", terms)
 	}
 	if pod.NodeSelector["hpp"] != "yes" || !slices.ContainsFunc(pod.Tolerations, func(t corev1.Toleration) bool { return t.Key == "storage" }) ||
-		!slices.ContainsFunc(pod.Tolerations, func(t corev1.Toleration) bool { return t.Key == corev1.TaintNodeUnschedulable }) {
+		!slices.ContainsFunc(pod.Tolerations, func(t corev1.Toleration) bool { return t.Key == corev1.TaintNodeUnschedulable }) ||
+		!slices.ContainsFunc(pod.Tolerations, func(t corev1.Toleration) bool {
+			return t.Key == corev1.TaintNodeUnreachable && t.Effect == corev1.TaintEffectNoExecute && t.TolerationSeconds == nil
+		}) {
 		t.Errorf("workload placement not applied to the mounter: nodeSelector %v tolerations %v", pod.NodeSelector, pod.Tolerations)
 	}
 	c := pod.Containers[0]

@@ -150,7 +150,7 @@ func (c *Config) MounterDeployment(spec *hppv1.HostPathProvisionerSpec, p *hppv1
 		ctr.VolumeMounts = append(ctr.VolumeMounts, corev1.VolumeMount{Name: "data", MountPath: fsSource})
 	}
 	pod := c.pinnedPodSpec(spec, node, ctr, data)
-	pod.Tolerations = append(pod.Tolerations, unschedulableToleration)
+	pod.Tolerations = append(pod.Tolerations, nodePodTolerations...)
 	selector := map[string]string{MounterSelector: name}
 	podLabels := c.poolLabels(p.Name)
 	podLabels[MounterSelector] = name
@@ -221,10 +221,15 @@ func (c *Config) pinnedPodSpec(spec *hppv1.HostPathProvisionerSpec, node string,
 	return pod
 }
 
-// unschedulableToleration lets a node pod stay on a cordoned node, as
-// DaemonSet pods do: a drain must not strand the pool's volumes.
-var unschedulableToleration = corev1.Toleration{Key: corev1.TaintNodeUnschedulable,
-	Operator: corev1.TolerationOpExists, Effect: corev1.TaintEffectNoSchedule}
+// nodePodTolerations keep a mounter where DaemonSet pods stay: on a
+// cordoned node (a drain must not strand the pool's volumes), and on a node
+// that is NotReady or unreachable for a while (evicting the mounter would
+// only unmount the pool under running workloads once the node is back).
+var nodePodTolerations = []corev1.Toleration{
+	{Key: corev1.TaintNodeUnschedulable, Operator: corev1.TolerationOpExists, Effect: corev1.TaintEffectNoSchedule},
+	{Key: corev1.TaintNodeNotReady, Operator: corev1.TolerationOpExists, Effect: corev1.TaintEffectNoExecute},
+	{Key: corev1.TaintNodeUnreachable, Operator: corev1.TolerationOpExists, Effect: corev1.TaintEffectNoExecute},
+}
 
 // pinAffinity requires the node by name (metadata.name, not the hostname
 // label, which may differ) on top of the workload's node affinity: every
