@@ -2,7 +2,9 @@ package controller
 
 import (
 	"context"
+	"errors"
 	"fmt"
+	"strings"
 	"time"
 
 	"github.com/go-logr/logr"
@@ -34,6 +36,13 @@ func (r *Reconciler) finalize(ctx context.Context, log logr.Logger, cr *hppv1.Ho
 		return ctrl.Result{}, nil
 	}
 	err := r.cleanup(ctx, log, cr)
+	if errors.Is(err, errRetry) && time.Since(cr.DeletionTimestamp.Time) < CleanupTimeout {
+		// Waiting for cleanup Jobs: progress, not a failure. Their status
+		// changes trigger a reconcile; the requeue only bounds a missed one.
+		st := newStatus(cr, r.Config.Version)
+		st.progress("CleaningUp", err.Error())
+		return ctrl.Result{RequeueAfter: 10 * time.Second}, r.writeStatus(ctx, cr, st)
+	}
 	if err != nil && time.Since(cr.DeletionTimestamp.Time) < CleanupTimeout {
 		st := newStatus(cr, r.Config.Version)
 		st.degrade("CleanupFailed", fmt.Sprintf("removing the operator's objects failed (retrying until %s after deletion, then giving up): %v", CleanupTimeout, err))
@@ -55,6 +64,21 @@ func (r *Reconciler) finalize(ctx context.Context, log logr.Logger, cr *hppv1.Ho
 }
 
 func (r *Reconciler) cleanup(ctx context.Context, log logr.Logger, cr *hppv1.HostPathProvisioner) error {
+	// Pools first: their cleanup Jobs run as the CSI driver's
+	// ServiceAccount, which must outlive them.
+	running, failed, err := r.teardownPools(ctx, log, cr)
+	if err != nil {
+		return err
+	}
+	if len(running) > 0 {
+		return fmt.Errorf("waiting for pool cleanup Job(s) to unmount (each stops after %ds): %s: %w",
+			render.CleanupDeadlineSeconds, strings.Join(running, "; "), errRetry)
+	}
+	if len(failed) > 0 {
+		r.eventf(cr, corev1.EventTypeWarning, "PoolCleanupIncomplete",
+			"pool cleanup Job(s) failed, these pools may still be mounted: %s; unmount them by hand (umount <path>/csi on the node); the pool PVCs are kept",
+			strings.Join(failed, "; "))
+	}
 	ns := r.Config.Namespace
 	objs := []client.Object{
 		&appsv1.DaemonSet{ObjectMeta: objMeta(render.CSIDaemonSetName, ns)},

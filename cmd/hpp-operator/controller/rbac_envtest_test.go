@@ -10,7 +10,11 @@ import (
 	"testing"
 
 	appsv1 "k8s.io/api/apps/v1"
+	batchv1 "k8s.io/api/batch/v1"
+	corev1 "k8s.io/api/core/v1"
+	storagev1 "k8s.io/api/storage/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	utilyaml "k8s.io/apimachinery/pkg/util/yaml"
 	"k8s.io/client-go/rest"
@@ -41,11 +45,22 @@ func TestOperatorRunsWithItsOwnRBAC(t *testing.T) {
 			}
 		}
 	}, config: func(cfg *render.Config) { cfg.PrometheusOperator = true }})
-	if err := h.admin.Create(h.ctx, poolsCR("hpp", hppv1.StoragePool{Name: "local", Path: "/var/hpp"})); err != nil {
+	// A node and a shared pvcTemplate pool: claims, mounters, the overlay
+	// StorageClass and, on the switch below, a cleanup Job.
+	addNode(t, h, "rbac-node", nil)
+	t.Cleanup(func() {
+		_ = h.admin.Delete(h.ctx, &storagev1.StorageClass{ObjectMeta: metav1.ObjectMeta{Name: render.DefaultOverlayClassName}})
+	})
+	if err := h.admin.Create(h.ctx, poolsCR("hpp", hppv1.StoragePool{Name: "local", Path: "/var/hpp"},
+		hppv1.StoragePool{Name: "nfs", Path: "/var/nfs", PVCTemplate: template(corev1.PersistentVolumeFilesystem, corev1.ReadWriteMany)})); err != nil {
 		t.Fatal(err)
 	}
 	setDaemonSetReady(t, h, ns, render.CSIDaemonSetName, 1)
+	h.playMounterReady("nfs", "rbac-node")
 	waitAvailable(t, h, "hpp")
+	if err := h.get(client.ObjectKey{Name: render.DefaultOverlayClassName}, &storagev1.StorageClass{}); err != nil {
+		t.Errorf("overlay StorageClass: %v", err)
+	}
 	eventually(t, "switch to pathConfig", func() error {
 		cur := &hppv1.HostPathProvisioner{}
 		if err := h.get(client.ObjectKey{Name: "hpp"}, cur); err != nil {
@@ -58,6 +73,9 @@ func TestOperatorRunsWithItsOwnRBAC(t *testing.T) {
 	eventually(t, "legacy DaemonSet created", func() error {
 		return h.get(client.ObjectKey{Namespace: ns, Name: render.LegacyDaemonSetName}, &appsv1.DaemonSet{})
 	})
+	h.waitGone("mounter", deployment(ns, render.MounterName("nfs", "rbac-node")))
+	h.finishJob(render.CleanupJobName("nfs", "rbac-node"), true)
+	h.waitGone("cleanup Job", &batchv1.Job{ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: render.CleanupJobName("nfs", "rbac-node")}})
 	h.deleteAllCRs()
 	if err := h.get(client.ObjectKey{Namespace: ns, Name: render.LegacyDaemonSetName}, &appsv1.DaemonSet{}); !apierrors.IsNotFound(err) {
 		t.Errorf("legacy DaemonSet after deletion: %v", err)

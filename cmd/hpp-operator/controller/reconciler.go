@@ -116,35 +116,19 @@ func (r *Reconciler) applyAll(ctx context.Context, log logr.Logger, cr *hppv1.Ho
 	want = append(want, cfg.MonitoringObjects()...)
 	a := &applier{reader: r.Client, writer: r.Client, scheme: r.Scheme}
 	for _, obj := range want {
-		// The CSIDriver gets no owner reference: it must outlive the CR
-		// while PVs of the driver exist (see finalize).
-		if _, isDriver := obj.(*storagev1.CSIDriver); !isDriver {
-			if err := controllerutil.SetControllerReference(cr, obj, r.Scheme); err != nil {
-				return err
-			}
-		}
-		wrote, err := a.apply(ctx, obj)
-		if ds, isDS := obj.(*appsv1.DaemonSet); isDS && apierrors.IsInvalid(err) && strings.Contains(err.Error(), "selector") {
-			// A DaemonSet of the same name with another selector (the
-			// upstream operator's, which held a version label) cannot be
-			// updated in place: replace it. Node plugins restart; volumes
-			// stay mounted and their data is untouched.
-			r.eventf(cr, corev1.EventTypeNormal, "DaemonSetReplaced",
-				"DaemonSet %s/%s had an immutable selector of another installation; replacing it", ds.Namespace, ds.Name)
-			old := &appsv1.DaemonSet{ObjectMeta: objMeta(ds.Name, ds.Namespace)}
-			if derr := r.Client.Delete(ctx, old, client.PropagationPolicy(metav1.DeletePropagationBackground)); derr != nil && !apierrors.IsNotFound(derr) {
-				return derr
-			}
-			st.progress("Replacing", fmt.Sprintf("replacing DaemonSet %s/%s", ds.Namespace, ds.Name))
-			return fmt.Errorf("replacing DaemonSet %s/%s: %w", ds.Namespace, ds.Name, errRetry)
-		}
-		if err != nil {
-			st.degrade("ApplyFailed", err.Error())
+		if err := r.applyOwned(ctx, log, cr, a, obj, st); err != nil {
 			return err
 		}
-		if wrote {
-			log.Info("applied", "kind", obj.GetObjectKind().GroupVersionKind().Kind, "name", obj.GetName())
+	}
+	var pools []hppv1.StoragePool
+	if !cr.Spec.IsLegacy() {
+		pools = cr.Spec.StoragePools
+	}
+	if err := r.reconcilePools(ctx, log, cfg, cr, pools, a, st); err != nil {
+		if !errors.Is(err, errRetry) {
+			st.degrade("ApplyFailed", err.Error())
 		}
+		return err
 	}
 	for _, obj := range gone {
 		if err := r.deleteIfPresent(ctx, log, obj); err != nil {
@@ -152,6 +136,48 @@ func (r *Reconciler) applyAll(ctx context.Context, log logr.Logger, cr *hppv1.Ho
 		}
 	}
 	return nil
+}
+
+// applyOwned applies obj with the CR as its owner (the CSIDriver excepted:
+// it must outlive the CR while PVs of the driver exist, see finalize).
+func (r *Reconciler) applyOwned(ctx context.Context, log logr.Logger, cr *hppv1.HostPathProvisioner, a *applier, obj client.Object, st *status) error {
+	if _, isDriver := obj.(*storagev1.CSIDriver); !isDriver {
+		if err := controllerutil.SetControllerReference(cr, obj, r.Scheme); err != nil {
+			return err
+		}
+	}
+	wrote, err := a.apply(ctx, obj)
+	if isWorkload(obj) && apierrors.IsInvalid(err) && strings.Contains(err.Error(), "selector") {
+		// A DaemonSet or Deployment of the same name with another selector
+		// (the upstream operator's, which held a version label or only the
+		// pool name) cannot be updated in place: replace it. Pods restart;
+		// volumes stay mounted and their data is untouched.
+		kind := obj.GetObjectKind().GroupVersionKind().Kind // render sets TypeMeta
+		r.eventf(cr, corev1.EventTypeNormal, kind+"Replaced",
+			"%s %s/%s had an immutable selector of another installation; replacing it", kind, obj.GetNamespace(), obj.GetName())
+		old := obj.DeepCopyObject().(client.Object)
+		if derr := r.Client.Delete(ctx, old, client.PropagationPolicy(metav1.DeletePropagationBackground)); derr != nil && !apierrors.IsNotFound(derr) {
+			return derr
+		}
+		st.progress("Replacing", fmt.Sprintf("replacing %s %s/%s", kind, obj.GetNamespace(), obj.GetName()))
+		return fmt.Errorf("replacing %s %s/%s: %w", kind, obj.GetNamespace(), obj.GetName(), errRetry)
+	}
+	if err != nil {
+		st.degrade("ApplyFailed", err.Error())
+		return err
+	}
+	if wrote {
+		log.Info("applied", "kind", obj.GetObjectKind().GroupVersionKind().Kind, "name", obj.GetName())
+	}
+	return nil
+}
+
+func isWorkload(obj client.Object) bool {
+	switch obj.(type) {
+	case *appsv1.DaemonSet, *appsv1.Deployment:
+		return true
+	}
+	return false
 }
 
 // errRetry marks a reconcile that made progress and must run again.
@@ -207,6 +233,10 @@ func (r *Reconciler) observeWorkloads(ctx context.Context, cr *hppv1.HostPathPro
 		return
 	}
 	st.fromDaemonSet(ds, cr.Spec.StoragePools)
+	if err := r.observePools(ctx, cr, st); err != nil {
+		st.available = false
+		st.progress("PoolStatusUnknown", fmt.Sprintf("reading the pools' claims and mounters: %v", err))
+	}
 }
 
 // The node objects of the other mode: switching modes removes its

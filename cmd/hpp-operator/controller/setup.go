@@ -5,10 +5,12 @@ import (
 
 	promv1 "github.com/prometheus-operator/prometheus-operator/pkg/apis/monitoring/v1"
 	appsv1 "k8s.io/api/apps/v1"
+	batchv1 "k8s.io/api/batch/v1"
 	corev1 "k8s.io/api/core/v1"
 	rbacv1 "k8s.io/api/rbac/v1"
 	schedulingv1 "k8s.io/api/scheduling/v1"
 	storagev1 "k8s.io/api/storage/v1"
+	"k8s.io/apimachinery/pkg/api/equality"
 	"k8s.io/apimachinery/pkg/labels"
 	"k8s.io/apimachinery/pkg/types"
 	ctrl "sigs.k8s.io/controller-runtime"
@@ -31,19 +33,24 @@ const releaseRequest = "-release-csidriver"
 
 // CacheOptions keeps the operator's cache small: namespaced objects only
 // from its namespace, cluster-scoped ones it makes only with its label. PVs
-// are cached in full: the finalizer and the webhook count them.
+// are cached in full: the finalizer and the webhook count them. Nodes and
+// StorageClasses too: pools follow the nodes, and an overlay StorageClass
+// of the same name made by someone else must be seen to be reported.
 func CacheOptions(cfg render.Config) cache.Options {
 	mine := labels.SelectorFromSet(labels.Set{render.ManagedByLabel: cfg.ManagedBy})
 	ns := map[string]cache.Config{cfg.Namespace: {}}
 	byObject := map[client.Object]cache.ByObject{
-		&appsv1.DaemonSet{}:          {Namespaces: ns},
-		&corev1.ServiceAccount{}:     {Namespaces: ns},
-		&rbacv1.Role{}:               {Namespaces: ns},
-		&rbacv1.RoleBinding{}:        {Namespaces: ns},
-		&corev1.Service{}:            {Namespaces: ns},
-		&rbacv1.ClusterRole{}:        {Label: mine},
-		&rbacv1.ClusterRoleBinding{}: {Label: mine},
-		&storagev1.CSIDriver{}:       {Label: mine},
+		&appsv1.DaemonSet{}:             {Namespaces: ns},
+		&appsv1.Deployment{}:            {Namespaces: ns},
+		&batchv1.Job{}:                  {Namespaces: ns},
+		&corev1.PersistentVolumeClaim{}: {Namespaces: ns},
+		&corev1.ServiceAccount{}:        {Namespaces: ns},
+		&corev1.Service{}:               {Namespaces: ns},
+		&rbacv1.Role{}:                  {Namespaces: ns},
+		&rbacv1.RoleBinding{}:           {Namespaces: ns},
+		&rbacv1.ClusterRole{}:           {Label: mine},
+		&rbacv1.ClusterRoleBinding{}:    {Label: mine},
+		&storagev1.CSIDriver{}:          {Label: mine},
 	}
 	if cfg.PrometheusOperator {
 		byObject[&promv1.ServiceMonitor{}] = cache.ByObject{Namespaces: ns}
@@ -78,6 +85,10 @@ func (r *Reconciler) SetupWithManager(mgr ctrl.Manager) error {
 			return ok && pv.Spec.CSI != nil && pv.Spec.CSI.Driver == render.DriverName
 		},
 	}
+	poolClaim := predicate.NewPredicateFuncs(func(o client.Object) bool {
+		_, ok := o.GetLabels()[render.PoolLabel]
+		return ok
+	})
 	b := ctrl.NewControllerManagedBy(mgr)
 	if r.Config.PriorityClassName != "" {
 		// A missing PriorityClass degrades the CR; its creation heals it.
@@ -97,7 +108,23 @@ func (r *Reconciler) SetupWithManager(mgr ctrl.Manager) error {
 		Owns(&corev1.Service{}).
 		Owns(&rbacv1.ClusterRole{}).
 		Owns(&rbacv1.ClusterRoleBinding{}).
+		Owns(&appsv1.Deployment{}).
+		Owns(&batchv1.Job{}).
+		Watches(&corev1.PersistentVolumeClaim{}, allCRs, builder.WithPredicates(poolClaim)).
+		Watches(&corev1.Node{}, allCRs, builder.WithPredicates(nodePlacementChanged)).
 		Watches(&storagev1.CSIDriver{}, allCRs).
 		Watches(&corev1.PersistentVolume{}, allCRs, builder.WithPredicates(driverPVDeleted)).
 		Complete(r)
+}
+
+// nodePlacementChanged passes the Node events that can change where the
+// CSI driver, and so every pool, runs: a node added or removed, or its
+// labels or taints changed. Status heartbeats are ignored.
+var nodePlacementChanged = predicate.Funcs{
+	UpdateFunc: func(e event.UpdateEvent) bool {
+		o, ok1 := e.ObjectOld.(*corev1.Node)
+		n, ok2 := e.ObjectNew.(*corev1.Node)
+		return !ok1 || !ok2 || !equality.Semantic.DeepEqual(o.Labels, n.Labels) ||
+			!equality.Semantic.DeepEqual(o.Spec.Taints, n.Spec.Taints) || o.DeletionTimestamp != n.DeletionTimestamp
+	},
 }

@@ -25,6 +25,7 @@ type status struct {
 	conds     map[hppv1.ConditionType]condState
 	pools     []hppv1.StoragePoolStatus
 	available bool
+	poolState
 }
 
 func newStatus(cr *hppv1.HostPathProvisioner, version string) *status {

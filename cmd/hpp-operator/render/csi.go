@@ -33,6 +33,9 @@ type datadirPool struct {
 	Shared           bool   `json:"shared,omitempty"`
 	// LegacyPath is hpp's own field (see pathconfig.go).
 	LegacyPath string `json:"legacyPath,omitempty"`
+	// Mounted: hpp-mounter mounts the pool (pvcTemplate); hpp-csi uses it
+	// only while the mounter's marker is there (cmd/hpp-mounter/README.md).
+	Mounted bool `json:"mounted,omitempty"`
 }
 
 // poolMount is where a pool's host directory appears in the driver's
@@ -49,6 +52,7 @@ func Datadir(pools []hppv1.StoragePool) (string, error) {
 		d := datadirPool{Name: p.Name, Path: path.Join(poolMount(p.Name), "csi"),
 			SnapshotPath: p.SnapshotPath, SnapshotProvider: p.SnapshotProvider}
 		if p.PVCTemplate != nil {
+			d.Mounted = true
 			for _, m := range p.PVCTemplate.AccessModes {
 				d.Shared = d.Shared || m == corev1.ReadWriteMany
 			}

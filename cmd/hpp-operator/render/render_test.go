@@ -7,6 +7,7 @@ import (
 	corev1 "k8s.io/api/core/v1"
 
 	hppv1 "github.com/hostpath-provisioner/hpp/internal/api/v1beta1"
+	"github.com/hostpath-provisioner/hpp/internal/pool"
 )
 
 func TestDatadirAsUpstream(t *testing.T) {
@@ -21,8 +22,8 @@ func TestDatadirAsUpstream(t *testing.T) {
 		t.Fatal(err)
 	}
 	want := `[{"name":"local","path":"/local-data-dir/csi"},` +
-		`{"name":"shared","path":"/shared-data-dir/csi","snapshotProvider":"reflink","shared":true},` +
-		`{"name":"block","path":"/block-data-dir/csi"}]`
+		`{"name":"shared","path":"/shared-data-dir/csi","snapshotProvider":"reflink","shared":true,"mounted":true},` +
+		`{"name":"block","path":"/block-data-dir/csi","mounted":true}]`
 	if got != want {
 		t.Errorf("datadir\n got  %s\n want %s", got, want)
 	}
@@ -65,5 +66,30 @@ func TestConfigValidateNamesEveryProblem(t *testing.T) {
 		"NODE_DRIVER_REG_IMAGE and LIVENESS_PROBE_IMAGE: set both (use the sidecars) or neither (hpp-csi registers itself and serves /healthz)"
 	if err == nil || err.Error() != want {
 		t.Errorf("got\n%v\nwant\n%s", err, want)
+	}
+}
+
+// The --datadir the operator renders is what hpp-csi parses: a pvcTemplate
+// pool arrives as "mounted" (hpp-csi then requires hpp-mounter's marker),
+// a ReadWriteMany one as shared too, a directory pool as neither.
+func TestDatadirIsWhatHppCSIParses(t *testing.T) {
+	data, err := Datadir([]hppv1.StoragePool{
+		{Name: "local", Path: "/var/hpvolumes"},
+		{Name: "nfs", Path: "/mnt/rwx", PVCTemplate: &corev1.PersistentVolumeClaimSpec{AccessModes: []corev1.PersistentVolumeAccessMode{corev1.ReadWriteMany}}},
+		{Name: "block", Path: "/mnt/block", PVCTemplate: &corev1.PersistentVolumeClaimSpec{AccessModes: []corev1.PersistentVolumeAccessMode{corev1.ReadWriteOnce}}},
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	set, err := pool.Parse([]byte(data))
+	if err != nil {
+		t.Fatalf("hpp-csi refuses the operator's --datadir %s: %v", data, err)
+	}
+	want := map[string][2]bool{"local": {false, false}, "nfs": {true, true}, "block": {true, false}}
+	for name, w := range want {
+		p, ok := set.Get(name)
+		if !ok || p.Mounted != w[0] || p.Shared != w[1] || p.Path != "/"+name+"-data-dir/csi" {
+			t.Errorf("pool %s as hpp-csi reads it: %+v (found %v); want mounted %v shared %v", name, p, ok, w[0], w[1])
+		}
 	}
 }

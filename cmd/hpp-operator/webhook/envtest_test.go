@@ -13,8 +13,6 @@ import (
 
 	"github.com/go-logr/logr"
 	admissionregistrationv1 "k8s.io/api/admissionregistration/v1"
-	corev1 "k8s.io/api/core/v1"
-	"k8s.io/apimachinery/pkg/api/resource"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/runtime"
 	clientgoscheme "k8s.io/client-go/kubernetes/scheme"
@@ -108,16 +106,7 @@ func TestWebhookCalledByRealAPIServer(t *testing.T) {
 	})
 
 	// A volume in pool local: re-pathing or renaming the pool is refused.
-	pv := &corev1.PersistentVolume{
-		ObjectMeta: metav1.ObjectMeta{Name: "pvc-0001"},
-		Spec: corev1.PersistentVolumeSpec{
-			Capacity:    corev1.ResourceList{corev1.ResourceStorage: resource.MustParse("1Gi")},
-			AccessModes: []corev1.PersistentVolumeAccessMode{corev1.ReadWriteOnce},
-			PersistentVolumeSource: corev1.PersistentVolumeSource{CSI: &corev1.CSIPersistentVolumeSource{
-				Driver: "kubevirt.io.hostpath-provisioner", VolumeHandle: "pvc-0001",
-				VolumeAttributes: map[string]string{"storagePool": "local"}}},
-		},
-	}
+	pv := testenv.DriverPV("pvc-0001", "local", "")
 	if err := c.Create(ctx, pv); err != nil {
 		t.Fatal(err)
 	}

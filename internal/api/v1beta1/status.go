@@ -79,8 +79,9 @@ type StoragePoolStatus struct {
 	// +listType=atomic
 	// +optional
 	ClaimStatuses []ClaimStatus `json:"claimStatuses,omitempty"`
-	// Nodes lists the nodes where the pool is not ready, with the reason
-	// (an hpp addition; absent when every node is ready).
+	// Nodes is the pool's state on each node: for a pvcTemplate pool every
+	// node it should be mounted on, for a directory pool the nodes where it
+	// is not ready (an hpp addition).
 	// +listType=atomic
 	// +optional
 	Nodes []PoolNodeStatus `json:"nodes,omitempty"`
@@ -96,6 +97,18 @@ type ClaimStatus struct {
 type PoolNodeStatus struct {
 	Name  string `json:"name"`
 	Ready bool   `json:"ready"`
+	// Phase of a pvcTemplate pool on this node: Preparing (its PVC is not
+	// bound yet), Mounting (bound, the mounter is not ready), Ready.
+	// +optional
+	Phase StoragePoolPhase `json:"phase,omitempty"`
+	// Claim is the pool PVC the node's mounter uses, ClaimPhase its phase.
+	// +optional
+	Claim string `json:"claim,omitempty"`
+	// +optional
+	ClaimPhase corev1.PersistentVolumeClaimPhase `json:"claimPhase,omitempty"`
+	// MounterReady: the mounter reports the pool mounted and marked.
+	// +optional
+	MounterReady bool `json:"mounterReady,omitempty"`
 	// +optional
 	Reason string `json:"reason,omitempty"`
 }

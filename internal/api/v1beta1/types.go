@@ -78,6 +78,11 @@ type PathConfig struct {
 }
 
 // StoragePool is one place on each node where the CSI driver keeps volumes.
+//
+// A ReadWriteMany Block pvcTemplate is refused by the webhook and, without
+// it, by the operator (InvalidSpec) rather than by a CEL rule: the rule's
+// cost over an unbounded accessModes list in up to 64 pools exceeds the API
+// server's budget.
 type StoragePool struct {
 	// Name identifies the pool in StorageClass parameter storagePool. It
 	// also names the pool's volume in the DaemonSet (<name>-data-dir), hence

@@ -3,8 +3,10 @@ package v1beta1
 import (
 	"fmt"
 	"path"
+	"slices"
 	"strings"
 
+	corev1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/util/validation"
 	"k8s.io/apimachinery/pkg/util/validation/field"
 )
@@ -67,6 +69,9 @@ func validatePools(fp *field.Path, pools []StoragePool) field.ErrorList {
 		if p.SnapshotPath != "" {
 			errs = append(errs, validatePath(ip.Child("snapshotPath"), p.SnapshotPath)...)
 		}
+		if p.PVCTemplate != nil {
+			errs = append(errs, validatePVCTemplate(ip.Child("pvcTemplate"), p.PVCTemplate)...)
+		}
 	}
 	// Two pools in one directory, or one inside the other, would count and
 	// clean each other's volumes.
@@ -124,6 +129,27 @@ func validatePath(fp *field.Path, p string) field.ErrorList {
 	}
 	if len(p) > MaxPathLength {
 		errs = append(errs, field.TooLong(fp, p, MaxPathLength))
+	}
+	return errs
+}
+
+// validatePVCTemplate refuses templates the operator could not turn into
+// a working pool: what the API server would refuse on every PVC, and a
+// ReadWriteMany block device, which hpp-mounter would format with XFS and
+// mount on every node at once (XFS is not a cluster filesystem: that
+// corrupts it).
+func validatePVCTemplate(fp *field.Path, t *corev1.PersistentVolumeClaimSpec) field.ErrorList {
+	var errs field.ErrorList
+	if len(t.AccessModes) == 0 {
+		errs = append(errs, field.Required(fp.Child("accessModes"),
+			"ReadWriteOnce (a PVC per node) or ReadWriteMany (one PVC shared by the nodes)"))
+	}
+	if _, ok := t.Resources.Requests[corev1.ResourceStorage]; !ok {
+		errs = append(errs, field.Required(fp.Child("resources", "requests", "storage"), "the size of each pool PVC"))
+	}
+	if t.VolumeMode != nil && *t.VolumeMode == corev1.PersistentVolumeBlock && slices.Contains(t.AccessModes, corev1.ReadWriteMany) {
+		errs = append(errs, field.Invalid(fp.Child("volumeMode"), "Block",
+			"a ReadWriteMany Block PVC would get one XFS filesystem mounted on every node at once, which corrupts it: use ReadWriteOnce (a PVC per node) or a Filesystem ReadWriteMany PVC (NFS, CephFS)"))
 	}
 	return errs
 }

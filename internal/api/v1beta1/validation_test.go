@@ -3,6 +3,9 @@ package v1beta1
 import (
 	"strings"
 	"testing"
+
+	corev1 "k8s.io/api/core/v1"
+	"k8s.io/apimachinery/pkg/api/resource"
 )
 
 func pools(p ...StoragePool) *HostPathProvisionerSpec {
@@ -121,5 +124,32 @@ func TestValidateUpdateLegacyPath(t *testing.T) {
 	switched := pools(StoragePool{Name: "legacy", Path: "/var/hpvolumes"})
 	if errs := ValidateUpdate(old, switched, Usage{LegacyVolumes: 4}); len(errs) != 0 {
 		t.Errorf("switch: %v", errs)
+	}
+}
+
+func TestValidateSpecPVCTemplate(t *testing.T) {
+	block, fs := corev1.PersistentVolumeBlock, corev1.PersistentVolumeFilesystem
+	size := corev1.VolumeResourceRequirements{Requests: corev1.ResourceList{corev1.ResourceStorage: resource.MustParse("1Gi")}}
+	ok := pools(
+		StoragePool{Name: "rwo-block", Path: "/a", PVCTemplate: &corev1.PersistentVolumeClaimSpec{VolumeMode: &block,
+			AccessModes: []corev1.PersistentVolumeAccessMode{corev1.ReadWriteOnce}, Resources: size}},
+		StoragePool{Name: "rwx-fs", Path: "/b", PVCTemplate: &corev1.PersistentVolumeClaimSpec{VolumeMode: &fs,
+			AccessModes: []corev1.PersistentVolumeAccessMode{corev1.ReadWriteMany}, Resources: size}},
+	)
+	if got := errStrings(t, ok); len(got) != 0 {
+		t.Errorf("good templates refused: %q", got)
+	}
+	got := errStrings(t, pools(
+		StoragePool{Name: "rwx-block", Path: "/a", PVCTemplate: &corev1.PersistentVolumeClaimSpec{VolumeMode: &block,
+			AccessModes: []corev1.PersistentVolumeAccessMode{corev1.ReadWriteMany}, Resources: size}},
+		StoragePool{Name: "empty", Path: "/b", PVCTemplate: &corev1.PersistentVolumeClaimSpec{}},
+	))
+	want := []string{
+		`spec.storagePools[0].pvcTemplate.volumeMode: Invalid value: "Block": a ReadWriteMany Block PVC would get one XFS filesystem mounted on every node at once, which corrupts it: use ReadWriteOnce (a PVC per node) or a Filesystem ReadWriteMany PVC (NFS, CephFS)`,
+		`spec.storagePools[1].pvcTemplate.accessModes: Required value: ReadWriteOnce (a PVC per node) or ReadWriteMany (one PVC shared by the nodes)`,
+		`spec.storagePools[1].pvcTemplate.resources.requests.storage: Required value: the size of each pool PVC`,
+	}
+	if strings.Join(got, "\n") != strings.Join(want, "\n") {
+		t.Errorf("got\n%s\nwant\n%s", strings.Join(got, "\n"), strings.Join(want, "\n"))
 	}
 }
