@@ -50,10 +50,27 @@ func TestLegacyCRAndSwitchToPools(t *testing.T) {
 	if legacy.Spec.Template.Spec.NodeSelector["kubernetes.io/os"] != "linux" {
 		t.Errorf("legacy nodeSelector %v", legacy.Spec.Template.Spec.NodeSelector)
 	}
-	if err := h.get(client.ObjectKey{Namespace: ns, Name: render.CSIDaemonSetName}, &appsv1.DaemonSet{}); !apierrors.IsNotFound(err) {
-		t.Errorf("CSI DaemonSet for a pathConfig CR: %v", err)
+	// The CSI driver runs beside it, as upstream's operator does: pool
+	// "legacy" in <path>/csi, and the legacy directory itself for the PVs
+	// hpp-migrate moves (legacyPath).
+	csiDS := &appsv1.DaemonSet{}
+	eventually(t, "CSI DaemonSet for a pathConfig CR", func() error {
+		return h.get(client.ObjectKey{Namespace: ns, Name: render.CSIDaemonSetName}, csiDS)
+	})
+	var datadir string
+	for _, e := range csiDS.Spec.Template.Spec.Containers[0].Env {
+		if e.Name == "PV_DIR" {
+			datadir = e.Value
+		}
+	}
+	if datadir != `[{"name":"legacy","path":"/var/hpvolumes/csi","legacyPath":"/var/hpvolumes"}]` {
+		t.Errorf("hpp-csi PV_DIR (--datadir) for a pathConfig CR: %s", datadir)
 	}
 	setDaemonSetReady(t, h, ns, render.LegacyDaemonSetName, 1)
+	if c, err := h.cond("hpp", hppv1.ConditionAvailable); err == nil && c.Status == corev1.ConditionTrue {
+		t.Error("Available with the CSI DaemonSet not ready yet")
+	}
+	setDaemonSetReady(t, h, ns, render.CSIDaemonSetName, 1)
 	waitAvailable(t, h, "hpp")
 	assertSteadyStateWritesNothing(t, h, "hpp")
 

@@ -101,16 +101,19 @@ func (r *Reconciler) applyAll(ctx context.Context, log logr.Logger, cr *hppv1.Ho
 	if err != nil {
 		return err
 	}
-	var want, gone []client.Object
+	// A pathConfig CR runs the legacy provisioner and, as upstream's
+	// operator does, the CSI driver beside it: its pool "legacy" is
+	// <path>/csi, and the PVs hpp-migrate moves from the legacy provisioner
+	// are served in place from <path> (render/pathconfig.go). A pools CR
+	// runs the CSI driver only.
+	want, err := cfg.CSIObjects(&cr.Spec)
+	if err != nil {
+		return err
+	}
+	var gone []client.Object
 	if cr.Spec.IsLegacy() {
-		want = cfg.LegacyObjects(&cr.Spec)
-		gone = r.csiNodeObjects()
+		want = append(cfg.LegacyObjects(&cr.Spec), want...)
 	} else {
-		objs, err := cfg.CSIObjects(&cr.Spec)
-		if err != nil {
-			return err
-		}
-		want = objs
 		gone = r.legacyObjects()
 	}
 	want = append(want, cfg.MonitoringObjects()...)
@@ -223,29 +226,34 @@ func (r *Reconciler) deleteIfPresent(ctx context.Context, log logr.Logger, obj c
 // observeWorkloads reads the DaemonSet of the CR's mode from the cache and
 // sets Available/Progressing and the pool statuses from it.
 func (r *Reconciler) observeWorkloads(ctx context.Context, cr *hppv1.HostPathProvisioner, st *status) {
-	name := render.CSIDaemonSetName
+	// A pathConfig CR is Available when both of its DaemonSets are; the
+	// first one not ready sets the conditions.
+	names := []string{render.CSIDaemonSetName}
 	if cr.Spec.IsLegacy() {
-		name = render.LegacyDaemonSetName
+		names = []string{render.LegacyDaemonSetName, render.CSIDaemonSetName}
 	}
-	ds := &appsv1.DaemonSet{}
-	if err := r.Client.Get(ctx, client.ObjectKey{Namespace: r.Config.Namespace, Name: name}, ds); err != nil {
-		st.progress("DaemonSetMissing", fmt.Sprintf("waiting for DaemonSet %s/%s: %v", r.Config.Namespace, name, err))
-		return
+	for _, name := range names {
+		ds := &appsv1.DaemonSet{}
+		if err := r.Client.Get(ctx, client.ObjectKey{Namespace: r.Config.Namespace, Name: name}, ds); err != nil {
+			st.available = false
+			st.progress("DaemonSetMissing", fmt.Sprintf("waiting for DaemonSet %s/%s: %v", r.Config.Namespace, name, err))
+			return
+		}
+		st.available = false
+		st.fromDaemonSet(ds, cr.Spec.StoragePools)
+		if !st.available {
+			break
+		}
 	}
-	st.fromDaemonSet(ds, cr.Spec.StoragePools)
 	if err := r.observePools(ctx, cr, st); err != nil {
 		st.available = false
 		st.progress("PoolStatusUnknown", fmt.Sprintf("reading the pools' claims and mounters: %v", err))
 	}
 }
 
-// The node objects of the other mode: switching modes removes its
-// DaemonSet; its ServiceAccount and RBAC stay until the CR is deleted
-// (harmless, and a switch back needs them again).
-func (r *Reconciler) csiNodeObjects() []client.Object {
-	return []client.Object{&appsv1.DaemonSet{ObjectMeta: objMeta(render.CSIDaemonSetName, r.Config.Namespace)}}
-}
-
+// The node objects of a pools CR that a pathConfig CR had: switching
+// removes the legacy DaemonSet; its ServiceAccount and RBAC stay until the
+// CR is deleted (harmless, and a switch back needs them again).
 func (r *Reconciler) legacyObjects() []client.Object {
 	return []client.Object{&appsv1.DaemonSet{ObjectMeta: objMeta(render.LegacyDaemonSetName, r.Config.Namespace)}}
 }
