@@ -152,7 +152,10 @@ func readChild(out io.Reader) (dir string, podPIDs []string, err error) {
 			return dir, podPIDs, nil
 		}
 	}
-	return "", nil, fmt.Errorf("exited without a cluster directory: %v", sc.Err())
+	if err := sc.Err(); err != nil {
+		return "", nil, fmt.Errorf("reading its output: %w", err)
+	}
+	return "", nil, errors.New("exited without a cluster directory")
 }
 
 type heldLock struct {
