@@ -85,8 +85,6 @@ func Start(ctx context.Context, opts Options) (*Cluster, error) {
 	if err := opts.Validate(); err != nil {
 		return nil, fmt.Errorf("cluster options: %w", err)
 	}
-	opts = opts.withDefaults()
-	c := &Cluster{opts: opts, cmd: hostCommander{}, ports: newPortAllocator(), nodes: map[string]*Node{}}
 	if os.Geteuid() != 0 {
 		return nil, errors.New("cluster: must run as root (kubelet, containerd, mounts)")
 	}
@@ -94,7 +92,13 @@ func Start(ctx context.Context, opts Options) (*Cluster, error) {
 	if err != nil {
 		return nil, err
 	}
-	c.lock = lock
+	return startLocked(ctx, opts.withDefaults(), lock)
+}
+
+// startLocked is Start once the machine lock is held (lock is released by
+// Stop, or here on failure).
+func startLocked(ctx context.Context, opts Options, lock *machineLock) (*Cluster, error) {
+	c := &Cluster{opts: opts, cmd: hostCommander{}, ports: newPortAllocator(), nodes: map[string]*Node{}, lock: lock}
 	if opts.HandleSignals {
 		c.handleSignals()
 	}

@@ -43,12 +43,14 @@ func requireClusterTier(t *testing.T) Binaries {
 // through the apiserver from kubelet; Stop then leaves nothing behind.
 func TestClusterRunsPodAndTearsDownClean(t *testing.T) {
 	bins := requireClusterTier(t)
-	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Minute)
-	defer cancel()
-	c, err := Start(ctx, Options{Binaries: bins, Logf: t.Logf})
+	// No deadline for Start: its wait for the machine lock depends on
+	// other runs on this machine, and each bring-up step has its own.
+	c, err := Start(context.Background(), Options{Binaries: bins, Logf: t.Logf})
 	if err != nil {
 		t.Fatal(err)
 	}
+	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Minute)
+	defer cancel()
 	stopped := false
 	defer func() {
 		if t.Failed() {

@@ -14,6 +14,7 @@ import (
 	"testing"
 	"time"
 
+	"golang.org/x/sys/unix"
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/utils/ptr"
@@ -34,9 +35,9 @@ func TestKilledHarnessLeavesNothingStuck(t *testing.T) {
 		runKilledChild(t, bins)
 		return
 	}
-	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Minute)
-	defer cancel()
-	child := exec.CommandContext(ctx, os.Args[0], "-test.run=^TestKilledHarnessLeavesNothingStuck$", "-test.v")
+	// No deadline until the lock is ours: the child's wait for it depends
+	// on other runs on this machine (go test's -timeout bounds it all).
+	child := exec.Command(os.Args[0], "-test.run=^TestKilledHarnessLeavesNothingStuck$", "-test.v")
 	child.Env = append(os.Environ(), killedChildEnv+"=1")
 	child.Stderr = os.Stderr
 	out, err := child.StdoutPipe()
@@ -52,11 +53,24 @@ func TestKilledHarnessLeavesNothingStuck(t *testing.T) {
 		_ = child.Wait()
 		t.Fatalf("killed-harness child: %v", err)
 	}
+	// Other clusters on this machine wait for the lock too; a blocked
+	// flock wakes as the child dies, before their next poll, so no other
+	// run sweeps the killed cluster before this test looks at it.
+	lock, err := waitLockInBackground()
+	if err != nil {
+		t.Fatal(err)
+	}
 	if err := child.Process.Signal(syscall.SIGKILL); err != nil {
 		t.Fatal(err)
 	}
 	_ = child.Wait()
 	t.Logf("harness of %s killed with SIGKILL", dir)
+	held := <-lock
+	if held.err != nil {
+		t.Fatal(held.err)
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Minute)
+	defer cancel()
 
 	// Pdeathsig and the namespace's end are asynchronous: wait for them.
 	err = poll(ctx, time.Minute, 200*time.Millisecond, "the killed cluster's processes gone", func(context.Context) (bool, error) {
@@ -79,7 +93,7 @@ func TestKilledHarnessLeavesNothingStuck(t *testing.T) {
 		t.Errorf("host mounts under /var/lib/kubelet: %v", mps)
 	}
 
-	c, err := Start(ctx, Options{Binaries: bins, Logf: t.Logf})
+	c, err := startLocked(ctx, Options{Binaries: bins, Logf: t.Logf}.withDefaults(), held.lock)
 	if err != nil {
 		t.Fatalf("start after a killed harness: %v", err)
 	}
@@ -140,7 +154,34 @@ func readChild(out io.Reader) (dir string, podPIDs []string, err error) {
 			return dir, podPIDs, nil
 		}
 	}
-	return "", nil, fmt.Errorf("exited without a cluster directory: %w", sc.Err())
+	if err := sc.Err(); err != nil {
+		return "", nil, fmt.Errorf("reading its output: %w", err)
+	}
+	return "", nil, errors.New("exited without a cluster directory")
+}
+
+type heldLock struct {
+	lock *machineLock
+	err  error
+}
+
+// waitLockInBackground takes the machine lock with a blocking flock in a
+// goroutine; the result arrives on the channel once the holder is gone.
+func waitLockInBackground() (<-chan heldLock, error) {
+	f, err := os.OpenFile(machineLockPath, os.O_CREATE|os.O_RDWR, 0o644)
+	if err != nil {
+		return nil, err
+	}
+	ch := make(chan heldLock, 1)
+	go func() {
+		if err := unix.Flock(int(f.Fd()), unix.LOCK_EX); err != nil {
+			_ = f.Close()
+			ch <- heldLock{err: fmt.Errorf("machine lock %s: %w", machineLockPath, err)}
+			return
+		}
+		ch <- heldLock{lock: &machineLock{f: f}}
+	}()
+	return ch, nil
 }
 
 // alive returns the pids that still exist.

@@ -132,8 +132,8 @@ func (c *Cluster) startContainerd(ctx context.Context) error {
 	return nil
 }
 
-// importImages builds pause, busybox and the caller's images and imports
-// them into containerd.
+// importImages imports pause (built before the node started: node-init
+// runs it too), busybox and the caller's images into containerd.
 func (c *Cluster) importImages(ctx context.Context) error {
 	busybox, err := busyboxImage(ctx, c.cmd, "/bin/busybox")
 	if err != nil {

@@ -6,10 +6,13 @@ import (
 	"encoding/json"
 	"io"
 	"os"
+	"os/exec"
 	"path/filepath"
 	"regexp"
 	"runtime"
+	"strconv"
 	"strings"
+	"syscall"
 	"testing"
 )
 
@@ -174,5 +177,38 @@ func TestDatadirPassesVolumesDirectory(t *testing.T) {
 	want := `[{"name":"a","path":"/pools/a/csi"},{"name":"s","path":"/pools/s/csi","shared":true}]`
 	if err != nil || got != want {
 		t.Fatalf("datadir = %s, %v; want %s", got, err, want)
+	}
+}
+
+// The wrapper that starts a node daemon passes nsenter the node-init's pid,
+// the working directory and the program's argv unchanged, with SIGTERM
+// ignored so that nsenter outlives the program it waits for. A stand-in
+// nsenter on PATH reports both.
+func TestNodeCommandRunsNsenterWithTermIgnored(t *testing.T) {
+	bin := t.TempDir()
+	stub := "#!/bin/sh\necho \"$@\"\ngrep SigIgn /proc/self/status\n"
+	if err := os.WriteFile(filepath.Join(bin, "nsenter"), []byte(stub), 0o755); err != nil {
+		t.Fatal(err)
+	}
+	path, args := nodeCommand(4242, "/work dir", "/usr/bin/kubelet", []string{"--v=2", "a b"})
+	cmd := exec.Command(path, args...)
+	cmd.Env = []string{"PATH=" + bin + ":/usr/bin:/bin"}
+	out, err := cmd.CombinedOutput()
+	if err != nil {
+		t.Fatalf("%s %v: %v: %s", path, args, err, out)
+	}
+	lines := strings.Split(strings.TrimSpace(string(out)), "\n")
+	if len(lines) != 2 {
+		t.Fatalf("output %q: want the argv line and the SigIgn line", out)
+	}
+	if want := "--target=4242 --pid --mount --wd=/work dir -- /usr/bin/kubelet --v=2 a b"; lines[0] != want {
+		t.Errorf("nsenter argv %q, want %q", lines[0], want)
+	}
+	mask, err := strconv.ParseUint(strings.TrimSpace(strings.TrimPrefix(lines[1], "SigIgn:")), 16, 64)
+	if err != nil {
+		t.Fatalf("SigIgn line %q: %v", lines[1], err)
+	}
+	if mask&(1<<(int(syscall.SIGTERM)-1)) == 0 {
+		t.Errorf("SigIgn %#x: SIGTERM not ignored", mask)
 	}
 }

@@ -13,4 +13,13 @@
 //
 // Every test the focus selects must pass, or be listed in skipped.yaml
 // with the reason it cannot apply. `make conformance` runs it.
+//
+// Some tests look at the node itself through a privileged host-exec pod
+// that runs `nsenter --mount=/rootfs/proc/1/ns/mnt` and expects kubelet's
+// root at /var/lib/kubelet ("volumeMode should not mount / map unused
+// volumes in a pod" lists /var/lib/kubelet/pods/<uid>/volumes). That works
+// here because test/cluster runs the real node's containerd and kubelet in
+// their own PID and mount namespaces, with the harness's init as PID 1 and
+// kubelet's root bind-mounted at /var/lib/kubelet inside (this VM's own
+// PID 1 cannot be entered: see test/cluster/nodens_linux.go).
 package conformance

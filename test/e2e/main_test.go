@@ -36,8 +36,10 @@ func TestMain(m *testing.M) {
 			fmt.Println("e2e: every scenario skips:", theSuite.skipReason)
 			return m.Run()
 		}
-		ctx, cancel := context.WithTimeout(context.Background(), 10*time.Minute)
-		defer cancel()
+		// No deadline: Setup first waits for the machine lock, as long as
+		// other runs on this machine hold it; each bring-up step has its
+		// own timeout and go test's -timeout bounds the whole.
+		ctx := context.Background()
 		cache := os.Getenv("HPP_CACHE")
 		if cache == "" {
 			cache, _ = cluster.DefaultCacheDir()
