@@ -259,19 +259,7 @@ type mountedPoolDriver struct {
 
 func startMountedPoolDriver(t *testing.T, env *Env, hostPool string) *mountedPoolDriver {
 	t.Helper()
-	d, err := csitest.Launch(env.HPPCSI, csitest.Config{NodeID: env.C.RealNode().Name, Dir: t.TempDir(),
-		Pools: []csitest.Pool{{Name: "mounted", Path: hostPool, Mounted: true}}, Extra: []string{"--pool-retry-interval", "200ms"}})
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() {
-		if err := d.Stop(); err != nil {
-			t.Errorf("stopping hpp-csi: %v", err)
-		}
-		if t.Failed() {
-			t.Logf("hpp-csi (mounted pool) log:\n%s", d.Log())
-		}
-	})
+	d := csitest.Start(t, env.C.RealNode().Name, []csitest.Pool{{Name: "mounted", Path: hostPool, Mounted: true}}, "--pool-retry-interval", "200ms")
 	return &mountedPoolDriver{c: d.Client(t), node: env.C.RealNode().Name}
 }
 
