@@ -16,7 +16,9 @@ import (
 
 // A pool that hpp-mounter mounts ("mounted": true) is used only while
 // hpp-mounter's marker is visible: the bare mount point on the OS disk is
-// never written to, Probe is not ready, and creates are refused saying why.
+// never written to, and creates are refused saying why. Probe stays ready:
+// the pool waits for its mounter by design, and the node's other pools
+// must keep serving.
 func TestMountedPoolNeedsMarker(t *testing.T) {
 	host, volumes := bareMountPoint(t)
 	e := newEnvPool(t, csitest.Pool{Name: poolName, Path: host, Mounted: true}, "--pool-retry-interval", "100ms")
@@ -25,8 +27,8 @@ func TestMountedPoolNeedsMarker(t *testing.T) {
 
 	_, err := e.c.CreateVolume(ctx(t), csitest.CreateRequest("pvc-bare", node, MiB, csitest.PoolParams(poolName)))
 	wantCode(t, err, codes.Unavailable, why)
-	if probeReady(t, e) {
-		t.Error("Probe ready with the pool not mounted")
+	if !probeReady(t, e) {
+		t.Error("Probe not ready because a mounted pool waits for its mounter")
 	}
 	if got := csitest.Entries(t, volumes); len(got) != 0 {
 		t.Errorf("bare mount point written to: %v", got)
@@ -38,12 +40,15 @@ func TestMountedPoolNeedsMarker(t *testing.T) {
 		t.Fatal(err)
 	}
 	// The driver's runner opens the pool on its next try; wait for it.
-	for deadline := time.Now().Add(30 * time.Second); !probeReady(t, e); time.Sleep(20 * time.Millisecond) {
+	for deadline := time.Now().Add(30 * time.Second); ; time.Sleep(20 * time.Millisecond) {
+		_, err := e.c.CreateVolume(ctx(t), csitest.CreateRequest("pvc-mounted", node, MiB, csitest.PoolParams(poolName)))
+		if err == nil {
+			break
+		}
 		if time.Now().After(deadline) {
-			t.Fatal("Probe not ready 30s after the pool was mounted and marked")
+			t.Fatalf("CreateVolume still refused 30s after the pool was mounted and marked: %v", err)
 		}
 	}
-	e.create("pvc-mounted", MiB, nil)
 
 	// The pool is unmounted (mounter pod gone): refused again, in those words.
 	if err := unix.Unmount(volumes, 0); err != nil {
@@ -51,8 +56,8 @@ func TestMountedPoolNeedsMarker(t *testing.T) {
 	}
 	_, err = e.c.CreateVolume(ctx(t), csitest.CreateRequest("pvc-after", node, MiB, csitest.PoolParams(poolName)))
 	wantCode(t, err, codes.Unavailable, why)
-	if probeReady(t, e) {
-		t.Error("Probe ready after the pool was unmounted")
+	if !probeReady(t, e) {
+		t.Error("Probe not ready after the mounted pool was unmounted")
 	}
 	if got := csitest.Entries(t, volumes); len(got) != 0 {
 		t.Errorf("bare mount point written to: %v", got)

@@ -278,12 +278,16 @@ func (m *mountedPoolDriver) create(t *testing.T, name string, code codes.Code, m
 
 func (m *mountedPoolDriver) waitReady(t *testing.T) {
 	t.Helper()
-	err := Poll(context.Background(), time.Minute, "hpp-csi ready with the pool mounted", func(ctx context.Context) (bool, string, error) {
-		resp, err := m.c.Probe(ctx, &csipb.ProbeRequest{})
+	// Probe is ready all along (a mounted pool waiting for its mounter
+	// does not hold the driver back); the pool offers capacity once it is
+	// open.
+	err := Poll(context.Background(), time.Minute, "hpp-csi offers the mounted pool", func(ctx context.Context) (bool, string, error) {
+		resp, err := m.c.GetCapacity(ctx, &csipb.GetCapacityRequest{Parameters: csitest.PoolParams("mounted"),
+			AccessibleTopology: csitest.Segment(m.node)})
 		if err != nil {
 			return false, "", Retry(err)
 		}
-		return resp.GetReady().GetValue(), "Probe not ready", nil
+		return resp.GetAvailableCapacity() > 0, "no capacity offered yet", nil
 	})
 	if err != nil {
 		t.Fatal(err)

@@ -30,16 +30,28 @@ func (d *Driver) GetPluginCapabilities(context.Context, *csi.GetPluginCapabiliti
 }
 
 // Probe is ready only when every pool is usable: a node whose pool disk is
-// not mounted must not be offered volumes.
+// not mounted must not be offered volumes. Pools that hpp-mounter mounts
+// ("mounted") are the exception (see Ready).
 func (d *Driver) Probe(ctx context.Context, _ *csi.ProbeRequest) (*csi.ProbeResponse, error) {
 	return &csi.ProbeResponse{Ready: wrapperspb.Bool(d.Ready(ctx) == nil)}, nil
 }
 
 // Ready returns nil when every pool is open and healthy enough to serve, or
 // an error naming each pool that is not (for /healthz and logs).
+//
+// A pool that hpp-mounter mounts ("mounted": true) does not count: it is
+// unmounted by design until its mounter pod runs, and while a mounter is
+// replaced. Counting it would fail the liveness probe (kubelet restarting
+// the driver in a loop) and hold csi-provisioner, which waits for Probe,
+// away from the node's other pools. Such a pool is refused per request
+// instead (Unavailable, naming the missing marker), offers zero capacity,
+// and its mounter's own readiness says whether it is mounted.
 func (d *Driver) Ready(ctx context.Context) error {
 	var problems []string
 	for _, p := range d.pools {
+		if p.cfg.Mounted {
+			continue
+		}
 		if _, err := d.storeOf(p); err != nil {
 			problems = append(problems, err.Error())
 			continue

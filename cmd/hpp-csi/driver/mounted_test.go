@@ -32,7 +32,7 @@ func editPools(c *Config, edit func(*pool.Pool)) {
 }
 
 // Without hpp-mounter's marker a mounted pool is not opened (nothing is
-// written to the bare directory), Probe is not ready and creates say why;
+// written to the bare directory), offers no capacity and creates say why;
 // with it the pool opens; losing it refuses creates again.
 func TestMountedPoolNeedsTheMarker(t *testing.T) {
 	h := newUnopenedHarness(t, mountedFast)
@@ -49,8 +49,14 @@ func TestMountedPoolNeedsTheMarker(t *testing.T) {
 	if entries, _ := os.ReadDir(fast); len(entries) != 0 {
 		t.Errorf("the bare directory was written to: %v", entries)
 	}
-	if resp, _ := h.d.Probe(ctx, &csi.ProbeRequest{}); resp.GetReady().GetValue() {
-		t.Error("Probe ready with a mounted pool's marker missing")
+	// Probe (and /healthz) stay ready: the pool is refused per request, its
+	// mounter's readiness says it is not mounted, and the node's other pools
+	// keep serving (see Ready).
+	if resp, _ := h.d.Probe(ctx, &csi.ProbeRequest{}); !resp.GetReady().GetValue() {
+		t.Error("Probe not ready because a mounted pool waits for its mounter")
+	}
+	if capResp, err := h.d.GetCapacity(ctx, &csi.GetCapacityRequest{Parameters: map[string]string{"storagePool": "fast"}}); err != nil || capResp.GetAvailableCapacity() != 0 {
+		t.Errorf("GetCapacity of the unmounted pool = %v, %v; want zero", capResp, err)
 	}
 	_, err := h.d.CreateVolume(ctx, createReq("pvc-1", "fast", 1<<20))
 	wantCode(t, err, codes.Unavailable, want)
