@@ -9,7 +9,9 @@
 //   - ControllerModifyVolume / ModifyVolume: no mutable parameters.
 //   - ControllerPublish/Unpublish (incl. readonly, node attach limit):
 //     hostpath volumes are already on the node; nothing to attach.
-//   - ControllerExpandVolume / NodeExpandVolume: expansion is a follow-up issue.
+//   - NodeExpandVolume: expansion is controller-only (a hostpath volume has
+//     no quota to grow; NodeExpansionRequired is false). ControllerExpandVolume
+//     runs.
 //   - NodeStageVolume / NodeUnstageVolume: publish bind mounts directly.
 //   - GroupController (volume group snapshots): not supported.
 //   - "No MaxVolumesPerNode" / "testnodevolumeattachlimit not enabled": the
