@@ -30,6 +30,10 @@ type Pool struct {
 	Shared          bool    `json:"shared,omitempty"`
 	ReservedBytes   int64   `json:"reservedBytes,omitempty"`
 	ReservedPercent float64 `json:"reservedPercent,omitempty"`
+	// SnapshotPath (absolute, as given) and SnapshotProvider are passed
+	// unchanged.
+	SnapshotPath     string `json:"snapshotPath,omitempty"`
+	SnapshotProvider string `json:"snapshotProvider,omitempty"`
 }
 
 // Datadir is the --datadir JSON for pools: each path is <Path>/csi.

@@ -27,6 +27,9 @@ type poolState struct {
 	device uint64
 	// notOpen says why the pool is not open yet ("" once it is).
 	notOpen string
+	// copies is how clones and snapshots copy data in this pool, and its
+	// snapshot area (see snapshots.go).
+	copies poolCopies
 }
 
 func (p *poolState) name() string { return p.cfg.Name }
