@@ -101,4 +101,3 @@ func getXattr(p, name string) ([]byte, error) {
 		return buf[:n], nil
 	}
 }
-
