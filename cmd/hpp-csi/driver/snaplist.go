@@ -16,8 +16,8 @@ import (
 func (d *Driver) ListSnapshots(ctx context.Context, req *csi.ListSnapshotsRequest) (*csi.ListSnapshotsResponse, error) {
 	if id := req.GetSnapshotId(); id != "" {
 		// One snapshot, or none: an unknown id is an empty list.
-		if pool.ValidateID(id) != nil {
-			return &csi.ListSnapshotsResponse{}, nil
+		if err := pool.ValidateID(id); err != nil {
+			return &csi.ListSnapshotsResponse{}, nil //nolint:nilerr // no snapshot has such an id: the list is empty
 		}
 		_, snap, err := d.findSnapshot(ctx, id)
 		if isNotFound(err) {
