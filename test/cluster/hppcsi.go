@@ -33,6 +33,8 @@ type Pool struct {
 	Path string `json:"path"`
 	// Shared marks storage every node mounts: volumes get no topology.
 	Shared bool `json:"shared,omitempty"`
+	// SnapshotProvider ("reflink") turns snapshots on for the pool.
+	SnapshotProvider string `json:"snapshotProvider,omitempty"`
 }
 
 // volumesSubdir is the pool's subdirectory that holds the CSI volumes.
@@ -42,7 +44,7 @@ const volumesSubdir = "csi"
 func datadir(pools []Pool) (string, error) {
 	entries := make([]Pool, len(pools))
 	for i, p := range pools {
-		entries[i] = Pool{Name: p.Name, Path: filepath.Join(p.Path, volumesSubdir), Shared: p.Shared}
+		entries[i] = Pool{Name: p.Name, Path: filepath.Join(p.Path, volumesSubdir), Shared: p.Shared, SnapshotProvider: p.SnapshotProvider}
 	}
 	data, err := json.Marshal(entries)
 	return string(data), err
