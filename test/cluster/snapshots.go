@@ -6,7 +6,6 @@ import (
 	"os"
 	"path/filepath"
 	"time"
-
 )
 
 // SnapshotterVersion is external-snapshotter's release the harness runs
@@ -78,4 +77,3 @@ func (n *Node) StartCSISnapshotter(s Snapshotter) error {
 	})
 	return err
 }
-
