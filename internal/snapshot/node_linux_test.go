@@ -65,7 +65,11 @@ func exitWith(err error) {
 
 // bigSource makes a volume whose copy takes long enough to be caught in
 // the middle: one 512 MiB file of data.
-func bigSource(t *testing.T, dir string) string {
+func bigSource(t *testing.T, dir string) string { return volumeWithDisk(t, dir, 512<<20) }
+
+// volumeWithDisk makes dir/pvc-src holding disk.img of size bytes of data
+// (no holes: every byte must be copied or shared).
+func volumeWithDisk(t *testing.T, dir string, size int) string {
 	t.Helper()
 	src := filepath.Join(dir, "pvc-src")
 	if err := os.MkdirAll(src, 0o755); err != nil {
@@ -77,9 +81,9 @@ func bigSource(t *testing.T, dir string) string {
 	}
 	buf := make([]byte, 1<<20)
 	for i := range buf {
-		buf[i] = byte(i)
+		buf[i] = byte(i * 7)
 	}
-	for range 512 {
+	for range size / len(buf) {
 		if _, err := f.Write(buf); err != nil {
 			t.Fatal(err)
 		}
@@ -202,26 +206,7 @@ func TestNodeXFSClone1GiBIsReflinked(t *testing.T) {
 	if err != nil || !ok {
 		t.Fatalf("reflink probe on XFS = %v, %v", ok, err)
 	}
-	src := filepath.Join(base, "pvc-src")
-	if err := os.Mkdir(src, 0o755); err != nil {
-		t.Fatal(err)
-	}
-	f, err := os.Create(filepath.Join(src, "disk.img"))
-	if err != nil {
-		t.Fatal(err)
-	}
-	buf := make([]byte, 4<<20)
-	for i := range buf {
-		buf[i] = byte(i * 7)
-	}
-	for range 256 {
-		if _, err := f.Write(buf); err != nil {
-			t.Fatal(err)
-		}
-	}
-	if err := f.Close(); err != nil {
-		t.Fatal(err)
-	}
+	src := volumeWithDisk(t, base, 1<<30)
 	dst := filepath.Join(base, "pvc-clone")
 	if err := os.Mkdir(dst, 0o700); err != nil {
 		t.Fatal(err)
