@@ -45,7 +45,7 @@ func Datadir(pools []hppv1.StoragePool) (string, error) {
 	out := make([]datadirPool, 0, len(pools))
 	for _, p := range pools {
 		d := datadirPool{Name: p.Name, Path: path.Join(poolMount(p.Name), "csi"),
-			SnapshotPath: p.SnapshotPath, SnapshotProvider: p.SnapshotProvider}
+			SnapshotPath: datadirSnapshotPath(p), SnapshotProvider: p.SnapshotProvider}
 		if p.PVCTemplate != nil {
 			for _, m := range p.PVCTemplate.AccessModes {
 				d.Shared = d.Shared || m == corev1.ReadWriteMany
@@ -101,6 +101,7 @@ func (c *Config) CSIDaemonSet(spec *hppv1.HostPathProvisionerSpec) (*appsv1.Daem
 		mounts = append(mounts, corev1.VolumeMount{Name: poolVolume(p.Name), MountPath: poolMount(p.Name), MountPropagation: &h2c})
 		volumes = append(volumes, hostPathVolume(poolVolume(p.Name), p.Path, corev1.HostPathDirectoryOrCreate))
 	}
+	mounts, volumes = snapshotMounts(spec.StoragePools, mounts, volumes)
 
 	driver := corev1.Container{
 		Name:            CSIContainerName,
