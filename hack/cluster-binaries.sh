@@ -166,14 +166,17 @@ etcd() {
     "etcd=go.etcd.io/etcd/server/v3"
 }
 
+# The group snapshot CRDs too: without them snapshot-controller spends its
+# first ~30 s looking for them before it starts.
 SNAPSHOT_CRDS=(snapshot.storage.k8s.io_volumesnapshotclasses.yaml snapshot.storage.k8s.io_volumesnapshotcontents.yaml
-  snapshot.storage.k8s.io_volumesnapshots.yaml)
+  snapshot.storage.k8s.io_volumesnapshots.yaml groupsnapshot.storage.k8s.io_volumegroupsnapshotclasses.yaml
+  groupsnapshot.storage.k8s.io_volumegroupsnapshotcontents.yaml groupsnapshot.storage.k8s.io_volumegroupsnapshots.yaml)
 
 # snapshotter — csi-snapshotter (run per node, --node-deployment) and
 # snapshot-controller, plus the snapshot CRDs of the same release.
 snapshotter() {
   if complete "$SNAPSHOTTER_DIR" csi-snapshotter snapshot-controller &&
-    [[ -f $SNAPSHOTTER_DIR/crd/${SNAPSHOT_CRDS[2]} ]]; then
+    [[ -f $SNAPSHOTTER_DIR/crd/${SNAPSHOT_CRDS[-1]} ]]; then
     echo "==> external-snapshotter $SNAPSHOTTER_VERSION cached in $SNAPSHOTTER_DIR"; return
   fi
   local name="external-snapshotter $SNAPSHOTTER_VERSION" moddir=$ROOT/test/snapshotter-tools tmp start=$SECONDS client c

@@ -29,7 +29,7 @@ func SnapshotterFromCache(cacheDir string) (Snapshotter, error) {
 	dir := filepath.Join(cacheDir, "external-snapshotter", SnapshotterVersion)
 	s := Snapshotter{CSISnapshotter: filepath.Join(dir, "csi-snapshotter"), SnapshotController: filepath.Join(dir, "snapshot-controller"),
 		CRDDir: filepath.Join(dir, "crd")}
-	for _, p := range []string{s.CSISnapshotter, s.SnapshotController, filepath.Join(s.CRDDir, "snapshot.storage.k8s.io_volumesnapshots.yaml")} {
+	for _, p := range []string{s.CSISnapshotter, s.SnapshotController, filepath.Join(s.CRDDir, "groupsnapshot.storage.k8s.io_volumegroupsnapshots.yaml")} {
 		if _, err := os.Stat(p); err != nil {
 			return s, fmt.Errorf("external-snapshotter %s: %w (run `hack/cluster-binaries.sh snapshotter`)", SnapshotterVersion, err)
 		}
@@ -52,7 +52,10 @@ func (c *Cluster) InstallSnapshots(ctx context.Context, s Snapshotter) error {
 		return err
 	}
 	if _, err := c.run(ProcessSpec{Name: "snapshot-controller", Path: s.SnapshotController,
-		Args: []string{"--kubeconfig=" + c.Kubeconfig, "--leader-election=false", "--v=3"}, RestartOnExit: true}); err != nil {
+		// Distributed snapshotting: the controller labels each content with
+		// its volume's node, and each node's csi-snapshotter
+		// (--node-deployment) takes only its own.
+		Args: []string{"--kubeconfig=" + c.Kubeconfig, "--leader-election=false", "--enable-distributed-snapshotting", "--v=3"}, RestartOnExit: true}); err != nil {
 		return err
 	}
 	class := fmt.Sprintf("apiVersion: snapshot.storage.k8s.io/v1\nkind: VolumeSnapshotClass\nmetadata:\n  name: %s\ndriver: %s\ndeletionPolicy: Delete\n",
