@@ -8,8 +8,12 @@
 # for test/conformance) is built only when asked for: it is big (e2e.test is
 # ~150 MB) and only `make conformance` needs it.
 #
-# Usage: hack/cluster-binaries.sh [k8s] [csi-provisioner] [etcd] [conformance]
-#        (default: k8s csi-provisioner etcd)
+# The snapshotter set is csi-snapshotter and snapshot-controller of
+# external-snapshotter (test/snapshotter-tools), with the snapshot CRDs of
+# its client module in crd/.
+#
+# Usage: hack/cluster-binaries.sh [k8s] [csi-provisioner] [etcd] [snapshotter] [conformance]
+#        (default: k8s csi-provisioner etcd snapshotter)
 # Prints nothing else on stdout than progress; `--print-env` prints the
 # HPP_*_DIR variables test/cluster reads instead of building.
 set -euo pipefail
@@ -20,10 +24,12 @@ HPP_CACHE=${HPP_CACHE:-$HOME/.cache/hpp}
 K8S_VERSION=v1.37.1
 PROVISIONER_VERSION=v6.3.0
 ETCD_VERSION=v3.6.16
+SNAPSHOTTER_VERSION=v8.7.0
 
 K8S_DIR=$HPP_CACHE/k8s/$K8S_VERSION
 PROVISIONER_DIR=$HPP_CACHE/csi-provisioner/$PROVISIONER_VERSION
 ETCD_DIR=$HPP_CACHE/etcd/$ETCD_VERSION
+SNAPSHOTTER_DIR=$HPP_CACHE/external-snapshotter/$SNAPSHOTTER_VERSION
 # Same k8s.io/kubernetes as the k8s set (test/conformance checks the two
 # go.mod files agree), so its directory is named by the same version.
 CONFORMANCE_DIR=$HPP_CACHE/conformance/$K8S_VERSION
@@ -36,6 +42,7 @@ if [[ ${1:-} == --print-env ]]; then
   echo "HPP_CSI_PROVISIONER_DIR=$PROVISIONER_DIR"
   echo "HPP_ETCD_DIR=$ETCD_DIR"
   echo "HPP_CONFORMANCE_DIR=$CONFORMANCE_DIR"
+  echo "HPP_SNAPSHOTTER_DIR=$SNAPSHOTTER_DIR"
   exit 0
 fi
 
@@ -159,6 +166,35 @@ etcd() {
     "etcd=go.etcd.io/etcd/server/v3"
 }
 
+# The group snapshot CRDs too: without them snapshot-controller spends its
+# first ~30 s looking for them before it starts.
+SNAPSHOT_CRDS=(snapshot.storage.k8s.io_volumesnapshotclasses.yaml snapshot.storage.k8s.io_volumesnapshotcontents.yaml
+  snapshot.storage.k8s.io_volumesnapshots.yaml groupsnapshot.storage.k8s.io_volumegroupsnapshotclasses.yaml
+  groupsnapshot.storage.k8s.io_volumegroupsnapshotcontents.yaml groupsnapshot.storage.k8s.io_volumegroupsnapshots.yaml)
+
+# snapshotter — csi-snapshotter (run per node, --node-deployment) and
+# snapshot-controller, plus the snapshot CRDs of the same release.
+snapshotter() {
+  if complete "$SNAPSHOTTER_DIR" csi-snapshotter snapshot-controller &&
+    [[ -f $SNAPSHOTTER_DIR/crd/${SNAPSHOT_CRDS[-1]} ]]; then
+    echo "==> external-snapshotter $SNAPSHOTTER_VERSION cached in $SNAPSHOTTER_DIR"; return
+  fi
+  local name="external-snapshotter $SNAPSHOTTER_VERSION" moddir=$ROOT/test/snapshotter-tools tmp start=$SECONDS client c
+  new_tmp "$SNAPSHOTTER_DIR"; tmp=$BUILD_TMP
+  echo "==> building $name (csi-snapshotter snapshot-controller) into $SNAPSHOTTER_DIR — cold builds take minutes on 2 cores"
+  go_build "$name" "$moddir" "$tmp" "-s -w -X main.version=$SNAPSHOTTER_VERSION" \
+    "csi-snapshotter=github.com/kubernetes-csi/external-snapshotter/v8/cmd/csi-snapshotter" \
+    "snapshot-controller=github.com/kubernetes-csi/external-snapshotter/v8/cmd/snapshot-controller" || { rm -rf "$tmp"; return 1; }
+  client=$(env -C "$moddir" GOWORK=off go list -m -f '{{.Dir}}' github.com/kubernetes-csi/external-snapshotter/client/v8) || { rm -rf "$tmp"; return 1; }
+  mkdir -p "$tmp/crd"
+  for c in "${SNAPSHOT_CRDS[@]}"; do
+    cp "$client/config/crd/$c" "$tmp/crd/$c" || { rm -rf "$tmp"; return 1; }
+  done
+  chmod 644 "$tmp"/crd/*
+  commit_tmp "$tmp" "$SNAPSHOTTER_DIR"
+  echo "==> built $name in $((SECONDS - start))s"
+}
+
 # conformance — the Kubernetes e2e suite (e2e.test), agnhost (the image
 # most of its pods run) and the ginkgo CLI (runs e2e.test in parallel), all
 # from test/conformance-tools, i.e. the same sources and flags as the k8s
@@ -190,13 +226,14 @@ BUILD_TMP=
 trap '[[ -z $BUILD_TMP ]] || rm -rf "$BUILD_TMP"' EXIT
 
 sets=("$@")
-((${#sets[@]})) || sets=(k8s csi-provisioner etcd)
+((${#sets[@]})) || sets=(k8s csi-provisioner etcd snapshotter)
 for s in "${sets[@]}"; do
   case $s in
     k8s) k8s ;;
     csi-provisioner) provisioner ;;
     etcd) etcd ;;
     conformance) conformance ;;
-    *) echo "unknown binary set $s (want k8s, csi-provisioner, etcd or conformance)" >&2; exit 2 ;;
+    snapshotter) snapshotter ;;
+    *) echo "unknown binary set $s (want k8s, csi-provisioner, etcd, conformance or snapshotter)" >&2; exit 2 ;;
   esac
 done

@@ -12,7 +12,7 @@ BENCH_E2E_CONTROL_PLANE_QPS ?= 200
 IS_ROOT := $(shell [ "$$(id -u)" = 0 ] && echo yes)
 
 .PHONY: cluster-binaries
-cluster-binaries: ## build the cluster's binaries into $(HPP_CACHE) (k8s, etcd, csi-provisioner; cold: ~15 min)
+cluster-binaries: ## build the cluster's binaries into $(HPP_CACHE) (k8s, etcd, csi-provisioner, external-snapshotter; cold: ~18 min)
 	@$(ROOT)/hack/cluster-binaries.sh
 
 .PHONY: e2e

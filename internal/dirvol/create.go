@@ -110,6 +110,12 @@ func (s *Store) build(id, path string, spec Spec) (Volume, error) {
 	if err != nil {
 		return Volume{}, err
 	}
+	if spec.Fill != nil {
+		if err := spec.Fill(tmp); err != nil {
+			_ = s.fs.RemoveAll(tmp)
+			return Volume{}, fmt.Errorf("fill: %w", err)
+		}
+	}
 	r := newRecord(id, spec, time.Now())
 	if err := s.attachRecord(tmp, r); err != nil {
 		_ = s.fs.RemoveAll(tmp)

@@ -38,7 +38,7 @@ func (s *Store) List(ctx context.Context) ([]Volume, error) {
 		if err := ctx.Err(); err != nil {
 			return nil, fmt.Errorf("list volumes: %w", err)
 		}
-		if !e.IsDir() || pool.ValidateID(e.Name()) != nil {
+		if !e.IsDir() || pool.ValidateID(e.Name()) != nil || s.notVolumes[e.Name()] {
 			continue
 		}
 		found, err := s.resolve(e.Name())

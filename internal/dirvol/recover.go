@@ -165,7 +165,7 @@ func (s *Store) indexAttrRecords(ctx context.Context) error {
 			return err
 		}
 		id := de.Name()
-		if !de.IsDir() || pool.ValidateID(id) != nil {
+		if !de.IsDir() || pool.ValidateID(id) != nil || s.notVolumes[id] {
 			continue
 		}
 		r, err := s.readRecord(id, filepath.Join(s.root, id))

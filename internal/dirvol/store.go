@@ -68,6 +68,11 @@ type Options struct {
 	// then never creates volumes, and Recover and purges touch only its own
 	// (NodeID-tagged) staging and trash entries and no record.
 	Guest bool
+	// NotVolumes names directories in the root that are not volumes: a
+	// snapshot area configured inside the volumes directory (as the
+	// KubeVirt operator does). They are never listed, and no call may
+	// create, get or delete them as a volume.
+	NotVolumes []string
 }
 
 // Store manages the volumes in one root directory.
@@ -92,6 +97,7 @@ type Store struct {
 	rootSync    *groupSync
 	recordsSync *groupSync
 	index       index
+	notVolumes  map[string]bool
 }
 
 // Open prepares root (created with mode 0755, parents too) and its private
@@ -112,6 +118,10 @@ func Open(root string, opts Options) (*Store, error) {
 	s.rootSync = newGroupSync(func() error { return s.fs.SyncDir(s.root) })
 	s.recordsSync = newGroupSync(func() error { return s.fs.SyncDir(s.recordsDir()) })
 	s.index.init()
+	s.notVolumes = map[string]bool{}
+	for _, n := range opts.NotVolumes {
+		s.notVolumes[n] = true
+	}
 	// MkdirAll fails unless root ends up a directory. A root that is a
 	// symlink to a directory is fine (PV_DIR often is one); pool.ResolveIn
 	// resolves it when it checks ids.
@@ -189,6 +199,9 @@ func (s *Store) lockID(id string) (func(), error) {
 func (s *Store) resolve(id string) (entry, error) {
 	if err := pool.ValidateID(id); err != nil {
 		return entry{}, err
+	}
+	if s.notVolumes[id] {
+		return entry{}, fieldErr("volume id", "%q is not a volume: it is hpp's snapshot area in this pool", id)
 	}
 	joined := filepath.Join(s.root, id)
 	fi, err := s.fs.Lstat(joined)

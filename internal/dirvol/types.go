@@ -37,6 +37,10 @@ type Spec struct {
 	CapacityBytes int64             // the request, recorded for idempotency and reservation-aware capacity
 	Kind          string            // KindPersistent or KindEphemeral; "" means KindPersistent
 	Attributes    map[string]string // small free-form metadata (e.g. pod uid), stored in the meta file
+	// Fill, when set, fills the staged volume directory (a clone or a
+	// restore copies its source into it) before the volume is published:
+	// a fill that fails or is cut short by a crash leaves only staging.
+	Fill func(dir string) error
 }
 
 // Volume is a volume directory and what its meta file says about it.

@@ -33,8 +33,9 @@ type Pool struct {
 	Name string `json:"name"`
 	Path string `json:"path"`
 	// SnapshotPath and SnapshotProvider are the KubeVirt driver's snapshot
-	// settings. They are accepted and validated so that its configurations
-	// start hpp unchanged; hpp takes no snapshots yet.
+	// settings: a pool takes snapshots when SnapshotProvider is set, and
+	// keeps them in SnapshotPath (default: <path>/.hpp-snapshots). A
+	// SnapshotPath directly inside Path is set aside, never a volume.
 	SnapshotPath     string `json:"snapshotPath,omitempty"`
 	SnapshotProvider string `json:"snapshotProvider,omitempty"`
 	// Shared marks a pool on storage that every node mounts (NFS and the

@@ -51,8 +51,8 @@ func TestParseUpstreamFieldErrors(t *testing.T) {
 			`datadir[0].snapshotProvider: must be a string, got a boolean`}},
 		{"unknown provider", "/", `[{"name":"a","path":"/a/csi","snapshotProvider":"zfs"}]`, []string{
 			`datadir[0].snapshotProvider: "zfs" is not a known snapshot provider; the only one is "reflink"`}},
-		{"snapshots among the volumes", "/", `[{"name":"a","path":"/a/csi","snapshotPath":"/a/csi/snap"},{"name":"b","path":"/b/csi","snapshotPath":"/b/csi"},{"name":"c","path":"/c/csi","snapshotPath":"/c"}]`, []string{
-			`datadir[0].snapshotPath: "/a/csi/snap" is inside the pool's path "/a/csi", where every directory is a volume; put it beside it (e.g. /a/snapshots)`,
+		{"snapshots among the volumes", "/", `[{"name":"a","path":"/a/csi","snapshotPath":"/a/csi/snap/x"},{"name":"b","path":"/b/csi","snapshotPath":"/b/csi"},{"name":"c","path":"/c/csi","snapshotPath":"/c"}]`, []string{
+			`datadir[0].snapshotPath: "/a/csi/snap/x" is nested below the pool's path "/a/csi", where every directory is a volume; put it directly in it (e.g. /a/csi/snapshots) or beside it (e.g. /a/snapshots)`,
 			`datadir[1].snapshotPath: "/b/csi" is the pool's path; snapshots need their own directory`,
 			`datadir[2].snapshotPath: "/c" contains the pool's path "/c/csi"; snapshots and volumes must not be nested`}},
 	}
@@ -67,5 +67,21 @@ func TestParseUpstreamFieldErrors(t *testing.T) {
 				t.Fatalf("errors:\n%s\nwant:\n%s", strings.Join(got, "\n"), strings.Join(tt.want, "\n"))
 			}
 		})
+	}
+}
+
+// The KubeVirt operator's snapshot area is a directory directly in the
+// volumes directory; hpp sets it aside by name (dirvol.Options.NotVolumes).
+func TestSnapshotPathDirectlyInThePool(t *testing.T) {
+	set, err := ParseRelativeTo([]byte(`[{"name":"a","path":"/a/csi","snapshotPath":"/a/csi/snapshots","snapshotProvider":"reflink"}]`), "/")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if p, _ := set.Get("a"); p.SnapshotPath != "/a/csi/snapshots" {
+		t.Fatalf("snapshotPath = %q", p.SnapshotPath)
+	}
+	_, err = ParseRelativeTo([]byte(`[{"name":"a","path":"/a/csi","snapshotPath":"/a/csi/.snap"}]`), "/")
+	if err == nil || !strings.Contains(err.Error(), `datadir[0].snapshotPath: "/a/csi/.snap": its name inside the pool's path is not usable`) {
+		t.Fatalf("err = %v", err)
 	}
 }

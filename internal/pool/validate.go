@@ -104,11 +104,16 @@ func validateSnapshot(prefix string, p Pool) []error {
 	switch {
 	case p.SnapshotPath == p.Path:
 		errs = append(errs, fieldErr(field, "%q is the pool's path; snapshots need their own directory", p.SnapshotPath))
+	case within(p.Path, p.SnapshotPath) && filepath.Dir(p.SnapshotPath) != p.Path:
+		// A direct child of path (as the KubeVirt operator configures it)
+		// is set aside by name, never listed or deleted as a volume; a
+		// deeper one would make its first component look like a volume.
+		errs = append(errs, fieldErr(field, "%q is nested below the pool's path %q, where every directory is a volume; put it directly in it (e.g. %s) or beside it (e.g. %s)",
+			p.SnapshotPath, p.Path, filepath.Join(p.Path, "snapshots"), filepath.Join(filepath.Dir(p.Path), "snapshots")))
 	case within(p.Path, p.SnapshotPath):
-		// Every directory in path is a volume: snapshots there would be
-		// listed, and could be deleted, as volumes.
-		errs = append(errs, fieldErr(field, "%q is inside the pool's path %q, where every directory is a volume; put it beside it (e.g. %s)",
-			p.SnapshotPath, p.Path, filepath.Join(filepath.Dir(p.Path), "snapshots")))
+		if err := ValidateID(filepath.Base(p.SnapshotPath)); err != nil {
+			errs = append(errs, fieldErr(field, "%q: its name inside the pool's path is not usable: %v", p.SnapshotPath, err))
+		}
 	case within(p.SnapshotPath, p.Path):
 		errs = append(errs, fieldErr(field, "%q contains the pool's path %q; snapshots and volumes must not be nested", p.SnapshotPath, p.Path))
 	}

@@ -37,6 +37,8 @@ type Pool struct {
 	// the pool serves in place; created like a DaemonSet's hostPath
 	// volume would be.
 	LegacyPath string `json:"legacyPath,omitempty"`
+	// SnapshotProvider ("reflink") turns snapshots on for the pool.
+	SnapshotProvider string `json:"snapshotProvider,omitempty"`
 }
 
 // volumesSubdir is the pool's subdirectory that holds the CSI volumes.
@@ -46,7 +48,7 @@ const volumesSubdir = "csi"
 func datadir(pools []Pool) (string, error) {
 	entries := make([]Pool, len(pools))
 	for i, p := range pools {
-		entries[i] = Pool{Name: p.Name, Path: filepath.Join(p.Path, volumesSubdir), Shared: p.Shared, LegacyPath: p.LegacyPath}
+		entries[i] = Pool{Name: p.Name, Path: filepath.Join(p.Path, volumesSubdir), Shared: p.Shared, LegacyPath: p.LegacyPath, SnapshotProvider: p.SnapshotProvider}
 	}
 	data, err := json.Marshal(entries)
 	return string(data), err

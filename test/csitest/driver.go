@@ -35,6 +35,10 @@ type Pool struct {
 	LegacyPath string `json:"legacyPath,omitempty"`
 	// Mounted pools need hpp-mounter's marker (internal/poolmarker).
 	Mounted bool `json:"mounted,omitempty"`
+	// SnapshotPath (absolute, as given) and SnapshotProvider are passed
+	// unchanged.
+	SnapshotPath     string `json:"snapshotPath,omitempty"`
+	SnapshotProvider string `json:"snapshotProvider,omitempty"`
 }
 
 // Datadir is the --datadir JSON for pools: each path is <Path>/csi.

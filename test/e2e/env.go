@@ -38,6 +38,8 @@ type Env struct {
 	Pools map[string]string
 	// LegacyDir is the real node's legacy PV_DIR, PoolMigrated's legacyPath.
 	LegacyDir string
+	// Snapshots says whether snapshots are installed (SetupOptions.Snapshotter).
+	Snapshots bool
 }
 
 // SetupOptions configure Setup.
@@ -56,6 +58,10 @@ type SetupOptions struct {
 	MaxPods       int
 	// ControlPlaneQPS: see cluster.Options.
 	ControlPlaneQPS int
+	// Snapshotter, when set, installs snapshots: the CRDs,
+	// snapshot-controller, a VolumeSnapshotClass and csi-snapshotter on
+	// the real node; the local pool takes snapshots.
+	Snapshotter *cluster.Snapshotter
 }
 
 // Setup starts a cluster, installs the CSIDriver object and runs hpp-csi
@@ -90,7 +96,7 @@ func (e *Env) installDriver(ctx context.Context, opts SetupOptions) error {
 	}
 	node := e.C.RealNode()
 	pools := []cluster.Pool{
-		{Name: PoolLocal, Path: filepath.Join(node.Dir(), "pools", PoolLocal)},
+		{Name: PoolLocal, Path: filepath.Join(node.Dir(), "pools", PoolLocal), SnapshotProvider: "reflink"},
 		{Name: PoolFast, Path: filepath.Join(node.Dir(), "pools", PoolFast)},
 		{Name: PoolShared, Path: filepath.Join(node.Dir(), "pools", PoolShared), Shared: true},
 		{Name: PoolMigrated, Path: filepath.Join(node.Dir(), "pools", PoolMigrated), LegacyPath: filepath.Join(node.Dir(), "legacy-pv-dir")},
@@ -106,7 +112,20 @@ func (e *Env) installDriver(ctx context.Context, opts SetupOptions) error {
 	for _, p := range pools {
 		e.Pools[p.Name] = p.Path
 	}
-	return node.StartHPPCSI(ctx, cluster.HPPCSIConfig{Binary: e.HPPCSI, Pools: pools, ProvisionerArgs: opts.ProvisionerArgs})
+	if err := node.StartHPPCSI(ctx, cluster.HPPCSIConfig{Binary: e.HPPCSI, Pools: pools, ProvisionerArgs: opts.ProvisionerArgs}); err != nil {
+		return err
+	}
+	if opts.Snapshotter == nil {
+		return nil
+	}
+	if err := e.C.InstallSnapshots(ctx, *opts.Snapshotter); err != nil {
+		return err
+	}
+	if err := node.StartCSISnapshotter(*opts.Snapshotter); err != nil {
+		return err
+	}
+	e.Snapshots = true
+	return nil
 }
 
 // Stop tears the cluster down.

@@ -23,6 +23,9 @@ import (
 type suite struct {
 	env        *Env
 	skipReason string
+	// noSnapshots says why the snapshot scenarios cannot run ("" when
+	// they can).
+	noSnapshots string
 }
 
 // theSuite is set once by TestMain before any test runs and only read
@@ -53,9 +56,15 @@ func TestMain(m *testing.M) {
 		logf := func(format string, args ...any) {
 			fmt.Printf("e2e %s "+format+"\n", append([]any{time.Now().Format("15:04:05")}, args...)...)
 		}
+		var snapshotter *cluster.Snapshotter
+		if sn, err := cluster.SnapshotterFromCache(cache); err == nil {
+			snapshotter = &sn
+		} else {
+			theSuite.noSnapshots = err.Error()
+		}
 		env, err := Setup(ctx, SetupOptions{
 			Binaries: cluster.BinariesFromCache(cache), HPPCSI: hppcsi, Logf: logf, HandleSignals: true,
-			TmpfsPools: map[string]int64{PoolCapacity: realNodeCapacity},
+			TmpfsPools: map[string]int64{PoolCapacity: realNodeCapacity}, Snapshotter: snapshotter,
 		})
 		if err != nil {
 			fmt.Println("e2e: cluster setup failed:", err)

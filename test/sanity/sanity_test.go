@@ -1,15 +1,19 @@
 // The kubernetes-csi sanity suite against the real hpp-csi binary, over a
 // real unix socket, with real pool directories and real bind mounts (root).
 //
+// The "sanity" pool takes snapshots (snapshotProvider "reflink", area in
+// its default place), so the snapshot, restore and clone specs run.
+//
 // Specs the suite skips for hpp-csi, and why (each is a capability hpp-csi
 // does not claim, so the suite skips it itself):
-//   - snapshots (CreateSnapshot, DeleteSnapshot, ListSnapshots, GetSnapshot,
-//     SNAPSHOT_ACCESSIBILITY_CONSTRAINTS): hostpath volumes have no snapshots.
-//   - volume cloning: not supported (volume_content_source is refused).
+//   - SNAPSHOT_ACCESSIBILITY_CONSTRAINTS: a snapshot is reachable wherever
+//     its node's volumes are; hpp-csi reports no snapshot topology.
 //   - ControllerModifyVolume / ModifyVolume: no mutable parameters.
 //   - ControllerPublish/Unpublish (incl. readonly, node attach limit):
 //     hostpath volumes are already on the node; nothing to attach.
-//   - ControllerExpandVolume / NodeExpandVolume: expansion is a follow-up issue.
+//   - NodeExpandVolume: expansion is controller-only (a hostpath volume has
+//     no quota to grow; NodeExpansionRequired is false). ControllerExpandVolume
+//     runs.
 //   - NodeStageVolume / NodeUnstageVolume: publish bind mounts directly.
 //   - GroupController (volume group snapshots): not supported.
 //   - "No MaxVolumesPerNode" / "testnodevolumeattachlimit not enabled": the
@@ -45,7 +49,7 @@ func TestSanity(t *testing.T) {
 	}
 	work := t.TempDir()
 	pools := []csitest.Pool{
-		{Name: "sanity", Path: filepath.Join(work, "pool-sanity")},
+		{Name: "sanity", Path: filepath.Join(work, "pool-sanity"), SnapshotProvider: "reflink"},
 		{Name: "other", Path: filepath.Join(work, "pool-other")},
 	}
 	for _, p := range pools {

@@ -63,6 +63,13 @@ func (d *Driver) checkFits(ctx context.Context, p *poolState, store *dirvol.Stor
 	if size == 0 {
 		return nil
 	}
+	return d.checkRoom(ctx, p, store, size, size, fmt.Sprintf("the requested %d bytes", size))
+}
+
+// checkRoom refuses a volume of size bytes whose extra bytes (all of them
+// for a new volume, the growth for an expansion) the pool cannot offer;
+// need describes them in the message.
+func (d *Driver) checkRoom(ctx context.Context, p *poolState, store *dirvol.Store, size, extra int64, need string) error {
 	c, err := d.poolCapacity(ctx, p, store)
 	if err != nil {
 		return toStatus("checking pool capacity", err)
@@ -71,9 +78,9 @@ func (d *Driver) checkFits(ctx context.Context, p *poolState, store *dirvol.Stor
 		return errCode(codes.OutOfRange, "requested %d bytes exceeds the total size %d bytes of storage pool %q on node %s",
 			size, c.stats.TotalBytes, p.name(), d.cfg.NodeID)
 	}
-	if size > c.offered {
-		return errCode(codes.ResourceExhausted, "storage pool %q on node %s can offer %d bytes now (free %d, headroom %d, reserved by volumes %d), less than the requested %d bytes",
-			p.name(), d.cfg.NodeID, c.offered, c.stats.AvailableBytes, p.headroom.Reserved(c.stats.TotalBytes), c.reserved, size)
+	if extra > c.offered {
+		return errCode(codes.ResourceExhausted, "storage pool %q on node %s can offer %d bytes now (free %d, headroom %d, reserved by volumes %d), less than %s",
+			p.name(), d.cfg.NodeID, c.offered, c.stats.AvailableBytes, p.headroom.Reserved(c.stats.TotalBytes), c.reserved, need)
 	}
 	return nil
 }

@@ -10,7 +10,7 @@ import (
 	"github.com/hostpath-provisioner/hpp/internal/dirvol"
 )
 
-func (d *Driver) ControllerGetCapabilities(context.Context, *csi.ControllerGetCapabilitiesRequest) (*csi.ControllerGetCapabilitiesResponse, error) {
+func (d *Driver) ControllerGetCapabilities(_ context.Context, _ *csi.ControllerGetCapabilitiesRequest) (*csi.ControllerGetCapabilitiesResponse, error) {
 	types := []csi.ControllerServiceCapability_RPC_Type{
 		csi.ControllerServiceCapability_RPC_CREATE_DELETE_VOLUME,
 		csi.ControllerServiceCapability_RPC_GET_CAPACITY,
@@ -19,6 +19,12 @@ func (d *Driver) ControllerGetCapabilities(context.Context, *csi.ControllerGetCa
 		csi.ControllerServiceCapability_RPC_GET_VOLUME_HEALTH,
 		csi.ControllerServiceCapability_RPC_LIST_VOLUME_HEALTH,
 		csi.ControllerServiceCapability_RPC_SINGLE_NODE_MULTI_WRITER,
+		csi.ControllerServiceCapability_RPC_EXPAND_VOLUME,
+		csi.ControllerServiceCapability_RPC_CLONE_VOLUME,
+	}
+	if d.anySnapshots() {
+		types = append(types, csi.ControllerServiceCapability_RPC_CREATE_DELETE_SNAPSHOT,
+			csi.ControllerServiceCapability_RPC_LIST_SNAPSHOTS, csi.ControllerServiceCapability_RPC_GET_SNAPSHOT)
 	}
 	resp := &csi.ControllerGetCapabilitiesResponse{}
 	for _, t := range types {
@@ -79,18 +85,29 @@ func (d *Driver) CreateVolume(ctx context.Context, req *csi.CreateVolumeRequest)
 		return nil, err
 	}
 	defer release()
+	spec := dirvol.Spec{
+		Ownership:     cr.params.ownership,
+		CapacityBytes: cr.size,
+		Kind:          dirvol.KindPersistent,
+		Attributes:    creationAttributes(req.GetParameters()),
+	}
+	src := req.GetVolumeContentSource()
+	if src != nil {
+		done, err := d.withSource(ctx, p, cr, src, &spec)
+		if err != nil {
+			return nil, err
+		}
+		defer done()
+	}
 	vol, err := d.provision(ctx, provisioning{
-		pool: p, id: cr.name, what: "volume",
-		spec: dirvol.Spec{
-			Ownership:     cr.params.ownership,
-			CapacityBytes: cr.size,
-			Kind:          dirvol.KindPersistent,
-			Attributes:    creationAttributes(req.GetParameters()),
-		},
+		pool: p, id: cr.name, what: "volume", spec: spec,
 		accept: func(existing dirvol.Volume) error {
 			if !compatible(existing.CapacityBytes, req.GetCapacityRange()) {
 				return alreadyExists("volume %q already exists with capacity %d bytes, incompatible with the requested range [%d, %d]",
 					cr.name, existing.CapacityBytes, req.GetCapacityRange().GetRequiredBytes(), req.GetCapacityRange().GetLimitBytes())
+			}
+			if got, want := existing.Attributes[contentSourceAttr], sourceKey(src); got != want {
+				return alreadyExists("volume %q already exists with content source %q, not %q", cr.name, got, want)
 			}
 			return nil
 		},
@@ -98,7 +115,9 @@ func (d *Driver) CreateVolume(ctx context.Context, req *csi.CreateVolumeRequest)
 	if err != nil {
 		return nil, err
 	}
-	return d.createResponse(p, vol), nil
+	resp := d.createResponse(p, vol)
+	resp.Volume.ContentSource = src
+	return resp, nil
 }
 
 // creationAttributes keeps who asked for the volume (csi-provisioner's

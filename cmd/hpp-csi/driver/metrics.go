@@ -9,6 +9,7 @@ import (
 	"google.golang.org/grpc/codes"
 
 	"github.com/hostpath-provisioner/hpp/internal/capacity"
+	"github.com/hostpath-provisioner/hpp/internal/treecopy"
 )
 
 // Metrics is the driver's Prometheus registry. It is not the global one, so
@@ -18,6 +19,7 @@ type Metrics struct {
 	operations *prometheus.CounterVec
 	latency    *prometheus.HistogramVec
 	registered prometheus.Gauge
+	reflink    *prometheus.GaugeVec
 }
 
 func NewMetrics() *Metrics {
@@ -34,8 +36,11 @@ func NewMetrics() *Metrics {
 		registered: prometheus.NewGauge(prometheus.GaugeOpts{
 			Name: "hpp_csi_kubelet_registered", Help: "1 when kubelet confirmed the plugin registration, 0 when it refused or has not asked yet.",
 		}),
+		reflink: prometheus.NewGaugeVec(prometheus.GaugeOpts{
+			Name: "hpp_pool_reflink", Help: "1 when clones and snapshots in the pool share data by reflink, 0 when they copy it (probed when the pool is opened).",
+		}, []string{"pool"}),
 	}
-	m.Registry.MustRegister(m.operations, m.latency, m.registered,
+	m.Registry.MustRegister(m.operations, m.latency, m.registered, m.reflink,
 		collectors.NewGoCollector(), collectors.NewProcessCollector(collectors.ProcessCollectorOpts{}))
 	return m
 }
@@ -52,6 +57,14 @@ func (m *Metrics) SetRegistered(ok bool) {
 		return
 	}
 	m.registered.Set(0)
+}
+
+func (m *Metrics) setCopyMode(pool string, mode treecopy.Mode) {
+	v := 0.0
+	if mode == treecopy.Reflink {
+		v = 1
+	}
+	m.reflink.WithLabelValues(pool).Set(v)
 }
 
 func (m *Metrics) registerPools(d *Driver) {

@@ -100,7 +100,7 @@ func (d *Driver) openLocked(ctx context.Context, p *poolState) error {
 		return err
 	}
 	store, err := dirvol.Open(p.cfg.Path, dirvol.Options{Logger: d.log.Named("dirvol"), PurgeInBackground: true,
-		NodeID: d.cfg.NodeID, Shared: p.cfg.Shared})
+		NodeID: d.cfg.NodeID, Shared: p.cfg.Shared, NotVolumes: notVolumes(p.cfg)})
 	if err != nil {
 		return notReady("%v", err)
 	}
@@ -116,6 +116,10 @@ func (d *Driver) openLocked(ctx context.Context, p *poolState) error {
 		zap.Bool("shared", p.cfg.Shared), zap.Int("queuedPurges", report.FinishedDeletes),
 		zap.Int("removedStaging", report.RemovedStaging), zap.Int("removedOrphanMeta", report.RemovedOrphanMeta),
 		zap.Int("migratedRecords", report.MigratedRecords))
-	p.store, p.device, p.notOpen = store, dev, ""
+	copies, err := d.openCopies(ctx, p)
+	if err != nil {
+		return notReady("%v", err)
+	}
+	p.store, p.device, p.notOpen, p.copies = store, dev, "", copies
 	return nil
 }

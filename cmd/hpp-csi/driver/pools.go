@@ -30,6 +30,9 @@ type poolState struct {
 	notOpen string
 	// legacy is the pool's legacyPath, nil without one (legacy.go).
 	legacy *legacyRoot
+	// copies is how clones and snapshots copy data in this pool, and its
+	// snapshot area (see snapshots.go).
+	copies poolCopies
 }
 
 func (p *poolState) name() string { return p.cfg.Name }

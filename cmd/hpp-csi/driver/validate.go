@@ -188,8 +188,8 @@ func validateCreateRequest(pools *pool.Set, req *csi.CreateVolumeRequest) (creat
 	if err := validateCapabilities(req.GetVolumeCapabilities(), cr.pool.Shared); err != nil {
 		return cr, err
 	}
-	if req.GetVolumeContentSource() != nil {
-		return cr, invalidArg("volume_content_source: cloning and restoring snapshots are not supported by hostpath volumes")
+	if err := validateContentSource(req.GetVolumeContentSource()); err != nil {
+		return cr, err
 	}
 	if cr.size, err = requestedBytes(req.GetCapacityRange()); err != nil {
 		return cr, err

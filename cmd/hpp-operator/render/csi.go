@@ -50,7 +50,7 @@ func Datadir(pools []hppv1.StoragePool) (string, error) {
 	out := make([]datadirPool, 0, len(pools))
 	for _, p := range pools {
 		d := datadirPool{Name: p.Name, Path: path.Join(poolMount(p.Name), "csi"),
-			SnapshotPath: p.SnapshotPath, SnapshotProvider: p.SnapshotProvider}
+			SnapshotPath: datadirSnapshotPath(p), SnapshotProvider: p.SnapshotProvider}
 		if p.PVCTemplate != nil {
 			d.Mounted = true
 			for _, m := range p.PVCTemplate.AccessModes {
@@ -108,6 +108,7 @@ func (c *Config) CSIDaemonSet(spec *hppv1.HostPathProvisionerSpec) (*appsv1.Daem
 		volumes = append(volumes, hostPathVolume(poolVolume(p.Name), p.Path, corev1.HostPathDirectoryOrCreate))
 	}
 	mounts, volumes = withPathConfigMount(spec, mounts, volumes)
+	mounts, volumes = snapshotMounts(spec.StoragePools, mounts, volumes)
 
 	driver := corev1.Container{
 		Name:            CSIContainerName,

@@ -22,10 +22,44 @@ func TestDatadirAsUpstream(t *testing.T) {
 		t.Fatal(err)
 	}
 	want := `[{"name":"local","path":"/local-data-dir/csi"},` +
-		`{"name":"shared","path":"/shared-data-dir/csi","snapshotProvider":"reflink","shared":true,"mounted":true},` +
+		`{"name":"shared","path":"/shared-data-dir/csi","snapshotPath":"/shared-data-dir/csi/snapshots","snapshotProvider":"reflink","shared":true,"mounted":true},` +
 		`{"name":"block","path":"/block-data-dir/csi","mounted":true}]`
 	if got != want {
 		t.Errorf("datadir\n got  %s\n want %s", got, want)
+	}
+}
+
+// snapshotPath is a host path: hpp-csi reaches it through the pool's mount
+// when it is inside the pool, through a mount of its own otherwise.
+func TestDatadirSnapshotPaths(t *testing.T) {
+	pools := []hppv1.StoragePool{
+		{Name: "in", Path: "/var/hpp", SnapshotProvider: "reflink", SnapshotPath: "/var/hpp/snaps"},
+		{Name: "out", Path: "/var/out", SnapshotProvider: "reflink", SnapshotPath: "/srv/snaps"},
+		{Name: "off", Path: "/var/off", SnapshotPath: "/srv/off"},
+	}
+	got, err := Datadir(pools)
+	if err != nil {
+		t.Fatal(err)
+	}
+	want := `[{"name":"in","path":"/in-data-dir/csi","snapshotPath":"/in-data-dir/snaps","snapshotProvider":"reflink"},` +
+		`{"name":"out","path":"/out-data-dir/csi","snapshotPath":"/out-snapshot-dir","snapshotProvider":"reflink"},` +
+		`{"name":"off","path":"/off-data-dir/csi"}]`
+	if got != want {
+		t.Errorf("datadir\n got  %s\n want %s", got, want)
+	}
+	cfg := DefaultConfig()
+	ds, err := cfg.CSIDaemonSet(&hppv1.HostPathProvisionerSpec{StoragePools: pools})
+	if err != nil {
+		t.Fatal(err)
+	}
+	var hostPaths []string
+	for _, v := range ds.Spec.Template.Spec.Volumes {
+		if strings.HasSuffix(v.Name, "-snapshot-dir") {
+			hostPaths = append(hostPaths, v.Name+"="+v.HostPath.Path)
+		}
+	}
+	if strings.Join(hostPaths, ",") != "out-snapshot-dir=/srv/snaps" {
+		t.Errorf("snapshot volumes %v, want only out-snapshot-dir=/srv/snaps", hostPaths)
 	}
 }
 
