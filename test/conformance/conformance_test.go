@@ -37,12 +37,17 @@ func TestExternalStorage(t *testing.T) {
 			t.Fatal(err)
 		}
 	}
+	snapshotter, err := cluster.SnapshotterFromCache(cache)
+	if err != nil {
+		t.Fatal(err)
+	}
 	opts := Options{
-		Root:      checkout(t),
-		Cluster:   cluster.BinariesFromCache(cache),
-		Tools:     ToolsFromCache(cache),
-		OutputDir: os.Getenv("HPP_CONFORMANCE_OUTPUT"),
-		Narrow:    os.Getenv("HPP_CONFORMANCE_FOCUS"),
+		Root:        checkout(t),
+		Cluster:     cluster.BinariesFromCache(cache),
+		Tools:       ToolsFromCache(cache),
+		Snapshotter: snapshotter,
+		OutputDir:   os.Getenv("HPP_CONFORMANCE_OUTPUT"),
+		Narrow:      os.Getenv("HPP_CONFORMANCE_FOCUS"),
 	}
 	if opts.OutputDir == "" {
 		opts.OutputDir = filepath.Join(opts.Root, "_output", "conformance")

@@ -60,6 +60,11 @@ type Options struct {
 	Timeout time.Duration
 	// Out receives progress and ginkgo's output; os.Stdout when nil.
 	Out io.Writer
+	// Snapshotter installs snapshots in the cluster (CRDs,
+	// snapshot-controller, csi-snapshotter beside hpp-csi), so that the
+	// driver file can declare snapshotDataSource with the cluster's
+	// VolumeSnapshotClass; required (hack/cluster-binaries.sh builds it).
+	Snapshotter cluster.Snapshotter
 	// Narrow, when set, is a regular expression that selects a subset of
 	// the tier's tests (e.g. "subPath" or "Ephemeral"), for working on one
 	// failure; the full tier runs without it.
@@ -148,7 +153,8 @@ func Run(ctx context.Context, opts Options) (Summary, error) {
 		return Summary{}, err
 	}
 
-	hpp, err := e2e.Setup(ctx, e2e.SetupOptions{Binaries: opts.Cluster, HPPCSI: opts.HPPCSI, Logf: logf, HandleSignals: true})
+	hpp, err := e2e.Setup(ctx, e2e.SetupOptions{Binaries: opts.Cluster, HPPCSI: opts.HPPCSI, Logf: logf, HandleSignals: true,
+		Snapshotter: &opts.Snapshotter})
 	if err != nil {
 		return Summary{}, err
 	}
