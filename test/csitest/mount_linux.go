@@ -69,8 +69,26 @@ func (m MountEntry) HasOption(opt string) bool {
 }
 
 // Mounts parses /proc/self/mountinfo.
-func Mounts() ([]MountEntry, error) {
-	f, err := os.Open("/proc/self/mountinfo")
+func Mounts() ([]MountEntry, error) { return mountsIn("/proc/self/mountinfo") }
+
+// MountsAtIn returns the mounts stacked on target in the mount namespace
+// of process pid, oldest first.
+func MountsAtIn(pid int, target string) ([]MountEntry, error) {
+	all, err := mountsIn(fmt.Sprintf("/proc/%d/mountinfo", pid))
+	if err != nil {
+		return nil, err
+	}
+	var out []MountEntry
+	for _, m := range all {
+		if m.MountPoint == target {
+			out = append(out, m)
+		}
+	}
+	return out, nil
+}
+
+func mountsIn(mountinfo string) ([]MountEntry, error) {
+	f, err := os.Open(mountinfo)
 	if err != nil {
 		return nil, err
 	}

@@ -7,6 +7,7 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
+	"strconv"
 	"sync"
 	"testing"
 	"time"
@@ -69,6 +70,28 @@ func importMounterImage(t *testing.T, env *Env) {
 // it holds the kubelet's own mounts of the pod's PVC that hpp-mounter must
 // find. Host paths given to the mounter are relative to it.
 func mounterHost(env *Env) string { return env.C.KubeletDir() }
+
+// The mounter's mounts live in the real node's mount namespace (its
+// containerd and kubelet run in their own, test/cluster/nodens_linux.go):
+// host mounts under the cluster directory reach the node, the node's never
+// reach the host, as on a real node nothing else sees them either. So the
+// test looks at the pool as the node sees it: files through
+// /proc/<node-init>/root, mounts through its mountinfo, and the hpp-csi
+// that uses the pool runs in that namespace, as the DaemonSet's would.
+
+// inNode is path as the node sees it.
+func inNode(env *Env, path string) string {
+	return filepath.Join("/proc", strconv.Itoa(env.C.NodeInitPID()), "root", path)
+}
+
+func nodeMountsAt(t *testing.T, env *Env, target string) []csitest.MountEntry {
+	t.Helper()
+	m, err := csitest.MountsAtIn(env.C.NodeInitPID(), target)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return m
+}
 
 // mounterPod is what the operator runs per pool and node: the pool PVC at
 // /source (filesystem) or /dev/data (block), the host directory host at
@@ -215,28 +238,25 @@ func TestMounterBlockPVC(t *testing.T) {
 	if err := unix.Stat(dev, &st); err != nil {
 		t.Fatal(err)
 	}
-	m, err := csitest.MountsAt(target)
-	if err != nil {
-		t.Fatal(err)
-	}
+	m := nodeMountsAt(t, env, target)
 	if len(m) != 1 || m[0].FSType != "xfs" || m[0].Major != int(unix.Major(st.Rdev)) || m[0].Minor != int(unix.Minor(st.Rdev)) {
-		t.Fatalf("host mounts at %s = %+v; want one XFS mount of %s", target, m, dev)
+		t.Fatalf("node mounts at %s = %+v; want one XFS mount of %s", target, m, dev)
 	}
-	if err := poolmarker.Check(target, "mounted"); err != nil {
+	if err := poolmarker.Check(inNode(env, target), "mounted"); err != nil {
 		t.Error(err)
 	}
 	csi.waitReady(t)
 	csi.create(t, "pvc-on-device", codes.OK, "")
-	if err := os.WriteFile(filepath.Join(target, "pvc-on-device", "data"), []byte("on the device\n"), 0o644); err != nil {
+	if err := os.WriteFile(filepath.Join(inNode(env, target), "pvc-on-device", "data"), []byte("on the device\n"), 0o644); err != nil {
 		t.Fatal(err)
 	}
 
 	stop()
-	if m, err := csitest.MountsAt(target); err != nil || len(m) != 0 {
-		t.Fatalf("after deleting the mounter pod: mounts at %s = %+v, %v; want none", target, m, err)
+	if m := nodeMountsAt(t, env, target); len(m) != 0 {
+		t.Fatalf("after deleting the mounter pod: node mounts at %s = %+v; want none", target, m)
 	}
 	csi.create(t, "pvc-after", codes.Unavailable, why)
-	if entries := csitest.Entries(t, target); len(entries) != 0 {
+	if entries := csitest.Entries(t, inNode(env, target)); len(entries) != 0 {
 		t.Errorf("the bare mount point on the OS disk was written to: %v", entries)
 	}
 	// The volume and its file are on the loop device's filesystem.
@@ -259,7 +279,22 @@ type mountedPoolDriver struct {
 
 func startMountedPoolDriver(t *testing.T, env *Env, hostPool string) *mountedPoolDriver {
 	t.Helper()
-	d := csitest.Start(t, env.C.RealNode().Name, []csitest.Pool{{Name: "mounted", Path: hostPool, Mounted: true}}, "--pool-retry-interval", "200ms")
+	// In the node's mount namespace, where the mounter's mount is.
+	wrapper := filepath.Join(t.TempDir(), "hpp-csi-in-node")
+	script := fmt.Sprintf("#!/bin/sh\nexec nsenter --target=%d --mount -- %s \"$@\"\n", env.C.NodeInitPID(), csitest.Binary(t))
+	if err := os.WriteFile(wrapper, []byte(script), 0o755); err != nil {
+		t.Fatal(err)
+	}
+	d, err := csitest.Launch(wrapper, csitest.Config{NodeID: env.C.RealNode().Name, Dir: t.TempDir(),
+		Pools: []csitest.Pool{{Name: "mounted", Path: hostPool, Mounted: true}}, Extra: []string{"--pool-retry-interval", "200ms"}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() {
+		if err := d.Stop(); err != nil {
+			t.Errorf("stopping hpp-csi: %v", err)
+		}
+	})
 	return &mountedPoolDriver{c: d.Client(t), node: env.C.RealNode().Name}
 }
 
@@ -300,7 +335,15 @@ func TestMounterFilesystemPVC(t *testing.T) {
 	env := needEnv(t)
 	importMounterImage(t, env)
 	ns := namespace(t, env)
-	disk := csitest.Tmpfs(t, 64<<20, 0)
+	// Under the cluster directory: a host mount there reaches the node.
+	disk := filepath.Join(env.C.Dir, "e2e-disks", ns)
+	if err := os.MkdirAll(disk, 0o755); err != nil {
+		t.Fatal(err)
+	}
+	if err := unix.Mount("tmpfs", disk, "tmpfs", 0, "size=64m"); err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { _ = unix.Unmount(disk, unix.MNT_DETACH); _ = os.RemoveAll(disk) })
 	vol := filepath.Join(disk, "vol")
 	if err := os.Mkdir(vol, 0o755); err != nil {
 		t.Fatal(err)
@@ -315,26 +358,23 @@ func TestMounterFilesystemPVC(t *testing.T) {
 	cleanupPool(t, env, ns, target)
 	stop := runMounter(t, env, mounterPod(ns, "mounter", env.C.RealNode().Name, "pool", mounterHost(env), rel, freeAddr(t), false))
 
-	m, err := csitest.MountsAt(target)
-	if err != nil {
-		t.Fatal(err)
-	}
+	m := nodeMountsAt(t, env, target)
 	want, err := csitest.MountsAt(disk)
 	if err != nil || len(want) == 0 {
 		t.Fatal(want, err)
 	}
 	if len(m) != 1 || m[0].Major != want[0].Major || m[0].Minor != want[0].Minor || m[0].Root != "/vol" {
-		t.Fatalf("host mounts at %s = %+v; want one bind of %s", target, m, vol)
+		t.Fatalf("node mounts at %s = %+v; want one bind of %s", target, m, vol)
 	}
-	if got := readFile(t, filepath.Join(target, "existing")); got != "pvc data\n" {
+	if got := readFile(t, filepath.Join(inNode(env, target), "existing")); got != "pvc data\n" {
 		t.Errorf("PVC file at the pool path = %q", got)
 	}
 	if _, err := os.Stat(filepath.Join(vol, poolmarker.Name)); err != nil {
 		t.Errorf("marker not on the PVC: %v", err)
 	}
 	stop()
-	if m, err := csitest.MountsAt(target); err != nil || len(m) != 0 {
-		t.Fatalf("after deleting the mounter pod: mounts at %s = %+v, %v; want none", target, m, err)
+	if m := nodeMountsAt(t, env, target); len(m) != 0 {
+		t.Fatalf("after deleting the mounter pod: node mounts at %s = %+v; want none", target, m)
 	}
 }
 
