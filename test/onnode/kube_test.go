@@ -43,10 +43,16 @@ func (e *env) render(ctx context.Context, t *testing.T, overlay, pool string) st
 	t.Helper()
 	src := filepath.Join(repoRoot(t), "deploy", "overlays", overlay)
 	dir := t.TempDir()
+	// kustomize takes only relative paths (outside the root with
+	// LoadRestrictionsNone below).
+	rel, err := filepath.Rel(dir, src)
+	if err != nil {
+		t.Fatal(err)
+	}
 	var k strings.Builder
-	fmt.Fprintf(&k, "apiVersion: kustomize.config.k8s.io/v1beta1\nkind: Kustomization\nresources:\n- %s\n", src)
+	fmt.Fprintf(&k, "apiVersion: kustomize.config.k8s.io/v1beta1\nkind: Kustomization\nresources:\n- %s\n", rel)
 	if _, err := os.Stat(filepath.Join(src, "images-in-env.yaml")); err == nil {
-		fmt.Fprintf(&k, "configurations:\n- %s\n", filepath.Join(src, "images-in-env.yaml"))
+		fmt.Fprintf(&k, "configurations:\n- %s\n", filepath.Join(rel, "images-in-env.yaml"))
 	}
 	name, tag, _ := strings.Cut(provisionerImage, ":")
 	fmt.Fprintf(&k, "images:\n- name: %s\n  newName: %s\n  newTag: %s\n", upstreamProvName, name, tag)
