@@ -41,15 +41,16 @@ func TestPodNetworkIsOptIn(t *testing.T) {
 		}
 		var cni struct {
 			Plugins []struct {
-				IsGateway bool `json:"isGateway"`
-				IPMasq    bool `json:"ipMasq"`
+				IsGateway        bool `json:"isGateway"`
+				IsDefaultGateway bool `json:"isDefaultGateway"`
+				IPMasq           bool `json:"ipMasq"`
 			} `json:"plugins"`
 		}
 		if err := json.Unmarshal(data, &cni); err != nil {
 			t.Fatal(err)
 		}
-		if cni.Plugins[0].IsGateway != tc.gateway || cni.Plugins[0].IPMasq {
-			t.Errorf("PodNetwork=%v: CNI isGateway %v ipMasq %v, want %v false", tc.opts.PodNetwork, cni.Plugins[0].IsGateway, cni.Plugins[0].IPMasq, tc.gateway)
+		if p := cni.Plugins[0]; p.IsGateway != tc.gateway || p.IsDefaultGateway != tc.gateway || p.IPMasq {
+			t.Errorf("PodNetwork=%v: CNI isGateway %v isDefaultGateway %v ipMasq %v, want %v %v false", tc.opts.PodNetwork, p.IsGateway, p.IsDefaultGateway, p.IPMasq, tc.gateway, tc.gateway)
 		}
 		args, err := c.apiserverExtraArgs()
 		if err != nil {

@@ -82,7 +82,10 @@ func (c *Cluster) cniConfig() ([]byte, error) {
 			"type":      "bridge",
 			"bridge":    c.opts.Bridge,
 			"isGateway": c.opts.PodNetwork,
-			"ipMasq":    false,
+			// And the pods' default route: the kubernetes Service IP is
+			// outside the pod CIDR.
+			"isDefaultGateway": c.opts.PodNetwork,
+			"ipMasq":           false,
 			"ipam": map[string]any{
 				"type":    "host-local",
 				"ranges":  [][]map[string]string{{{"subnet": c.opts.PodCIDR}}},
