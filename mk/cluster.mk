@@ -63,3 +63,16 @@ hpp-csi-bin:
 hpp-legacy-bin:
 	@echo "==> building hpp-legacy into $(BIN)"
 	@mkdir -p $(BIN) && cd $(ROOT)/cmd/hpp-legacy && CGO_ENABLED=0 go build -trimpath -ldflags "$(LDFLAGS)" -o $(BIN)/hpp-legacy .
+
+.PHONY: operator-on-node
+operator-on-node: ## deploy/ overlays (csi-only, legacy, operator + CRs) applied for real on the local cluster's node, as pods (root)
+ifeq ($(IS_ROOT),yes)
+	@$(MAKE) --no-print-directory deps cluster-binaries
+	@echo "==> hpp installed from deploy/ on the real node (logs of a failure: _output/onnode-logs/)"
+	@cd $(ROOT)/test && HPP_TEST_TIER=onnode HPP_ONNODE_LOGS=$(ROOT)/_output/onnode-logs \
+	  go test -count=1 -timeout 30m -v ./onnode/
+else ifeq ($(CI),true)
+	@echo "==> operator-on-node FAILED: CI=true and the local cluster needs root" >&2; exit 1
+else
+	@echo "==> operator-on-node SKIPPED: the local cluster needs root (kubelet, containerd, mounts)"
+endif

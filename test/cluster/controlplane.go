@@ -146,11 +146,15 @@ func (c *Cluster) startEtcd(ctx context.Context) error {
 
 func (c *Cluster) startAPIServer(ctx context.Context) error {
 	p := c.pki
+	args, err := c.apiserverExtraArgs()
+	if err != nil {
+		return &StepError{Step: "configure kube-apiserver", Err: err}
+	}
 	if _, err := c.run(ProcessSpec{
 		Name: "kube-apiserver", Path: c.opts.Binaries.KubeAPIServer,
-		Args: []string{
+		Args: append([]string{
 			"--etcd-servers=" + c.etcdURL,
-			"--bind-address=127.0.0.1", "--secure-port=" + c.apiserverPort(),
+			"--secure-port=" + c.apiserverPort(),
 			// Not loopback: the kubernetes Service's endpoint must validate.
 			"--advertise-address=" + c.nodeIP.String(),
 			"--service-cluster-ip-range=" + serviceCIDR,
@@ -166,7 +170,7 @@ func (c *Cluster) startAPIServer(ctx context.Context) error {
 			"--allow-privileged=true",
 			"--profiling=false",
 			"--v=1",
-		},
+		}, args...),
 		StopTimeout: 15 * time.Second,
 	}); err != nil {
 		return &StepError{Step: "start kube-apiserver", Err: err}
@@ -174,6 +178,11 @@ func (c *Cluster) startAPIServer(ctx context.Context) error {
 	c.opts.Logf("kube-apiserver starting on %s", c.serverURL)
 	if err := c.waitAPIReady(ctx); err != nil {
 		return c.stepError("wait for kube-apiserver", "kube-apiserver", err)
+	}
+	if c.opts.PodNetwork {
+		if err := routeKubernetesService(ctx, c.cmd, c.nodeIP, c.apiserverPort()); err != nil {
+			return &StepError{Step: "route the kubernetes Service to kube-apiserver", Err: err}
+		}
 	}
 	return nil
 }

@@ -73,6 +73,10 @@ shift
 trap '' TERM
 exec nsenter --target="$pid" --pid --mount --wd="$wd" -- "$@"`
 
+// nodeKubeletRoot is where the node's mount namespace shows kubelet's
+// root directory (nodeInitScript's bind mount).
+const nodeKubeletRoot = "/var/lib/kubelet"
+
 // nodeInitName is node-init's process name (and log file).
 const nodeInitName = "node-init"
 

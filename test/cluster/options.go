@@ -23,8 +23,9 @@ type Options struct {
 	// too few for the benchmark).
 	MaxPods int
 	// PodCIDR the real node's CNI bridge hands addresses from; a /22 so
-	// more than 250 pods fit. 10.244.0.0/22 when empty. Pods only talk to
-	// nothing: the bridge has no gateway and no masquerading.
+	// more than 250 pods fit. 10.244.0.0/22 when empty. Without
+	// PodNetwork pods only talk to nothing: the bridge has no gateway and
+	// no masquerading.
 	PodCIDR string
 	// Bridge is the CNI bridge's interface name; "hpp0" when empty.
 	Bridge string
@@ -44,6 +45,27 @@ type Options struct {
 	// claims per second: the controller-manager's PV binder makes ~5
 	// calls per claim. Benchmarks raise it to measure the provisioner.
 	ControlPlaneQPS int
+	// PodNetwork lets pods and the control plane reach each other, as
+	// components installed as pods need (an operator Deployment, a CSI
+	// DaemonSet's csi-provisioner, kubelet's HTTP probes, the API server
+	// calling a webhook): the bridge gets the pod CIDR's first address
+	// (so this machine routes the pod CIDR to it, not out of the VM),
+	// kube-apiserver listens on every address and calls webhooks at their
+	// endpoints' pod IPs (--enable-aggregator-routing), and one nat chain
+	// (KUBE-HPP-APISERVER, swept like kubelet's) sends the kubernetes
+	// Service's ClusterIP:443 to kube-apiserver. Off by default: the
+	// other tiers need none of it and keep this machine's host untouched.
+	PodNetwork bool
+	// StandardKubeletRoot runs kubelet with --root-dir=/var/lib/kubelet
+	// inside the node's mount namespace (the same directory as KubeletDir,
+	// see nodens_linux.go), so the paths kubelet hands to CSI drivers and
+	// plugin sockets are the ones a deploy/ DaemonSet mounts. Host
+	// processes (StartHPPCSI) cannot use those paths: only for drivers
+	// that run as pods.
+	StandardKubeletRoot bool
+	// AuditLog makes kube-apiserver write a Metadata-level audit log to
+	// AuditLogPath (e.g. to count 403s a component got).
+	AuditLog bool
 }
 
 // withDefaults fills the defaults documented on Options.

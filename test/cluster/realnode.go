@@ -70,8 +70,10 @@ state = %[2]q
   path = %[9]q
 `
 
-// cniConfig is a bridge without gateway or masquerading: pods get an
-// address and a loopback, and no rule lands in the host's iptables.
+// cniConfig is a bridge without masquerading: pods get an address and a
+// loopback, and no rule lands in the host's iptables. With PodNetwork the
+// bridge is the pods' gateway, so pods and this machine reach each other;
+// nothing needs to leave the machine, hence still no masquerading.
 func (c *Cluster) cniConfig() ([]byte, error) {
 	return json.MarshalIndent(map[string]any{
 		"cniVersion": "1.0.0",
@@ -79,8 +81,11 @@ func (c *Cluster) cniConfig() ([]byte, error) {
 		"plugins": []map[string]any{{
 			"type":      "bridge",
 			"bridge":    c.opts.Bridge,
-			"isGateway": false,
-			"ipMasq":    false,
+			"isGateway": c.opts.PodNetwork,
+			// And the pods' default route: the kubernetes Service IP is
+			// outside the pod CIDR.
+			"isDefaultGateway": c.opts.PodNetwork,
+			"ipMasq":           false,
 			"ipam": map[string]any{
 				"type":    "host-local",
 				"ranges":  [][]map[string]string{{{"subnet": c.opts.PodCIDR}}},
@@ -171,6 +176,10 @@ func (c *Cluster) startKubelet(ctx context.Context) error {
 		return &StepError{Step: "configure kubelet", Err: err}
 	}
 	cfg := c.kubeletConfig(int32(port), int32(healthz))
+	root := dir
+	if c.opts.StandardKubeletRoot {
+		root = nodeKubeletRoot
+	}
 	data, err := json.MarshalIndent(cfg, "", "  ")
 	if err != nil {
 		return &StepError{Step: "configure kubelet", Err: err}
@@ -184,8 +193,8 @@ func (c *Cluster) startKubelet(ctx context.Context) error {
 		Args: []string{
 			"--config=" + cfgPath,
 			"--kubeconfig=" + c.pki.kubeconfigs["kubelet"],
-			"--root-dir=" + dir,
-			"--cert-dir=" + filepath.Join(dir, "pki"),
+			"--root-dir=" + root,
+			"--cert-dir=" + filepath.Join(root, "pki"),
 			"--hostname-override=" + c.opts.NodeName,
 			"--node-ip=" + c.nodeIP.String(),
 			"--v=" + strconv.Itoa(c.opts.KubeletVerbosity),

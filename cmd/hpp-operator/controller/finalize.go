@@ -80,9 +80,22 @@ func (r *Reconciler) cleanup(ctx context.Context, log logr.Logger, cr *hppv1.Hos
 			strings.Join(failed, "; "))
 	}
 	ns := r.Config.Namespace
+	for _, ds := range []string{render.CSIDaemonSetName, render.LegacyDaemonSetName} {
+		if err := r.deleteIfOwned(ctx, log, cr, &appsv1.DaemonSet{ObjectMeta: objMeta(ds, ns)}); err != nil {
+			return err
+		}
+	}
+	// Node pods outlive their DaemonSet by their grace period, and their
+	// csi-provisioner keeps writing CSIStorageCapacity objects until it
+	// stops: permissions go only once no node pod is left (seen on the
+	// real node as 403s in the audit log, test/onnode). Bounded like the
+	// rest: past CleanupTimeout (a pod stuck on a dead node) they go anyway.
+	if left, err := r.nodePodsLeft(ctx); err != nil {
+		return err
+	} else if left > 0 && time.Since(cr.DeletionTimestamp.Time) < CleanupTimeout {
+		return fmt.Errorf("waiting for %d node pod(s) to stop before removing their permissions: %w", left, errRetry)
+	}
 	objs := []client.Object{
-		&appsv1.DaemonSet{ObjectMeta: objMeta(render.CSIDaemonSetName, ns)},
-		&appsv1.DaemonSet{ObjectMeta: objMeta(render.LegacyDaemonSetName, ns)},
 		&rbacv1.RoleBinding{ObjectMeta: objMeta(render.CSIServiceAccount, ns)},
 		&rbacv1.Role{ObjectMeta: objMeta(render.CSIServiceAccount, ns)},
 		&rbacv1.ClusterRoleBinding{ObjectMeta: objMeta(render.CSIServiceAccount, "")},
@@ -99,6 +112,20 @@ func (r *Reconciler) cleanup(ctx context.Context, log logr.Logger, cr *hppv1.Hos
 		}
 	}
 	return r.releaseCSIDriver(ctx, cr)
+}
+
+// nodePodsLeft counts the pods of the node DaemonSets, by their stable
+// app label (from the cache).
+func (r *Reconciler) nodePodsLeft(ctx context.Context) (int, error) {
+	n := 0
+	for _, app := range []string{render.CSIDaemonSetName, render.LegacyDaemonSetName} {
+		pods := &corev1.PodList{}
+		if err := r.Client.List(ctx, pods, client.InNamespace(r.Config.Namespace), client.MatchingLabels{render.AppLabel: app}); err != nil {
+			return 0, fmt.Errorf("list node pods: %w", err)
+		}
+		n += len(pods.Items)
+	}
+	return n, nil
 }
 
 // deleteIfOwned deletes an object the CR owns; anything else of the same

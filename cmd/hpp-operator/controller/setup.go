@@ -51,6 +51,8 @@ func CacheOptions(cfg render.Config) cache.Options {
 		&rbacv1.ClusterRole{}:           {Label: mine},
 		&rbacv1.ClusterRoleBinding{}:    {Label: mine},
 		&storagev1.CSIDriver{}:          {Label: mine},
+		// The finalizer waits for the node DaemonSets' pods.
+		&corev1.Pod{}: {Namespaces: ns},
 	}
 	if cfg.PrometheusOperator {
 		byObject[&promv1.ServiceMonitor{}] = cache.ByObject{Namespaces: ns}

@@ -1,0 +1,153 @@
+// Package onnode installs hpp on the real node of the local cluster the way
+// users do: locally built images imported into containerd, the deploy/
+// kustomize overlays rendered with kustomize images: pointing at them and
+// applied with kubectl, every component running as a pod (issues 11 and
+// 12's on-node proofs). `make operator-on-node` runs it (root).
+package onnode
+
+import (
+	"context"
+	"fmt"
+	"os"
+	"path/filepath"
+	"runtime"
+	"testing"
+	"time"
+
+	"github.com/hostpath-provisioner/hpp/test/cluster"
+	"github.com/hostpath-provisioner/hpp/test/e2e"
+)
+
+// Names the deploy/ tree gives the objects the test waits on.
+const (
+	namespace    = "hostpath-provisioner"
+	csiDaemonSet = "hostpath-provisioner-csi"
+	legacyDS     = "hostpath-provisioner"
+	operatorName = "hostpath-provisioner-operator"
+	crName       = "hostpath-provisioner"
+	// upstreamPath is the host directory deploy/ uses for volumes; the
+	// test moves it into the cluster directory, so teardown removes it.
+	upstreamPath = "/var/hpvolumes"
+)
+
+// Image references: the overlays' own names for hpp's images (tag
+// "latest"); csi-provisioner, which the overlays take from
+// registry.k8s.io, is renamed through kustomize images: as a user with a
+// mirror would.
+const (
+	csiImage         = "localhost/hpp/hpp-csi:latest"
+	legacyImage      = "localhost/hpp/hpp-legacy:latest"
+	operatorImage    = "localhost/hpp/hpp-operator:latest"
+	provisionerImage = "localhost/hpp/csi-provisioner:" + cluster.CSIProvisionerVersion
+	upstreamProvName = "registry.k8s.io/sig-storage/csi-provisioner"
+)
+
+// env is the running cluster and what the subtests share.
+type env struct {
+	c    *cluster.Cluster
+	bins cluster.Binaries
+	// pools is the directory under the cluster's that replaces
+	// upstreamPath: every pool of every install lives below it.
+	pools string
+}
+
+func TestDeployOnTheRealNode(t *testing.T) {
+	if reason := skipReason(); reason != "" {
+		if os.Getenv("CI") == "true" && os.Getenv("HPP_TEST_TIER") == "onnode" {
+			t.Fatalf("CI=true: %s", reason)
+		}
+		t.Skip(reason)
+	}
+	ctx := t.Context()
+	cache := os.Getenv("HPP_CACHE")
+	if cache == "" {
+		var err error
+		if cache, err = cluster.DefaultCacheDir(); err != nil {
+			t.Fatal(err)
+		}
+	}
+	bins := cluster.BinariesFromCache(cache)
+	images := componentImages(ctx, t, bins)
+	started := time.Now()
+	c, err := cluster.Start(ctx, cluster.Options{
+		Binaries: bins, Images: images, HandleSignals: true,
+		PodNetwork: true, StandardKubeletRoot: true, AuditLog: true,
+		Logf: func(format string, args ...any) { t.Logf(format, args...) },
+	})
+	if err != nil {
+		t.Fatalf("start the cluster: %v", err)
+	}
+	t.Cleanup(func() {
+		if t.Failed() {
+			c.DumpLogTails(os.Stdout, 40)
+			if dir := os.Getenv("HPP_ONNODE_LOGS"); dir != "" {
+				if err := c.SaveLogs(dir); err != nil {
+					t.Logf("save logs: %v", err)
+				}
+			}
+		}
+		stopCtx, cancel := context.WithTimeout(context.WithoutCancel(ctx), 3*time.Minute)
+		defer cancel()
+		if err := c.Stop(stopCtx); err != nil {
+			t.Errorf("stop the cluster: %v", err)
+		}
+	})
+	t.Logf("cluster up in %s", time.Since(started).Round(time.Second))
+	e := &env{c: c, bins: bins, pools: filepath.Join(c.Dir, "pools")}
+
+	t.Run("csi-only overlay", e.testCSIOnly)
+	t.Run("legacy overlay", e.testLegacy)
+	t.Run("operator overlay", e.testOperator)
+	// Last: every request the components made is in the log by now.
+	t.Run("no request of a component was forbidden", e.testNoForbidden)
+}
+
+func skipReason() string {
+	if tier := os.Getenv("HPP_TEST_TIER"); tier != "onnode" {
+		return fmt.Sprintf("runs with `make operator-on-node` (HPP_TEST_TIER=onnode), this is tier %q", tier)
+	}
+	if os.Geteuid() != 0 {
+		return "the local cluster needs root (kubelet, containerd, mounts)"
+	}
+	return ""
+}
+
+// repoRoot is the checkout this file is in: the overlays and the commands
+// are built from it.
+func repoRoot(t *testing.T) string {
+	_, self, _, ok := runtime.Caller(0)
+	if !ok {
+		t.Fatal("cannot locate the source tree")
+	}
+	return filepath.Join(filepath.Dir(self), "..", "..")
+}
+
+// componentImages builds hpp-csi, hpp-legacy and hpp-operator from this
+// checkout (static, as their Dockerfiles do) and wraps them and the cached
+// csi-provisioner as images laid out like their Dockerfiles'.
+func componentImages(ctx context.Context, t *testing.T, bins cluster.Binaries) []cluster.Image {
+	dir := t.TempDir()
+	var images []cluster.Image
+	for _, c := range []struct{ name, ref string }{
+		{"hpp-csi", csiImage}, {"hpp-legacy", legacyImage}, {"hpp-operator", operatorImage},
+	} {
+		bin := filepath.Join(dir, c.name)
+		if err := e2e.BuildCommand(ctx, c.name, bin); err != nil {
+			t.Fatal(err)
+		}
+		img, err := cluster.ComponentImage(c.ref, bin, "/usr/bin/"+c.name)
+		if err != nil {
+			t.Fatal(err)
+		}
+		images = append(images, img)
+	}
+	if bins.CSIProvisioner == "" {
+		t.Fatal("csi-provisioner binary not in the cache: run make cluster-binaries")
+	}
+	// Upstream's image runs /csi-provisioner.
+	img, err := cluster.ComponentImage(provisionerImage, bins.CSIProvisioner, "/csi-provisioner")
+	if err != nil {
+		t.Fatal(err)
+	}
+	return append(images, img)
+}
