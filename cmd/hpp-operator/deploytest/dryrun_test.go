@@ -41,6 +41,7 @@ func TestOverlaysApplyWithServerSideDryRun(t *testing.T) {
 	crds := append([]*apiextensionsv1.CustomResourceDefinition{
 		testenv.StubCRD("cert-manager.io", "Issuer", "issuers"),
 		testenv.StubCRD("cert-manager.io", "Certificate", "certificates"),
+		testenv.StubClusterCRD("snapshot.storage.k8s.io", "VolumeSnapshotClass", "volumesnapshotclasses"),
 	}, testenv.PrometheusOperatorCRDs()...)
 	for _, crd := range crds {
 		if err := c.Create(ctx, crd); err != nil {

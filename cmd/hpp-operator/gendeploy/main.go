@@ -10,6 +10,7 @@ import (
 	"fmt"
 	"os"
 	"path/filepath"
+	"slices"
 
 	appsv1 "k8s.io/api/apps/v1"
 	corev1 "k8s.io/api/core/v1"
@@ -76,9 +77,18 @@ func run(dir string) error {
 	}
 	monitoring := cfg
 	monitoring.PrometheusOperator = true
+	snapSpec := exampleSpec()
+	snapSpec.FeatureGates = []string{hppv1.FeatureSnapshotting}
+	withSnapshotter, err := cfg.CSIDaemonSet(snapSpec)
+	if err != nil {
+		return err
+	}
 	files := map[string][]client.Object{
 		"base/csi-driver/generated.yaml":       csi,
 		"components/monitoring/generated.yaml": monitoring.MonitoringObjects(),
+		"components/snapshots/generated.yaml":  cfg.SnapshotterObjects(),
+		"components/snapshots/daemonset.yaml":  {containersPatch(withSnapshotter, "csi-snapshotter")},
+		"components/openshift/generated.yaml":  cfg.OpenShiftObjects(render.CSIServiceAccount),
 		"base/legacy/generated.yaml":           cfg.LegacyObjects(legacySpec),
 		"components/sidecars/daemonset.yaml":   {sidecarPatch(withSidecars)},
 	}
@@ -96,4 +106,17 @@ func run(dir string) error {
 		}
 	}
 	return nil
+}
+
+// containersPatch keeps of the DaemonSet only the named containers: a
+// strategic merge patch that adds them to the base's DaemonSet.
+func containersPatch(ds *appsv1.DaemonSet, names ...string) *appsv1.DaemonSet {
+	out := &appsv1.DaemonSet{TypeMeta: ds.TypeMeta}
+	out.Name, out.Namespace = ds.Name, ds.Namespace
+	for _, c := range ds.Spec.Template.Spec.Containers {
+		if slices.Contains(names, c.Name) {
+			out.Spec.Template.Spec.Containers = append(out.Spec.Template.Spec.Containers, c)
+		}
+	}
+	return out
 }

@@ -1,6 +1,8 @@
 package testenv
 
 import (
+	"strings"
+
 	apiextensionsv1 "k8s.io/apiextensions-apiserver/pkg/apis/apiextensions/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/utils/ptr"
@@ -24,6 +26,18 @@ func StubCRD(group, kind, plural string) *apiextensionsv1.CustomResourceDefiniti
 			}},
 		},
 	}
+}
+
+// StubClusterCRD is StubCRD for a cluster-scoped kind.
+func StubClusterCRD(group, kind, plural string) *apiextensionsv1.CustomResourceDefinition {
+	crd := StubCRD(group, kind, plural)
+	crd.Spec.Scope = apiextensionsv1.ClusterScoped
+	if strings.HasSuffix(group, ".k8s.io") {
+		// The API server wants the approval of a protected group named,
+		// as the real CRDs of the group do.
+		crd.Annotations = map[string]string{"api-approved.kubernetes.io": "https://github.com/kubernetes-csi/external-snapshotter"}
+	}
+	return crd
 }
 
 // PrometheusOperatorCRDs are stand-ins of prometheus-operator's two kinds
