@@ -195,11 +195,7 @@ func TestCorruptRecord(t *testing.T) {
 }
 
 func TestCorruptRecordAttr(t *testing.T) {
-	root := t.TempDir()
-	if !attrForm(root) {
-		testutil.MissingPrerequisite(t, "records as attributes on %s (root, ext4/XFS/tmpfs)", root)
-	}
-	s := open(t, root, nil)
+	s, _ := openWithAttrRecords(t)
 	vol := mustCreate(t, s, "v", spec(0, 1))
 	for content, reason := range map[string]string{
 		"{":                               "invalid JSON: unexpected end of JSON input",
@@ -219,11 +215,7 @@ func TestCorruptRecordAttr(t *testing.T) {
 // of the volume it came from: the copy is adopted without a record, the
 // original keeps its own.
 func TestCopiedRecordAttrIsNotTrusted(t *testing.T) {
-	root := t.TempDir()
-	if !attrForm(root) {
-		testutil.MissingPrerequisite(t, "records as attributes on %s (root, ext4/XFS/tmpfs)", root)
-	}
-	s := open(t, root, nil)
+	s, root := openWithAttrRecords(t)
 	orig := mustCreate(t, s, "pvc-orig", spec(0, 5))
 	data := metaRecord(t, root, "pvc-orig")
 	copyDir := filepath.Join(root, "pvc-copy")
@@ -240,4 +232,15 @@ func TestCopiedRecordAttrIsNotTrusted(t *testing.T) {
 	if got, err := s.Get(context.Background(), "pvc-orig"); err != nil || !got.HasMeta || got.CapacityBytes != 5 || got.Path != orig.Path {
 		t.Errorf("Get(original) = %+v, %v", got, err)
 	}
+}
+
+// openWithAttrRecords opens a Store on the test's temp dir that keeps its
+// records as attributes, or stops the test saying why it cannot.
+func openWithAttrRecords(t *testing.T) (*dirvol.Store, string) {
+	t.Helper()
+	root := t.TempDir()
+	if !attrForm(root) {
+		testutil.MissingPrerequisite(t, "records as attributes on %s (root, ext4/XFS/tmpfs)", root)
+	}
+	return open(t, root, nil), root
 }

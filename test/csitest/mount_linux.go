@@ -74,7 +74,11 @@ func Mounts() ([]MountEntry, error) { return mountsIn("/proc/self/mountinfo") }
 // MountsAtIn returns the mounts stacked on target in the mount namespace
 // of process pid, oldest first.
 func MountsAtIn(pid int, target string) ([]MountEntry, error) {
-	all, err := mountsIn(fmt.Sprintf("/proc/%d/mountinfo", pid))
+	return mountsAt(fmt.Sprintf("/proc/%d/mountinfo", pid), target)
+}
+
+func mountsAt(mountinfo, target string) ([]MountEntry, error) {
+	all, err := mountsIn(mountinfo)
 	if err != nil {
 		return nil, err
 	}
@@ -107,19 +111,7 @@ func mountsIn(mountinfo string) ([]MountEntry, error) {
 }
 
 // MountsAt returns the mounts stacked on target, oldest first.
-func MountsAt(target string) ([]MountEntry, error) {
-	all, err := Mounts()
-	if err != nil {
-		return nil, err
-	}
-	var out []MountEntry
-	for _, m := range all {
-		if m.MountPoint == target {
-			out = append(out, m)
-		}
-	}
-	return out, nil
-}
+func MountsAt(target string) ([]MountEntry, error) { return mountsAt("/proc/self/mountinfo", target) }
 
 func parseMountInfo(line string) (MountEntry, error) {
 	fields := strings.Fields(line)

@@ -35,15 +35,7 @@ func TestCapacityAwareScheduling(t *testing.T) {
 	pools := map[string]string{real.Name: env.Pools[PoolCapacity]}
 	sizes := map[string]int64{real.Name: realNodeCapacity}
 	for name, size := range map[string]int64{"sim-a": 64 << 20, "sim-b": 256 << 20} {
-		n, err := env.C.AddSimulatedCSINode(ctx, name, cluster.SimulatedNodeOptions{})
-		if err != nil {
-			t.Fatal(err)
-		}
-		t.Cleanup(func() {
-			if err := env.C.RemoveSimulatedNode(context.Background(), name); err != nil {
-				t.Error(err)
-			}
-		})
+		n := addSimulatedCSINode(t, env, name)
 		path := filepath.Join(n.Dir(), "pools", PoolCapacity)
 		if err := cluster.MountTmpfs(path, size); err != nil {
 			t.Fatal(err)
@@ -176,4 +168,20 @@ func waitCapacities(t *testing.T, env *Env, class string, sizes map[string]int64
 	if err != nil {
 		t.Fatal(err)
 	}
+}
+
+// addSimulatedCSINode adds a simulated node with its own hpp-csi for the
+// test, and removes it when the test ends.
+func addSimulatedCSINode(t *testing.T, env *Env, name string) *cluster.Node {
+	t.Helper()
+	n, err := env.C.AddSimulatedCSINode(context.Background(), name, cluster.SimulatedNodeOptions{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() {
+		if err := env.C.RemoveSimulatedNode(context.Background(), name); err != nil {
+			t.Error(err)
+		}
+	})
+	return n
 }

@@ -116,15 +116,7 @@ func TestMigrateLegacyPVOntoCSI(t *testing.T) {
 func migrateSimNode(t *testing.T, env *Env, name string) *legacyNode {
 	t.Helper()
 	ctx := context.Background()
-	n, err := env.C.AddSimulatedCSINode(ctx, name, cluster.SimulatedNodeOptions{})
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() {
-		if err := env.C.RemoveSimulatedNode(context.Background(), name); err != nil {
-			t.Error(err)
-		}
-	})
+	n := addSimulatedCSINode(t, env, name)
 	pvDir := filepath.Join(n.Dir(), "legacy-pv-dir")
 	pool := cluster.Pool{Name: PoolMigrated, Path: filepath.Join(n.Dir(), "pools", PoolMigrated), LegacyPath: pvDir}
 	if err := n.StartHPPCSI(ctx, cluster.HPPCSIConfig{Binary: env.HPPCSI, Pools: []cluster.Pool{pool}}); err != nil {

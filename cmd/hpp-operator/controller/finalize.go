@@ -105,7 +105,8 @@ func (r *Reconciler) cleanup(ctx context.Context, log logr.Logger, cr *hppv1.Hos
 		&corev1.ServiceAccount{ObjectMeta: objMeta(render.CSIServiceAccount, ns)},
 		&corev1.ServiceAccount{ObjectMeta: objMeta(render.LegacyServiceAccount, ns)},
 	}
-	objs = append(objs, r.monitoringToRemove()...)
+	// The monitoring objects are removed as rendered: one list of names.
+	objs = append(objs, r.Config.MonitoringObjects()...)
 	for _, o := range objs {
 		if err := r.deleteIfOwned(ctx, log, cr, o); err != nil {
 			return err

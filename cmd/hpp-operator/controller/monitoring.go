@@ -5,14 +5,9 @@ import (
 	"slices"
 
 	promv1 "github.com/prometheus-operator/prometheus-operator/pkg/apis/monitoring/v1"
-	corev1 "k8s.io/api/core/v1"
-	rbacv1 "k8s.io/api/rbac/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	"k8s.io/client-go/discovery"
 	"k8s.io/client-go/rest"
-	"sigs.k8s.io/controller-runtime/pkg/client"
-
-	"github.com/hostpath-provisioner/hpp/cmd/hpp-operator/render"
 )
 
 // ServesPrometheusOperator asks the API server, once at start, whether it
@@ -40,18 +35,4 @@ func ServesPrometheusOperator(cfg *rest.Config) (bool, error) {
 		kinds = append(kinds, r.Kind)
 	}
 	return slices.Contains(kinds, promv1.ServiceMonitorsKind) && slices.Contains(kinds, promv1.PrometheusRuleKind), nil
-}
-
-// monitoringToRemove are the monitoring objects the finalizer removes.
-func (r *Reconciler) monitoringToRemove() []client.Object {
-	ns := r.Config.Namespace
-	objs := []client.Object{&corev1.Service{ObjectMeta: objMeta(render.MetricsServiceName, ns)}}
-	if r.Config.PrometheusOperator {
-		objs = append(objs,
-			&promv1.ServiceMonitor{ObjectMeta: objMeta(render.ServiceMonitorName, ns)},
-			&promv1.PrometheusRule{ObjectMeta: objMeta(render.PrometheusRuleName, ns)},
-			&rbacv1.RoleBinding{ObjectMeta: objMeta(render.MonitoringRBACName, ns)},
-			&rbacv1.Role{ObjectMeta: objMeta(render.MonitoringRBACName, ns)})
-	}
-	return objs
 }
