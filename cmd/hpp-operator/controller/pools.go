@@ -189,45 +189,14 @@ func (r *Reconciler) retireMounters(ctx context.Context, log logr.Logger, cfg re
 		}
 		pool, _, node := mounterOrigin(d)
 		inSpec := slices.ContainsFunc(pools, func(p hppv1.StoragePool) bool { return p.Name == pool && render.IsTemplatePool(&p) })
-		if inSpec {
-			n, err := r.poolVolumesOnNode(ctx, pool, node)
-			if err != nil {
-				return err
-			}
-			if n > 0 {
-				st.keep(pool, node, fmt.Sprintf("node %s left spec.workload's placement but holds %d volume(s) of pool %q: the pool stays mounted there until they are deleted or moved", node, n, pool))
-				continue
-			}
+		if inSpec && st.held[node][pool] > 0 {
+			continue // reported with the held nodes (heldnodes.go)
 		}
 		if err := r.retireMounter(ctx, log, cfg, cr, d); err != nil {
 			return err
 		}
 	}
 	return r.tidyCleanupJobs(ctx, log, cr, st)
-}
-
-// poolVolumesOnNode counts the PVs of the pool pinned to the node, when
-// the node still exists (a deleted node has nothing left to strand).
-func (r *Reconciler) poolVolumesOnNode(ctx context.Context, pool, node string) (int, error) {
-	err := r.Client.Get(ctx, client.ObjectKey{Name: node}, &corev1.Node{})
-	if apierrors.IsNotFound(err) {
-		return 0, nil
-	}
-	if err != nil {
-		return 0, err
-	}
-	pvs := &corev1.PersistentVolumeList{}
-	if err := r.Client.List(ctx, pvs); err != nil {
-		return 0, err
-	}
-	n := 0
-	for i := range pvs.Items {
-		pv := &pvs.Items[i]
-		if pv.Spec.CSI != nil && pv.Spec.CSI.Driver == render.DriverName && pv.Spec.CSI.VolumeAttributes["storagePool"] == pool && pinnedTo(pv, node) {
-			n++
-		}
-	}
-	return n, nil
 }
 
 // pinnedTo reports whether the PV's node affinity names the node by the

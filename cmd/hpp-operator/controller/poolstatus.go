@@ -45,10 +45,18 @@ var phaseRank = map[hppv1.StoragePoolPhase]int{hppv1.StoragePoolPreparing: 0, hp
 // CR is Available only when every such pool is Ready on every node.
 func (r *Reconciler) observePools(ctx context.Context, cr *hppv1.HostPathProvisioner, st *status) error {
 	var notReady []string
+	pods, err := r.csiPodNodes(ctx)
+	if err != nil {
+		return err
+	}
 	for i := range st.pools {
 		ps := &st.pools[i]
 		p := findPool(cr.Spec.StoragePools, ps.Name)
-		if p == nil || !render.IsTemplatePool(p) {
+		if p == nil {
+			continue
+		}
+		if !render.IsTemplatePool(p) {
+			ps.Nodes = withHeld(dirPoolNodes(pods), st.kept[p.Name])
 			continue
 		}
 		nodes := st.nodes[p.Name]

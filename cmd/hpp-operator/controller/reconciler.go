@@ -116,6 +116,9 @@ func (r *Reconciler) applyAll(ctx context.Context, log logr.Logger, cr *hppv1.Ho
 	} else {
 		gone = r.legacyObjects()
 	}
+	if err := r.holdCSIDaemonSet(ctx, cr, want, st); err != nil {
+		return err
+	}
 	want = append(want, cfg.MonitoringObjects()...)
 	a := &applier{reader: r.Client, writer: r.Client, scheme: r.Scheme}
 	for _, obj := range want {

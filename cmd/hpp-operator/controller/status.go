@@ -26,6 +26,8 @@ type status struct {
 	pools     []hppv1.StoragePoolStatus
 	available bool
 	poolState
+	// held: nodes outside the placement that keep the driver (heldnodes.go).
+	held heldNodes
 }
 
 func newStatus(cr *hppv1.HostPathProvisioner, version string) *status {

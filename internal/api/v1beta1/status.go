@@ -97,8 +97,10 @@ type ClaimStatus struct {
 type PoolNodeStatus struct {
 	Name  string `json:"name"`
 	Ready bool   `json:"ready"`
-	// Phase of a pvcTemplate pool on this node: Preparing (its PVC is not
-	// bound yet), Mounting (bound, the mounter is not ready), Ready.
+	// Phase of the pool on this node. A pvcTemplate pool: Preparing (its
+	// PVC is not bound yet), Mounting (bound, the mounter is not ready),
+	// Ready. A directory pool: Ready while hpp-csi's pod there is ready,
+	// else Preparing.
 	// +optional
 	Phase StoragePoolPhase `json:"phase,omitempty"`
 	// Claim is the pool PVC the node's mounter uses, ClaimPhase its phase.
