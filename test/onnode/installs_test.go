@@ -184,6 +184,11 @@ type auditEvent struct {
 	User       struct {
 		Username string `json:"username"`
 	} `json:"user"`
+	ObjectRef struct {
+		APIGroup    string `json:"apiGroup"`
+		Resource    string `json:"resource"`
+		Subresource string `json:"subresource"`
+	} `json:"objectRef"`
 	ResponseStatus struct {
 		Code    int    `json:"code"`
 		Message string `json:"message"`

@@ -100,6 +100,7 @@ func TestDeployOnTheRealNode(t *testing.T) {
 	t.Run("operator overlay", e.testOperator)
 	// Last: every request the components made is in the log by now.
 	t.Run("no request of a component was forbidden", e.testNoForbidden)
+	t.Run("every permission of a component was used", e.testEveryGrantUsed)
 }
 
 func skipReason() string {

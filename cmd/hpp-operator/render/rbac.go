@@ -7,22 +7,26 @@ import (
 )
 
 // Rules list exactly what each component calls (least privilege); the
-// comments name the caller.
+// comments name the caller. test/onnode checks both ways against the audit
+// log of the real node's installs: no request refused, and no permission
+// left unused but those it lists with the path that needs them. "list"
+// goes with every "watch": client-go's informers use streaming lists
+// (WATCH with sendInitialEvents) and fall back to LIST where the API
+// server does not serve them.
 var (
 	csiClusterRules = []rbacv1.PolicyRule{
-		// csi-provisioner: provision and delete.
+		// csi-provisioner: provision and delete; get: the source PV of a clone.
 		{APIGroups: []string{""}, Resources: []string{"persistentvolumes"}, Verbs: []string{"get", "list", "watch", "create", "patch", "delete"}},
-		// csi-provisioner (binding), hpp-csi --check-binding-mode (get).
+		// csi-provisioner (update: clone-source finalizer, rescheduling),
+		// hpp-csi --check-binding-mode (get).
 		{APIGroups: []string{""}, Resources: []string{"persistentvolumeclaims"}, Verbs: []string{"get", "list", "watch", "update"}},
 		// csi-provisioner, hpp-csi --check-binding-mode.
 		{APIGroups: []string{"storage.k8s.io"}, Resources: []string{"storageclasses"}, Verbs: []string{"get", "list", "watch"}},
-		// csi-provisioner: topology.
-		{APIGroups: []string{"storage.k8s.io"}, Resources: []string{"csinodes"}, Verbs: []string{"get", "list", "watch"}},
-		{APIGroups: []string{""}, Resources: []string{"nodes"}, Verbs: []string{"get", "list", "watch"}},
-		// csi-provisioner: waits for attachments to go before deleting.
-		{APIGroups: []string{"storage.k8s.io"}, Resources: []string{"volumeattachments"}, Verbs: []string{"get", "list", "watch"}},
-		// csi-provisioner: events on claims.
-		{APIGroups: []string{""}, Resources: []string{"events"}, Verbs: []string{"list", "watch", "create", "update", "patch"}},
+		// csi-provisioner's event recorder: create, or patch a repeated one.
+		// No nodes or CSINodes: with --node-deployment csi-provisioner takes
+		// its node's topology from NodeGetInfo. No VolumeAttachments: hpp
+		// has no ControllerPublishVolume, so csi-provisioner never reads them.
+		{APIGroups: []string{""}, Resources: []string{"events"}, Verbs: []string{"create", "patch"}},
 	}
 	snapshotRules = []rbacv1.PolicyRule{
 		// csi-snapshotter, and csi-provisioner restoring from a snapshot.
@@ -31,20 +35,24 @@ var (
 		{APIGroups: []string{"snapshot.storage.k8s.io"}, Resources: []string{"volumesnapshotcontents/status"}, Verbs: []string{"update", "patch"}},
 	}
 	csiNamespaceRules = []rbacv1.PolicyRule{
-		// csi-provisioner --enable-capacity, in its own namespace only.
-		{APIGroups: []string{"storage.k8s.io"}, Resources: []string{"csistoragecapacities"}, Verbs: []string{"get", "list", "watch", "create", "update", "patch", "delete"}},
-		// csi-provisioner --capacity-ownerref-level=1: its pod, to find the DaemonSet.
+		// csi-provisioner --enable-capacity, in its own namespace only
+		// (an informer, then create, update, delete).
+		{APIGroups: []string{"storage.k8s.io"}, Resources: []string{"csistoragecapacities"}, Verbs: []string{"list", "watch", "create", "update", "delete"}},
+		// csi-provisioner --capacity-ownerref-level=1: its pod, whose
+		// controlling owner (the DaemonSet) it reads from ownerReferences.
 		{APIGroups: []string{""}, Resources: []string{"pods"}, Verbs: []string{"get"}},
-		{APIGroups: []string{"apps"}, Resources: []string{"daemonsets"}, Verbs: []string{"get"}},
 	}
 	legacyClusterRules = []rbacv1.PolicyRule{
-		// hpp-legacy (sig-storage-lib-external-provisioner): provision and delete hostPath PVs.
-		{APIGroups: []string{""}, Resources: []string{"persistentvolumes"}, Verbs: []string{"get", "list", "watch", "create", "update", "patch", "delete"}},
-		{APIGroups: []string{""}, Resources: []string{"persistentvolumeclaims"}, Verbs: []string{"get", "list", "watch", "update"}},
-		{APIGroups: []string{"storage.k8s.io"}, Resources: []string{"storageclasses"}, Verbs: []string{"get", "list", "watch"}},
+		// hpp-legacy (sig-storage-lib-external-provisioner, informers):
+		// provision and delete hostPath PVs.
+		{APIGroups: []string{""}, Resources: []string{"persistentvolumes"}, Verbs: []string{"list", "watch", "create", "delete"}},
+		// update: hpp-legacy selects its node for an Immediate claim that
+		// asks for it; the library clears the selection to reschedule.
+		{APIGroups: []string{""}, Resources: []string{"persistentvolumeclaims"}, Verbs: []string{"list", "watch", "update"}},
+		{APIGroups: []string{"storage.k8s.io"}, Resources: []string{"storageclasses"}, Verbs: []string{"list", "watch"}},
 		// hpp-legacy: node affinity of the PVs it makes.
-		{APIGroups: []string{""}, Resources: []string{"nodes"}, Verbs: []string{"get", "list", "watch"}},
-		{APIGroups: []string{""}, Resources: []string{"events"}, Verbs: []string{"list", "watch", "create", "update", "patch"}},
+		{APIGroups: []string{""}, Resources: []string{"nodes"}, Verbs: []string{"list", "watch"}},
+		{APIGroups: []string{""}, Resources: []string{"events"}, Verbs: []string{"create", "patch"}},
 	}
 )
 
