@@ -31,11 +31,7 @@ const upstreamCR = "hostpath-provisioner"
 // PV upstream's driver provisioned and the user's StorageClass are not
 // touched, and remain valid for hpp.
 func TestTakeoverOfUpstreamStoragePoolsInstall(t *testing.T) {
-	const ns = "hpp-up-pools"
-	var up *upstreamInstall
-	h := startWith(t, ns, options{setup: func(admin client.Client) { up = loadUpstream(t, admin, "storagepools", ns) }})
-	takeOver(t, h, up)
-	checkTakenOver(t, h, up, map[string]bool{"DaemonSet/" + render.CSIDaemonSetName: true})
+	h, up := takeOverUpstream(t, "hpp-up-pools", "storagepools", nil, "DaemonSet/"+render.CSIDaemonSetName)
 
 	drv := &storagev1.CSIDriver{}
 	if err := h.get(client.ObjectKey{Name: render.DriverName}, drv); err != nil {
@@ -55,11 +51,7 @@ func TestTakeoverOfUpstreamStoragePoolsInstall(t *testing.T) {
 // version labels; the CSI DaemonSet beside it is replaced; the legacy PV
 // and its StorageClass are untouched.
 func TestTakeoverOfUpstreamPathConfigInstall(t *testing.T) {
-	const ns = "hpp-up-legacy"
-	var up *upstreamInstall
-	h := startWith(t, ns, options{setup: func(admin client.Client) { up = loadUpstream(t, admin, "pathconfig", ns) }})
-	takeOver(t, h, up)
-	checkTakenOver(t, h, up, map[string]bool{"DaemonSet/" + render.CSIDaemonSetName: true})
+	h, up := takeOverUpstream(t, "hpp-up-legacy", "pathconfig", nil, "DaemonSet/"+render.CSIDaemonSetName)
 	checkPVsUntouched(t, h, up)
 	assertSteadyStateWritesNothing(t, h, upstreamCR)
 }
@@ -68,17 +60,13 @@ func TestTakeoverOfUpstreamPathConfigInstall(t *testing.T) {
 // reused, same uid and unchanged; the mounter Deployment of the same name
 // is replaced (its selector hpp-pool=<pool> is immutable).
 func TestTakeoverOfUpstreamPVCTemplateInstall(t *testing.T) {
-	const ns = "hpp-up-template"
-	var up *upstreamInstall
-	h := startWith(t, ns, options{setup: func(admin client.Client) {
-		// The node must exist before the operator starts: without it the
-		// upstream mounter would look like one the CR no longer wants.
-		createNode(t, admin, "node1", map[string]string{corev1.LabelHostname: "node1"})
-		up = loadUpstream(t, admin, "pvctemplate", ns)
-	}})
-	takeOver(t, h, up)
 	mounter := render.MounterName("fast", "node1")
-	checkTakenOver(t, h, up, map[string]bool{"DaemonSet/" + render.CSIDaemonSetName: true, "Deployment/" + mounter: true})
+	// The node must exist before the operator starts: without it the
+	// upstream mounter would look like one the CR no longer wants.
+	addNode1 := func(admin client.Client) {
+		createNode(t, admin, "node1", map[string]string{corev1.LabelHostname: "node1"})
+	}
+	h, up := takeOverUpstream(t, "hpp-up-template", "pvctemplate", addNode1, "DaemonSet/"+render.CSIDaemonSetName, "Deployment/"+mounter)
 	h.waitEvent("DeploymentReplaced", mounter+" had an immutable selector of another installation")
 
 	claim := up.find(t, "PersistentVolumeClaim", render.PoolClaimName("fast", "node1"))
@@ -103,6 +91,28 @@ func TestTakeoverOfUpstreamPVCTemplateInstall(t *testing.T) {
 		t.Fatal(err)
 	}
 	h.finishJob(render.CleanupJobName("fast", "node1"), true)
+}
+
+// takeOverUpstream starts the operator on the fixture scenario (after
+// before, if any), lets it take over and checks every object; replaced
+// lists the objects ("Kind/name") that must have been replaced rather than
+// adopted.
+func takeOverUpstream(t *testing.T, ns, scenario string, before func(client.Client), replaced ...string) (*harness, *upstreamInstall) {
+	t.Helper()
+	var up *upstreamInstall
+	h := startWith(t, ns, options{setup: func(admin client.Client) {
+		if before != nil {
+			before(admin)
+		}
+		up = loadUpstream(t, admin, scenario, ns)
+	}})
+	takeOver(t, h, up)
+	want := map[string]bool{}
+	for _, id := range replaced {
+		want[id] = true
+	}
+	checkTakenOver(t, h, up, want)
+	return h, up
 }
 
 // takeOver waits until hpp-operator replaced upstream's workloads, plays
