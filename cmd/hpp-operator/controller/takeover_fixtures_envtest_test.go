@@ -295,7 +295,7 @@ func checkNoDuplicates(t *testing.T, h *harness, want []client.Object) {
 		var got []string
 		items, _ := unstructuredItems(h, list)
 		for _, o := range items {
-			if o.GetDeletionTimestamp() == nil && !(kind == "ServiceAccount" && o.GetName() == "default") {
+			if o.GetDeletionTimestamp() == nil && (kind != "ServiceAccount" || o.GetName() != "default") {
 				got = append(got, o.GetName())
 			}
 		}
