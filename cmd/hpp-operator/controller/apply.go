@@ -31,8 +31,14 @@ const (
 // therefore sends no write at all.
 type applier struct {
 	reader client.Reader
+	// live reads from the API server what the cache does not hold
+	// (takeover.go); nil: the cache only.
+	live   client.Reader
 	writer client.Client
 	scheme *runtime.Scheme
+	// kept is told, before a write, which immutable fields of the live
+	// object were kept instead of the desired values (keepImmutable).
+	kept func(obj *unstructured.Unstructured, fields []string)
 }
 
 // apply returns whether it wrote.
@@ -40,6 +46,21 @@ func (a *applier) apply(ctx context.Context, obj client.Object) (bool, error) {
 	desired, err := toUnstructured(a.scheme, obj)
 	if err != nil {
 		return false, err
+	}
+	live, err := a.get(ctx, desired)
+	if err != nil {
+		return false, err
+	}
+	var liveFields map[string]any
+	var kept []string
+	if live != nil {
+		if err := a.adopt(ctx, live); err != nil {
+			return false, err
+		}
+		if liveFields, err = runtime.DefaultUnstructuredConverter.ToUnstructured(live); err != nil {
+			return false, err
+		}
+		kept = keepImmutable(desired, liveFields)
 	}
 	sum, err := digest(desired)
 	if err != nil {
@@ -52,34 +73,46 @@ func (a *applier) apply(ctx context.Context, obj client.Object) (bool, error) {
 	ann[hashAnnotation] = sum
 	desired.SetAnnotations(ann)
 
-	fresh, err := a.scheme.New(desired.GroupVersionKind())
-	if err != nil {
-		return false, err
+	if live != nil && live.GetAnnotations()[hashAnnotation] == sum && isSubset(desired.Object, liveFields) {
+		return false, nil
 	}
-	live, ok := fresh.(client.Object)
-	if !ok {
-		return false, fmt.Errorf("%s is not an object", desired.GroupVersionKind())
-	}
-	err = a.reader.Get(ctx, client.ObjectKeyFromObject(desired), live)
-	switch {
-	case err == nil:
-		if live.GetAnnotations()[hashAnnotation] == sum {
-			lm, err := runtime.DefaultUnstructuredConverter.ToUnstructured(live)
-			if err != nil {
-				return false, err
-			}
-			if isSubset(desired.Object, lm) {
-				return false, nil
-			}
-		}
-	case !apierrors.IsNotFound(err):
-		return false, fmt.Errorf("read %s %s: %w", desired.GetKind(), desired.GetName(), err)
+	if len(kept) > 0 && a.kept != nil {
+		a.kept(desired, kept)
 	}
 	if err := a.writer.Apply(ctx, client.ApplyConfigurationFromUnstructured(desired),
 		client.FieldOwner(FieldOwner), client.ForceOwnership); err != nil {
 		return false, fmt.Errorf("apply %s %s: %w", desired.GetKind(), desired.GetName(), err)
 	}
 	return true, nil
+}
+
+// get reads the live object of desired from the cache or, when the cache
+// does not have it, from the API server; nil when it does not exist.
+func (a *applier) get(ctx context.Context, desired *unstructured.Unstructured) (client.Object, error) {
+	fresh, err := a.scheme.New(desired.GroupVersionKind())
+	if err != nil {
+		return nil, err
+	}
+	live, ok := fresh.(client.Object)
+	if !ok {
+		return nil, fmt.Errorf("%s is not an object", desired.GroupVersionKind())
+	}
+	key := client.ObjectKeyFromObject(desired)
+	err = a.reader.Get(ctx, key, live)
+	if apierrors.IsNotFound(err) && a.live != nil {
+		// The cache holds cluster-scoped objects only with hpp's label, so
+		// one of the same name left by another installation is seen only
+		// by asking the API server. This read happens only before a
+		// create: once applied, the object carries the label.
+		err = a.live.Get(ctx, key, live)
+	}
+	switch {
+	case apierrors.IsNotFound(err):
+		return nil, nil
+	case err != nil:
+		return nil, fmt.Errorf("read %s %s: %w", desired.GetKind(), desired.GetName(), err)
+	}
+	return live, nil
 }
 
 // toUnstructured turns a typed object into what is applied: its JSON

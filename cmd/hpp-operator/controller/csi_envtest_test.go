@@ -226,8 +226,14 @@ func assertSteadyStateWritesNothing(t *testing.T, h *harness, name string) {
 	if err != nil {
 		t.Fatal(err)
 	}
+	// A read past the cache (takeover's) is a request too.
+	live, err := client.New(counter.Wrap(restCfg), client.Options{Scheme: h.scheme})
+	if err != nil {
+		t.Fatal(err)
+	}
 	r := *h.rec
 	r.Client = counted
+	r.APIReader = live
 	req := ctrl.Request{NamespacedName: types.NamespacedName{Name: name}}
 	settled := false
 	for range 100 {

@@ -32,7 +32,7 @@ const CleanupTimeout = 10 * time.Minute
 // CSIDriver stays while PVs of the driver exist: kubelet needs it to
 // unmount them. No data directory is ever touched.
 func (r *Reconciler) finalize(ctx context.Context, log logr.Logger, cr *hppv1.HostPathProvisioner) (ctrl.Result, error) {
-	if !controllerutil.ContainsFinalizer(cr, Finalizer) {
+	if !controllerutil.ContainsFinalizer(cr, Finalizer) && !controllerutil.ContainsFinalizer(cr, UpstreamFinalizer) {
 		return ctrl.Result{}, nil
 	}
 	err := r.cleanup(ctx, log, cr)
@@ -57,6 +57,7 @@ func (r *Reconciler) finalize(ctx context.Context, log logr.Logger, cr *hppv1.Ho
 	crReady.Set(0)
 	patch := client.MergeFrom(cr.DeepCopy())
 	controllerutil.RemoveFinalizer(cr, Finalizer)
+	controllerutil.RemoveFinalizer(cr, UpstreamFinalizer) // deleted before hpp first reconciled it
 	if err := r.Client.Patch(ctx, cr, patch); err != nil && !apierrors.IsNotFound(err) {
 		return ctrl.Result{}, fmt.Errorf("remove finalizer: %w", err)
 	}

@@ -1,6 +1,7 @@
 package controller_test
 
 import (
+	"context"
 	"fmt"
 	"strings"
 	"testing"
@@ -23,15 +24,22 @@ import (
 // package's tests: each test removes the nodes it made.
 func addNode(t *testing.T, h *harness, name string, labels map[string]string, taints ...corev1.Taint) {
 	t.Helper()
+	createNode(t, h.admin, name, labels, taints...)
+}
+
+// createNode is addNode before the harness exists (a test's setup).
+func createNode(t *testing.T, admin client.Client, name string, labels map[string]string, taints ...corev1.Taint) {
+	t.Helper()
+	ctx := context.Background()
 	n := &corev1.Node{ObjectMeta: metav1.ObjectMeta{Name: name, Labels: labels}}
-	if err := h.admin.Create(h.ctx, n); err != nil {
+	if err := admin.Create(ctx, n); err != nil {
 		t.Fatal(err)
 	}
-	t.Cleanup(func() { _ = h.admin.Delete(h.ctx, n) })
+	t.Cleanup(func() { _ = admin.Delete(context.Background(), n) })
 	// The API server's admission taints a new node not-ready; play the
 	// node controller once kubelet reports Ready (envtest runs neither).
 	n.Spec.Taints = taints
-	if err := h.admin.Update(h.ctx, n); err != nil {
+	if err := admin.Update(ctx, n); err != nil {
 		t.Fatal(err)
 	}
 }

@@ -17,6 +17,7 @@ import (
 	storagev1 "k8s.io/api/storage/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"k8s.io/apimachinery/pkg/runtime"
 	ctrl "sigs.k8s.io/controller-runtime"
 	"sigs.k8s.io/controller-runtime/pkg/client"
@@ -37,11 +38,15 @@ type EventRecorder interface {
 // Reconciler reconciles HostPathProvisioner objects.
 type Reconciler struct {
 	// Client reads from the manager's cache and writes to the API server.
-	Client   client.Client
-	Scheme   *runtime.Scheme
-	Config   render.Config
-	Recorder EventRecorder
-	Log      logr.Logger
+	Client client.Client
+	// APIReader reads from the API server what the cache does not hold: an
+	// object of another installation about to be taken over. Nil: the
+	// manager's (SetupWithManager).
+	APIReader client.Reader
+	Scheme    *runtime.Scheme
+	Config    render.Config
+	Recorder  EventRecorder
+	Log       logr.Logger
 }
 
 // Reconcile brings the cluster to the CR's desired state.
@@ -60,9 +65,12 @@ func (r *Reconciler) Reconcile(ctx context.Context, req ctrl.Request) (ctrl.Resu
 	if !cr.DeletionTimestamp.IsZero() {
 		return r.finalize(ctx, log, cr)
 	}
-	if !controllerutil.ContainsFinalizer(cr, Finalizer) {
+	if !controllerutil.ContainsFinalizer(cr, Finalizer) || controllerutil.ContainsFinalizer(cr, UpstreamFinalizer) {
 		patch := client.MergeFrom(cr.DeepCopy())
 		controllerutil.AddFinalizer(cr, Finalizer)
+		// A CR taken over from the upstream operator holds its finalizer,
+		// which nothing would ever remove: the CR could not be deleted.
+		controllerutil.RemoveFinalizer(cr, UpstreamFinalizer)
 		if err := r.Client.Patch(ctx, cr, patch); err != nil {
 			return ctrl.Result{}, fmt.Errorf("add finalizer: %w", err)
 		}
@@ -120,7 +128,12 @@ func (r *Reconciler) applyAll(ctx context.Context, log logr.Logger, cr *hppv1.Ho
 		return err
 	}
 	want = append(want, cfg.MonitoringObjects()...)
-	a := &applier{reader: r.Client, writer: r.Client, scheme: r.Scheme}
+	a := &applier{reader: r.Client, live: r.APIReader, writer: r.Client, scheme: r.Scheme,
+		kept: func(obj *unstructured.Unstructured, fields []string) {
+			r.eventf(cr, corev1.EventTypeWarning, "ImmutableFieldsKept",
+				"%s %s keeps %s of another installation (immutable); delete it while no pod uses the driver and the operator recreates it with hpp's values",
+				obj.GetKind(), obj.GetName(), strings.Join(fields, ", "))
+		}}
 	for _, obj := range want {
 		if err := r.applyOwned(ctx, log, cr, a, obj, st); err != nil {
 			return err
@@ -243,7 +256,11 @@ func (r *Reconciler) observeWorkloads(ctx context.Context, cr *hppv1.HostPathPro
 			return
 		}
 		st.available = false
-		st.fromDaemonSet(ds, cr.Spec.StoragePools)
+		var pools []hppv1.StoragePool // the CSI driver's, reported once
+		if name == render.CSIDaemonSetName {
+			pools = statusPools(&cr.Spec)
+		}
+		st.fromDaemonSet(ds, pools)
 		if !st.available {
 			break
 		}
@@ -252,6 +269,15 @@ func (r *Reconciler) observeWorkloads(ctx context.Context, cr *hppv1.HostPathPro
 		st.available = false
 		st.progress("PoolStatusUnknown", fmt.Sprintf("reading the pools' claims and mounters: %v", err))
 	}
+}
+
+// statusPools are the pools the status reports: a pathConfig CR's one pool
+// is "legacy" (render/pathconfig.go), as upstream reports it.
+func statusPools(spec *hppv1.HostPathProvisionerSpec) []hppv1.StoragePool {
+	if spec.IsLegacy() {
+		return []hppv1.StoragePool{{Name: render.PathConfigPool, Path: spec.PathConfig.Path}}
+	}
+	return spec.StoragePools
 }
 
 // The node objects of a pools CR that a pathConfig CR had: switching

@@ -66,6 +66,9 @@ func (r *Reconciler) SetupWithManager(mgr ctrl.Manager) error {
 	if err := registerMetrics(); err != nil {
 		return err
 	}
+	if r.APIReader == nil {
+		r.APIReader = mgr.GetAPIReader()
+	}
 	allCRs := handler.EnqueueRequestsFromMapFunc(func(ctx context.Context, _ client.Object) []reconcile.Request {
 		list := &hppv1.HostPathProvisionerList{}
 		if err := mgr.GetClient().List(ctx, list); err != nil {
