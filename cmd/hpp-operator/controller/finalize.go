@@ -105,8 +105,10 @@ func (r *Reconciler) cleanup(ctx context.Context, log logr.Logger, cr *hppv1.Hos
 		&corev1.ServiceAccount{ObjectMeta: objMeta(render.CSIServiceAccount, ns)},
 		&corev1.ServiceAccount{ObjectMeta: objMeta(render.LegacyServiceAccount, ns)},
 	}
-	// The monitoring objects are removed as rendered: one list of names.
+	// The monitoring objects and SCCs are removed as rendered: one list of
+	// names.
 	objs = append(objs, r.Config.MonitoringObjects()...)
+	objs = append(objs, r.Config.AllSCCs()...)
 	for _, o := range objs {
 		if err := r.deleteIfOwned(ctx, log, cr, o); err != nil {
 			return err

@@ -45,11 +45,15 @@ func TestWebhookCalledByRealAPIServer(t *testing.T) {
 	if err := hppv1.AddToScheme(s); err != nil {
 		t.Fatal(err)
 	}
+	policy, err := hppwebhook.NewTLSPolicy("", "")
+	if err != nil {
+		t.Fatal(err)
+	}
 	mgr, err := ctrl.NewManager(cfg, ctrl.Options{
 		Scheme:        s,
 		Metrics:       metricsserver.Options{BindAddress: "0"},
 		Controller:    config.Controller{SkipNameValidation: ptr.To(true)},
-		WebhookServer: hppwebhook.NewServer(opts.LocalServingHost, opts.LocalServingPort, opts.LocalServingCertDir, hppwebhook.Intermediate()),
+		WebhookServer: hppwebhook.NewServer(opts.LocalServingHost, opts.LocalServingPort, opts.LocalServingCertDir, policy),
 	})
 	if err != nil {
 		t.Fatal(err)
