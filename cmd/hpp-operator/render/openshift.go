@@ -81,8 +81,11 @@ func (c *Config) baseSCC(name, component string, users []string) *secv1.Security
 		users = []string{}
 	}
 	return &secv1.SecurityContextConstraints{
-		TypeMeta:                 metav1.TypeMeta{APIVersion: secv1.GroupVersion.String(), Kind: "SecurityContextConstraints"},
-		ObjectMeta:               metav1.ObjectMeta{Name: name, Labels: c.labels(name, component)},
+		TypeMeta:   metav1.TypeMeta{APIVersion: secv1.GroupVersion.String(), Kind: "SecurityContextConstraints"},
+		ObjectMeta: metav1.ObjectMeta{Name: name, Labels: c.labels(name, component)},
+		// OpenShift ranks a nil priority as 0; set because the CRD
+		// requires the field and a manifest leaves nulls out.
+		Priority:                 ptr.To[int32](0),
 		AllowHostDirVolumePlugin: true,
 		DefaultAddCapabilities:   []corev1.Capability{},
 		AllowedCapabilities:      []corev1.Capability{},
