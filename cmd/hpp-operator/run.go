@@ -2,6 +2,7 @@ package main
 
 import (
 	"context"
+	"crypto/tls"
 	"fmt"
 	"strconv"
 
@@ -128,7 +129,10 @@ func run(ctx context.Context, o *options, getenv func(string) string) error {
 		Scheme:                  scheme,
 		WebhookServer:           hppwebhook.NewServer("", o.webhookPort, o.certDir, tlsPolicy),
 		Cache:                   controller.CacheOptions(cfg),
-		Metrics:                 metricsserver.Options{BindAddress: o.metricsAddress},
+		// Metrics are plain HTTP (SecureServing off, as the Service and
+		// ServiceMonitor expect); should they serve TLS, the webhook's
+		// policy applies to them too.
+		Metrics:                 metricsserver.Options{BindAddress: o.metricsAddress, TLSOpts: []func(*tls.Config){tlsPolicy.Apply}},
 		HealthProbeBindAddress:  o.healthAddress,
 		LeaderElection:          o.leaderElect,
 		LeaderElectionID:        "hpp-operator.hostpathprovisioner.kubevirt.io",

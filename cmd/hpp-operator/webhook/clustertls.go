@@ -69,8 +69,9 @@ func (w *ClusterTLSProfile) Load(ctx context.Context) error {
 		w.Log.Error(err, "cluster TLS profile under the overrides unusable, keeping the current one")
 		return nil
 	}
+	inForce := w.Policy.Profile() // the overrides may change it
 	w.Log.Info("TLS profile applied", "type", profileType(obj.Spec.TLSSecurityProfile),
-		"minVersion", tls.VersionName(profile.MinVersion), "ciphers", len(profile.Ciphers))
+		"minVersion", tls.VersionName(inForce.MinVersion), "ciphers", len(inForce.Ciphers))
 	return nil
 }
 
