@@ -126,9 +126,9 @@ func run(ctx context.Context, o *options, getenv func(string) string) error {
 		}
 	}
 	mgr, err := ctrl.NewManager(restCfg, ctrl.Options{
-		Scheme:                  scheme,
-		WebhookServer:           hppwebhook.NewServer("", o.webhookPort, o.certDir, tlsPolicy),
-		Cache:                   controller.CacheOptions(cfg),
+		Scheme:        scheme,
+		WebhookServer: hppwebhook.NewServer("", o.webhookPort, o.certDir, tlsPolicy),
+		Cache:         controller.CacheOptions(cfg),
 		// Metrics are plain HTTP (SecureServing off, as the Service and
 		// ServiceMonitor expect); should they serve TLS, the webhook's
 		// policy applies to them too.

@@ -49,9 +49,13 @@ func (r *Reconciler) finalize(ctx context.Context, log logr.Logger, cr *hppv1.Ho
 		return ctrl.Result{}, errorsJoin(err, r.writeStatus(ctx, cr, st))
 	}
 	if err != nil {
+		clusterKinds := "clusterrole,clusterrolebinding"
+		if r.Config.OpenShift {
+			clusterKinds += ",securitycontextconstraints"
+		}
 		r.eventf(cr, corev1.EventTypeWarning, "CleanupAbandoned",
-			"gave up removing the operator's objects after %s: %v; remove what is left by hand: kubectl delete daemonset,serviceaccount,role,rolebinding -n %s -l %s=%s; kubectl delete clusterrole,clusterrolebinding -l %s=%s",
-			CleanupTimeout, err, r.Config.Namespace, render.ManagedByLabel, r.Config.ManagedBy, render.ManagedByLabel, r.Config.ManagedBy)
+			"gave up removing the operator's objects after %s: %v; remove what is left by hand: kubectl delete daemonset,serviceaccount,role,rolebinding -n %s -l %s=%s; kubectl delete %s -l %s=%s",
+			CleanupTimeout, err, r.Config.Namespace, render.ManagedByLabel, r.Config.ManagedBy, clusterKinds, render.ManagedByLabel, r.Config.ManagedBy)
 		log.Error(err, "cleanup abandoned")
 	}
 	crReady.Set(0)

@@ -1,26 +1,19 @@
 package webhook_test
 
 import (
-	"context"
 	"crypto/tls"
 	"errors"
-	"net"
 	"path/filepath"
-	"strconv"
 	"testing"
 
-	"github.com/go-logr/logr"
 	"github.com/go-logr/logr/testr"
 	configv1 "github.com/openshift/api/config/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/runtime"
 	clientgoscheme "k8s.io/client-go/kubernetes/scheme"
-	"k8s.io/utils/ptr"
 	ctrl "sigs.k8s.io/controller-runtime"
 	"sigs.k8s.io/controller-runtime/pkg/client"
-	"sigs.k8s.io/controller-runtime/pkg/config"
 	"sigs.k8s.io/controller-runtime/pkg/envtest"
-	metricsserver "sigs.k8s.io/controller-runtime/pkg/metrics/server"
 
 	"github.com/hostpath-provisioner/hpp/cmd/hpp-operator/controller"
 	"github.com/hostpath-provisioner/hpp/cmd/hpp-operator/internal/testenv"
@@ -33,10 +26,7 @@ import (
 // profile is in force from the first handshake, a change applies to the
 // next handshakes without a restart, and the environment overrides win.
 func TestWebhookFollowsOpenShiftTLSProfile(t *testing.T) {
-	ctrl.SetLogger(logr.Discard())
-	env, cfg := testenv.Start(t, envtest.WebhookInstallOptions{
-		Paths: []string{filepath.Join(testenv.RepoRoot(), "deploy", "base", "operator", "webhook.yaml")},
-	})
+	opts, cfg := startEnv(t)
 	paths, err := testenv.OpenShiftCRDPaths()
 	if err != nil {
 		t.Fatal(err)
@@ -67,7 +57,6 @@ func TestWebhookFollowsOpenShiftTLSProfile(t *testing.T) {
 
 	// As the operator starts (run.go): the profile is read before the
 	// webhook serves, then watched.
-	opts := env.WebhookInstallOptions
 	policy, err := hppwebhook.NewTLSPolicy("", "")
 	if err != nil {
 		t.Fatal(err)
@@ -76,32 +65,10 @@ func TestWebhookFollowsOpenShiftTLSProfile(t *testing.T) {
 	if err := watcher.Load(ctx); err != nil {
 		t.Fatal(err)
 	}
-	mgr, err := ctrl.NewManager(cfg, ctrl.Options{
-		Scheme:        s,
-		Metrics:       metricsserver.Options{BindAddress: "0"},
-		Controller:    config.Controller{SkipNameValidation: ptr.To(true)},
-		WebhookServer: hppwebhook.NewServer(opts.LocalServingHost, opts.LocalServingPort, opts.LocalServingCertDir, policy),
+	addr, _ := startWebhook(t, cfg, opts, s, policy, func(mgr ctrl.Manager) error {
+		watcher.Reader = mgr.GetClient()
+		return watcher.SetupWithManager(mgr)
 	})
-	if err != nil {
-		t.Fatal(err)
-	}
-	watcher.Reader = mgr.GetClient()
-	if err := watcher.SetupWithManager(mgr); err != nil {
-		t.Fatal(err)
-	}
-	if err := hppwebhook.Register(mgr); err != nil {
-		t.Fatal(err)
-	}
-	mctx, cancel := context.WithCancel(context.Background())
-	done := make(chan error, 1)
-	go func() { done <- mgr.Start(mctx) }()
-	t.Cleanup(func() {
-		cancel()
-		if err := <-done; err != nil {
-			t.Errorf("manager: %v", err)
-		}
-	})
-	addr := net.JoinHostPort(opts.LocalServingHost, strconv.Itoa(opts.LocalServingPort))
 	waitFor(t, "webhook server up (TLS 1.3)", func() error { return handshake(addr, tls.VersionTLS13) })
 
 	// Modern: TLS 1.3 only.
@@ -214,4 +181,3 @@ func serveTLS(t *testing.T, policy *hppwebhook.TLSPolicy, dir string) string {
 	}()
 	return ln.Addr().String()
 }
-
