@@ -82,9 +82,9 @@ func TestSCCsOnOpenShift(t *testing.T) {
 	}
 	for name, scc := range map[string]string{render.CSIDaemonSetName: render.CSISCCName, render.LegacyDaemonSetName: render.LegacySCCName} {
 		ds := &appsv1.DaemonSet{}
-		if err := h.get(client.ObjectKey{Namespace: ns, Name: name}, ds); err != nil {
-			t.Fatal(err)
-		}
+		eventually(t, "DaemonSet "+name, func() error { // applied after the SCCs
+			return h.get(client.ObjectKey{Namespace: ns, Name: name}, ds)
+		})
 		if got := ds.Spec.Template.Annotations[render.RequiredSCCAnnotation]; got != scc {
 			t.Errorf("DaemonSet %s: pods require SCC %q; want %q", name, got, scc)
 		}
