@@ -2,13 +2,18 @@ package main
 
 import (
 	"context"
+	"crypto/tls"
 	"fmt"
 	"strconv"
 
+	"github.com/go-logr/logr"
 	"github.com/go-logr/zapr"
+	configv1 "github.com/openshift/api/config/v1"
+	secv1 "github.com/openshift/api/security/v1"
 	promv1 "github.com/prometheus-operator/prometheus-operator/pkg/apis/monitoring/v1"
 	"k8s.io/apimachinery/pkg/runtime"
 	clientgoscheme "k8s.io/client-go/kubernetes/scheme"
+	"k8s.io/client-go/rest"
 	ctrl "sigs.k8s.io/controller-runtime"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 	"sigs.k8s.io/controller-runtime/pkg/healthz"
@@ -62,6 +67,12 @@ func newScheme() (*runtime.Scheme, error) {
 	if err := promv1.AddToScheme(s); err != nil {
 		return nil, err
 	}
+	if err := secv1.AddToScheme(s); err != nil {
+		return nil, err
+	}
+	if err := configv1.AddToScheme(s); err != nil {
+		return nil, err
+	}
 	return s, hppv1.AddToScheme(s)
 }
 
@@ -73,6 +84,10 @@ func run(ctx context.Context, o *options, getenv func(string) string) error {
 	log := zapr.NewLogger(zl)
 	ctrl.SetLogger(log)
 	cfg, err := renderConfig(o, getenv)
+	if err != nil {
+		return err
+	}
+	tlsPolicy, err := hppwebhook.NewTLSPolicy(getenv("TLS_MIN_VERSION_OVERRIDE"), getenv("TLS_CIPHERS_OVERRIDE"))
 	if err != nil {
 		return err
 	}
@@ -90,17 +105,19 @@ func run(ctx context.Context, o *options, getenv func(string) string) error {
 	if !cfg.PrometheusOperator {
 		log.Info("prometheus-operator's API is not served: no ServiceMonitor or PrometheusRule (restart the operator after installing it)")
 	}
-	profile, err := hppwebhook.ProfileFromOverrides(hppwebhook.Intermediate(),
-		getenv("TLS_MIN_VERSION_OVERRIDE"), getenv("TLS_CIPHERS_OVERRIDE"))
+	if cfg.OpenShift, err = controller.ServesSCC(restCfg); err != nil {
+		return err
+	}
+	direct, err := client.New(restCfg, client.Options{Scheme: scheme})
+	if err != nil {
+		return err
+	}
+	clusterTLS, err := clusterTLSProfile(ctx, restCfg, direct, tlsPolicy, log)
 	if err != nil {
 		return err
 	}
 	var certs *hppwebhook.SelfSigned
 	if o.selfSignedCerts {
-		direct, err := client.New(restCfg, client.Options{Scheme: scheme})
-		if err != nil {
-			return err
-		}
 		certs = &hppwebhook.SelfSigned{Dir: o.certDir, Service: o.webhookService, Namespace: o.namespace,
 			ConfigName: o.webhookConfigName, Client: direct, Log: log.WithName("webhook-certs")}
 		// The server reads the files when it starts: make them first.
@@ -109,10 +126,13 @@ func run(ctx context.Context, o *options, getenv func(string) string) error {
 		}
 	}
 	mgr, err := ctrl.NewManager(restCfg, ctrl.Options{
-		Scheme:                  scheme,
-		WebhookServer:           hppwebhook.NewServer("", o.webhookPort, o.certDir, profile),
-		Cache:                   controller.CacheOptions(cfg),
-		Metrics:                 metricsserver.Options{BindAddress: o.metricsAddress},
+		Scheme:        scheme,
+		WebhookServer: hppwebhook.NewServer("", o.webhookPort, o.certDir, tlsPolicy),
+		Cache:         controller.CacheOptions(cfg),
+		// Metrics are plain HTTP (SecureServing off, as the Service and
+		// ServiceMonitor expect); should they serve TLS, the webhook's
+		// policy applies to them too.
+		Metrics:                 metricsserver.Options{BindAddress: o.metricsAddress, TLSOpts: []func(*tls.Config){tlsPolicy.Apply}},
 		HealthProbeBindAddress:  o.healthAddress,
 		LeaderElection:          o.leaderElect,
 		LeaderElectionID:        "hpp-operator.hostpathprovisioner.kubevirt.io",
@@ -134,6 +154,12 @@ func run(ctx context.Context, o *options, getenv func(string) string) error {
 	if err := hppwebhook.Register(mgr); err != nil {
 		return err
 	}
+	if clusterTLS != nil {
+		clusterTLS.Reader = mgr.GetClient()
+		if err := clusterTLS.SetupWithManager(mgr); err != nil {
+			return err
+		}
+	}
 	if certs != nil {
 		if err := mgr.Add(certs); err != nil {
 			return err
@@ -145,6 +171,22 @@ func run(ctx context.Context, o *options, getenv func(string) string) error {
 	if err := mgr.AddReadyzCheck("webhook", mgr.GetWebhookServer().StartedChecker()); err != nil {
 		return err
 	}
-	log.Info("starting", "version", cfg.Version, "namespace", cfg.Namespace)
+	log.Info("starting", "version", cfg.Version, "namespace", cfg.Namespace, "openshift", cfg.OpenShift)
 	return mgr.Start(ctx)
+}
+
+// clusterTLSProfile: where OpenShift's APIServer configuration is served,
+// the webhook follows its TLS profile; it is read once here, before the
+// webhook serves, and watched from then on. Elsewhere: nil (Intermediate,
+// under the overrides).
+func clusterTLSProfile(ctx context.Context, restCfg *rest.Config, direct client.Reader, policy *hppwebhook.TLSPolicy, log logr.Logger) (*hppwebhook.ClusterTLSProfile, error) {
+	served, err := controller.ServesAPIServerConfig(restCfg)
+	if err != nil || !served {
+		return nil, err
+	}
+	w := &hppwebhook.ClusterTLSProfile{Reader: direct, Policy: policy, Log: log.WithName("tls-profile")}
+	if err := w.Load(ctx); err != nil {
+		return nil, fmt.Errorf("read the cluster's TLS profile (APIServer %s): %w", hppwebhook.ClusterAPIServerName, err)
+	}
+	return w, nil
 }

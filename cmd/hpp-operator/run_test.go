@@ -64,3 +64,15 @@ func TestOptionsValidateNamesEveryBadFlag(t *testing.T) {
 		}
 	}
 }
+
+// Unknown cipher names stop the operator before it does anything, with
+// every bad name in the message.
+func TestUnknownCipherStopsStart(t *testing.T) {
+	env := map[string]string{"TLS_CIPHERS_OVERRIDE": "ECDHE-RSA-AES128-GCM-SHA256,BOGUS-CIPHER,TLS_FAKE_SUITE"}
+	o := &options{namespace: "hpp", kubeletDir: "/var/lib/kubelet"}
+	err := run(t.Context(), o, func(k string) string { return env[k] })
+	want := "TLS_CIPHERS_OVERRIDE: unknown or insecure cipher(s) BOGUS-CIPHER, TLS_FAKE_SUITE"
+	if err == nil || !strings.Contains(err.Error(), want) {
+		t.Fatalf("start with unknown ciphers: %v; want an error with %q", err, want)
+	}
+}

@@ -49,9 +49,13 @@ func (r *Reconciler) finalize(ctx context.Context, log logr.Logger, cr *hppv1.Ho
 		return ctrl.Result{}, errorsJoin(err, r.writeStatus(ctx, cr, st))
 	}
 	if err != nil {
+		clusterKinds := "clusterrole,clusterrolebinding"
+		if r.Config.OpenShift {
+			clusterKinds += ",securitycontextconstraints"
+		}
 		r.eventf(cr, corev1.EventTypeWarning, "CleanupAbandoned",
-			"gave up removing the operator's objects after %s: %v; remove what is left by hand: kubectl delete daemonset,serviceaccount,role,rolebinding -n %s -l %s=%s; kubectl delete clusterrole,clusterrolebinding -l %s=%s",
-			CleanupTimeout, err, r.Config.Namespace, render.ManagedByLabel, r.Config.ManagedBy, render.ManagedByLabel, r.Config.ManagedBy)
+			"gave up removing the operator's objects after %s: %v; remove what is left by hand: kubectl delete daemonset,serviceaccount,role,rolebinding -n %s -l %s=%s; kubectl delete %s -l %s=%s",
+			CleanupTimeout, err, r.Config.Namespace, render.ManagedByLabel, r.Config.ManagedBy, clusterKinds, render.ManagedByLabel, r.Config.ManagedBy)
 		log.Error(err, "cleanup abandoned")
 	}
 	crReady.Set(0)
@@ -106,8 +110,10 @@ func (r *Reconciler) cleanup(ctx context.Context, log logr.Logger, cr *hppv1.Hos
 		&corev1.ServiceAccount{ObjectMeta: objMeta(render.CSIServiceAccount, ns)},
 		&corev1.ServiceAccount{ObjectMeta: objMeta(render.LegacyServiceAccount, ns)},
 	}
-	// The monitoring objects are removed as rendered: one list of names.
+	// The monitoring objects and SCCs are removed as rendered: one list of
+	// names.
 	objs = append(objs, r.Config.MonitoringObjects()...)
+	objs = append(objs, r.Config.AllSCCs()...)
 	for _, o := range objs {
 		if err := r.deleteIfOwned(ctx, log, cr, o); err != nil {
 			return err

@@ -6,6 +6,7 @@ import (
 	"testing"
 
 	"github.com/go-logr/logr/testr"
+	secv1 "github.com/openshift/api/security/v1"
 	promv1 "github.com/prometheus-operator/prometheus-operator/pkg/apis/monitoring/v1"
 	corev1 "k8s.io/api/core/v1"
 	apiextensionsv1 "k8s.io/apiextensions-apiserver/pkg/apis/apiextensions/v1"
@@ -43,6 +44,9 @@ func newScheme(t *testing.T) *runtime.Scheme {
 		t.Fatal(err)
 	}
 	if err := promv1.AddToScheme(s); err != nil {
+		t.Fatal(err)
+	}
+	if err := secv1.AddToScheme(s); err != nil {
 		t.Fatal(err)
 	}
 	if err := apiextensionsv1.AddToScheme(s); err != nil { // the tests install CRDs

@@ -9,6 +9,7 @@ import (
 	"path/filepath"
 	"testing"
 
+	secv1 "github.com/openshift/api/security/v1"
 	appsv1 "k8s.io/api/apps/v1"
 	batchv1 "k8s.io/api/batch/v1"
 	corev1 "k8s.io/api/core/v1"
@@ -35,16 +36,17 @@ func TestOperatorRunsWithItsOwnRBAC(t *testing.T) {
 	var counter testenv.Counter
 	asOperator := rest.CopyConfig(restCfg)
 	asOperator.Impersonate = rest.ImpersonationConfig{UserName: "system:serviceaccount:" + ns + ":hostpath-provisioner-operator"}
-	// With prometheus-operator's API served, so that the monitoring
-	// objects and their RBAC go through the same checks.
+	// With prometheus-operator's and OpenShift's APIs served, so that the
+	// monitoring objects, their RBAC and the SCCs go through the same checks.
 	h := startWith(t, ns, options{operatorCfg: counter.Wrap(asOperator), setup: func(admin client.Client) {
 		servePrometheusOperator(t, admin)
+		serveOpenShift(t)
 		for _, u := range readManifests(t, filepath.Join(testenv.RepoRoot(), "deploy", "base", "operator", "rbac.yaml")) {
 			if err := admin.Create(t.Context(), u); err != nil {
 				t.Fatalf("create %s %s: %v", u.GetKind(), u.GetName(), err)
 			}
 		}
-	}, config: func(cfg *render.Config) { cfg.PrometheusOperator = true }})
+	}, config: func(cfg *render.Config) { cfg.PrometheusOperator, cfg.OpenShift = true, true }})
 	// A node and a shared pvcTemplate pool: claims, mounters, the overlay
 	// StorageClass and, on the switch below, a cleanup Job.
 	addNode(t, h, "rbac-node", nil)
@@ -58,6 +60,7 @@ func TestOperatorRunsWithItsOwnRBAC(t *testing.T) {
 	setDaemonSetReady(t, h, ns, render.CSIDaemonSetName, 1)
 	h.playMounterReady("nfs", "rbac-node")
 	waitAvailable(t, h, "hpp")
+	waitSCC(t, h, render.CSISCCName, "system:serviceaccount:"+ns+":"+render.CSIServiceAccount)
 	if err := h.get(client.ObjectKey{Name: render.DefaultOverlayClassName}, &storagev1.StorageClass{}); err != nil {
 		t.Errorf("overlay StorageClass: %v", err)
 	}
@@ -75,11 +78,13 @@ func TestOperatorRunsWithItsOwnRBAC(t *testing.T) {
 	})
 	h.waitGone("mounter", deployment(ns, render.MounterName("nfs", "rbac-node")))
 	h.finishJob(render.CleanupJobName("nfs", "rbac-node"), true)
+	waitSCC(t, h, render.LegacySCCName, "system:serviceaccount:"+ns+":"+render.LegacyServiceAccount)
 	h.waitGone("cleanup Job", &batchv1.Job{ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: render.CleanupJobName("nfs", "rbac-node")}})
 	h.deleteAllCRs()
 	if err := h.get(client.ObjectKey{Namespace: ns, Name: render.LegacyDaemonSetName}, &appsv1.DaemonSet{}); !apierrors.IsNotFound(err) {
 		t.Errorf("legacy DaemonSet after deletion: %v", err)
 	}
+	h.waitGone("CSI SCC", &secv1.SecurityContextConstraints{ObjectMeta: metav1.ObjectMeta{Name: render.CSISCCName}})
 	if f := counter.Forbidden(); len(f) > 0 {
 		t.Errorf("the operator's RBAC (deploy/base/operator/rbac.yaml) refused %d request(s):\n%v", len(f), f)
 	}

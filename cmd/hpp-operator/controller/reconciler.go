@@ -11,6 +11,7 @@ import (
 	"time"
 
 	"github.com/go-logr/logr"
+	secv1 "github.com/openshift/api/security/v1"
 	appsv1 "k8s.io/api/apps/v1"
 	corev1 "k8s.io/api/core/v1"
 	schedulingv1 "k8s.io/api/scheduling/v1"
@@ -128,6 +129,8 @@ func (r *Reconciler) applyAll(ctx context.Context, log logr.Logger, cr *hppv1.Ho
 		return err
 	}
 	want = append(want, cfg.MonitoringObjects()...)
+	// SCCs first: OpenShift admits a node pod only if its SCC exists.
+	want = append(cfg.SCCs(&cr.Spec), want...)
 	a := &applier{reader: r.Client, live: r.APIReader, writer: r.Client, scheme: r.Scheme,
 		kept: func(obj *unstructured.Unstructured, fields []string) {
 			r.eventf(cr, corev1.EventTypeWarning, "ImmutableFieldsKept",
@@ -281,10 +284,15 @@ func statusPools(spec *hppv1.HostPathProvisionerSpec) []hppv1.StoragePool {
 }
 
 // The node objects of a pools CR that a pathConfig CR had: switching
-// removes the legacy DaemonSet; its ServiceAccount and RBAC stay until the
+// removes the legacy DaemonSet and its SCC (an SCC grants privileges: none
+// is left that nothing uses); its ServiceAccount and RBAC stay until the
 // CR is deleted (harmless, and a switch back needs them again).
 func (r *Reconciler) legacyObjects() []client.Object {
-	return []client.Object{&appsv1.DaemonSet{ObjectMeta: objMeta(render.LegacyDaemonSetName, r.Config.Namespace)}}
+	objs := []client.Object{&appsv1.DaemonSet{ObjectMeta: objMeta(render.LegacyDaemonSetName, r.Config.Namespace)}}
+	if r.Config.OpenShift {
+		objs = append(objs, &secv1.SecurityContextConstraints{ObjectMeta: objMeta(render.LegacySCCName, "")})
+	}
+	return objs
 }
 
 // eventf records an event on the CR.

@@ -3,6 +3,7 @@ package controller
 import (
 	"context"
 
+	secv1 "github.com/openshift/api/security/v1"
 	promv1 "github.com/prometheus-operator/prometheus-operator/pkg/apis/monitoring/v1"
 	appsv1 "k8s.io/api/apps/v1"
 	batchv1 "k8s.io/api/batch/v1"
@@ -58,6 +59,9 @@ func CacheOptions(cfg render.Config) cache.Options {
 		byObject[&promv1.ServiceMonitor{}] = cache.ByObject{Namespaces: ns}
 		byObject[&promv1.PrometheusRule{}] = cache.ByObject{Namespaces: ns}
 	}
+	if cfg.OpenShift {
+		byObject[&secv1.SecurityContextConstraints{}] = cache.ByObject{Label: mine}
+	}
 	return cache.Options{ByObject: byObject}
 }
 
@@ -102,6 +106,9 @@ func (r *Reconciler) SetupWithManager(mgr ctrl.Manager) error {
 	if r.Config.PrometheusOperator {
 		// Only then are they in the cache (see CacheOptions).
 		b = b.Owns(&promv1.ServiceMonitor{}).Owns(&promv1.PrometheusRule{})
+	}
+	if r.Config.OpenShift {
+		b = b.Owns(&secv1.SecurityContextConstraints{})
 	}
 	return b.
 		Named("hostpathprovisioner").

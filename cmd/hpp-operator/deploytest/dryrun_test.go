@@ -51,6 +51,15 @@ func TestOverlaysApplyWithServerSideDryRun(t *testing.T) {
 	if _, err := envtest.InstallCRDs(cfg, envtest.CRDInstallOptions{CRDs: crds}); err != nil {
 		t.Fatalf("wait for stub CRDs: %v", err)
 	}
+	// OpenShift's real CRDs: the openshift component's SCC is checked
+	// against their schema.
+	openShiftCRDs, err := testenv.OpenShiftCRDPaths()
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := envtest.InstallCRDs(cfg, envtest.CRDInstallOptions{Paths: openShiftCRDs, ErrorIfPathMissing: true}); err != nil {
+		t.Fatalf("install OpenShift's CRDs: %v", err)
+	}
 	t.Run("examples", func(t *testing.T) {
 		files, _ := filepath.Glob(filepath.Join(deployDir(), "examples", "*.yaml"))
 		if len(files) == 0 {

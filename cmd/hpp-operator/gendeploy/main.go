@@ -1,6 +1,6 @@
 // Command gendeploy writes the kustomize bases' generated manifests
 // (deploy/base/csi-driver, deploy/base/legacy, deploy/components/sidecars,
-// deploy/components/monitoring)
+// deploy/components/monitoring, deploy/components/openshift)
 // from package render, the code the operator applies, so the two cannot
 // drift. Run by `make generate`; hack/check-generated.sh fails when the
 // checked-in files differ.
@@ -83,12 +83,19 @@ func run(dir string) error {
 	if err != nil {
 		return err
 	}
+	openshift := cfg
+	openshift.OpenShift = true
+	onOpenShift, err := openshift.CSIDaemonSet(exampleSpec())
+	if err != nil {
+		return err
+	}
 	files := map[string][]client.Object{
 		"base/csi-driver/generated.yaml":       csi,
 		"components/monitoring/generated.yaml": monitoring.MonitoringObjects(),
 		"components/snapshots/generated.yaml":  cfg.SnapshotterObjects(),
 		"components/snapshots/daemonset.yaml":  {containersPatch(withSnapshotter, "csi-snapshotter")},
 		"components/openshift/generated.yaml":  cfg.OpenShiftObjects(render.CSIServiceAccount),
+		"components/openshift/daemonset.yaml":  {templateAnnotationsPatch(onOpenShift)},
 		"base/legacy/generated.yaml":           cfg.LegacyObjects(legacySpec),
 		"components/sidecars/daemonset.yaml":   {sidecarPatch(withSidecars)},
 	}
@@ -118,5 +125,14 @@ func containersPatch(ds *appsv1.DaemonSet, names ...string) *appsv1.DaemonSet {
 			out.Spec.Template.Spec.Containers = append(out.Spec.Template.Spec.Containers, c)
 		}
 	}
+	return out
+}
+
+// templateAnnotationsPatch keeps of the DaemonSet only its pod template's
+// annotations (on OpenShift: the required SCC).
+func templateAnnotationsPatch(ds *appsv1.DaemonSet) *appsv1.DaemonSet {
+	out := &appsv1.DaemonSet{TypeMeta: ds.TypeMeta}
+	out.Name, out.Namespace = ds.Name, ds.Namespace
+	out.Spec.Template.Annotations = ds.Spec.Template.Annotations
 	return out
 }

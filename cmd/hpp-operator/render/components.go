@@ -36,21 +36,21 @@ func (c *Config) SnapshotterObjects() []client.Object {
 	}
 }
 
-// OpenShiftSCCRoleName grants the use of OpenShift's built-in privileged
+// OpenShiftSCCRoleName grants the use of the CSI driver's
 // SecurityContextConstraints (deploy/components/openshift).
-const OpenShiftSCCRoleName = "hostpath-provisioner-privileged-scc"
+const OpenShiftSCCRoleName = "hostpath-provisioner-csi-scc"
 
-// OpenShiftObjects let the node pods' ServiceAccount run privileged pods on
-// OpenShift: RBAC `use` of the built-in "privileged" SCC, bound in the
-// install namespace (a RoleBinding, so a kustomize namespace change moves
-// its subject too), rather than a SecurityContextConstraints object of its
-// own whose users list would hold the namespace in a string.
+// OpenShiftObjects let the node pods' ServiceAccount run on OpenShift
+// without the operator: the same SCC the operator makes (CSISCC), with no
+// users, its `use` granted through RBAC instead and bound in the install
+// namespace (a RoleBinding, so a kustomize namespace change moves its
+// subject too; an SCC's users list holds the namespace inside a string).
 func (c *Config) OpenShiftObjects(serviceAccount string) []client.Object {
 	role := &rbacv1.ClusterRole{
 		TypeMeta:   metav1.TypeMeta{APIVersion: "rbac.authorization.k8s.io/v1", Kind: "ClusterRole"},
 		ObjectMeta: metav1.ObjectMeta{Name: OpenShiftSCCRoleName, Labels: c.labels(OpenShiftSCCRoleName, "openshift")},
 		Rules: []rbacv1.PolicyRule{{APIGroups: []string{"security.openshift.io"}, Resources: []string{"securitycontextconstraints"},
-			ResourceNames: []string{"privileged"}, Verbs: []string{"use"}}},
+			ResourceNames: []string{CSISCCName}, Verbs: []string{"use"}}},
 	}
 	binding := &rbacv1.RoleBinding{
 		TypeMeta:   metav1.TypeMeta{APIVersion: "rbac.authorization.k8s.io/v1", Kind: "RoleBinding"},
@@ -58,7 +58,7 @@ func (c *Config) OpenShiftObjects(serviceAccount string) []client.Object {
 		RoleRef:    rbacv1.RoleRef{APIGroup: rbacv1.GroupName, Kind: "ClusterRole", Name: OpenShiftSCCRoleName},
 		Subjects:   []rbacv1.Subject{{Kind: rbacv1.ServiceAccountKind, Name: serviceAccount, Namespace: c.Namespace}},
 	}
-	return []client.Object{role, binding}
+	return []client.Object{c.CSISCC(), role, binding}
 }
 
 func toAny(m map[string]string) map[string]any {

@@ -82,6 +82,10 @@ type Config struct {
 	// PrometheusOperator: the cluster serves prometheus-operator's API
 	// (ServiceMonitor, PrometheusRule), found at the operator's start.
 	PrometheusOperator bool
+	// OpenShift: the cluster serves SecurityContextConstraints
+	// (security.openshift.io/v1), found at the operator's start. The node
+	// pods then get SCCs of their own and the required-scc annotation.
+	OpenShift bool
 }
 
 // DefaultConfig returns the configuration with every default filled in.

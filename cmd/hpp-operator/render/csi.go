@@ -155,7 +155,7 @@ func (c *Config) CSIDaemonSet(spec *hppv1.HostPathProvisionerSpec) (*appsv1.Daem
 			Template: corev1.PodTemplateSpec{
 				// The metrics Service selects the pods by PrometheusLabel
 				// (a template label, never in the selector).
-				ObjectMeta: metav1.ObjectMeta{Labels: withLabel(labels, PrometheusLabel, "true")},
+				ObjectMeta: metav1.ObjectMeta{Labels: withLabel(labels, PrometheusLabel, "true"), Annotations: c.podAnnotations(CSISCCName)},
 				Spec:       c.nodePodSpec(spec, CSIServiceAccount, containers, volumes),
 			},
 		},

@@ -47,7 +47,7 @@ func (c *Config) LegacyDaemonSet(spec *hppv1.HostPathProvisionerSpec) *appsv1.Da
 				RollingUpdate: &appsv1.RollingUpdateDaemonSet{MaxUnavailable: ptr.To(intstr.FromString("10%"))},
 			},
 			Template: corev1.PodTemplateSpec{
-				ObjectMeta: metav1.ObjectMeta{Labels: labels},
+				ObjectMeta: metav1.ObjectMeta{Labels: labels, Annotations: c.podAnnotations(LegacySCCName)},
 				Spec: c.nodePodSpec(spec, LegacyServiceAccount, []corev1.Container{ctr},
 					[]corev1.Volume{hostPathVolume("pv-volume", pc.Path, corev1.HostPathDirectoryOrCreate)}),
 			},

@@ -162,7 +162,7 @@ func (c *Config) MounterDeployment(spec *hppv1.HostPathProvisionerSpec, p *hppv1
 			Replicas: ptr.To[int32](1),
 			Selector: &metav1.LabelSelector{MatchLabels: selector},
 			Strategy: appsv1.DeploymentStrategy{Type: appsv1.RecreateDeploymentStrategyType},
-			Template: corev1.PodTemplateSpec{ObjectMeta: metav1.ObjectMeta{Labels: podLabels}, Spec: pod},
+			Template: corev1.PodTemplateSpec{ObjectMeta: metav1.ObjectMeta{Labels: podLabels, Annotations: c.podAnnotations(CSISCCName)}, Spec: pod},
 		},
 	}
 }
@@ -187,7 +187,8 @@ func (c *Config) CleanupJob(spec *hppv1.HostPathProvisionerSpec, pool, poolPath,
 		Spec: batchv1.JobSpec{
 			BackoffLimit:          ptr.To[int32](6),
 			ActiveDeadlineSeconds: ptr.To[int64](CleanupDeadlineSeconds),
-			Template:              corev1.PodTemplateSpec{ObjectMeta: metav1.ObjectMeta{Labels: c.poolLabels(pool)}, Spec: pod},
+			Template: corev1.PodTemplateSpec{ObjectMeta: metav1.ObjectMeta{Labels: c.poolLabels(pool),
+				Annotations: c.podAnnotations(CSISCCName)}, Spec: pod},
 		},
 	}
 }

@@ -4,9 +4,6 @@ import (
 	"context"
 	"crypto/tls"
 	"fmt"
-	"net"
-	"path/filepath"
-	"strconv"
 	"strings"
 	"testing"
 	"time"
@@ -18,11 +15,7 @@ import (
 	clientgoscheme "k8s.io/client-go/kubernetes/scheme"
 	"k8s.io/client-go/rest"
 	"k8s.io/utils/ptr"
-	ctrl "sigs.k8s.io/controller-runtime"
 	"sigs.k8s.io/controller-runtime/pkg/client"
-	"sigs.k8s.io/controller-runtime/pkg/config"
-	"sigs.k8s.io/controller-runtime/pkg/envtest"
-	metricsserver "sigs.k8s.io/controller-runtime/pkg/metrics/server"
 
 	"github.com/hostpath-provisioner/hpp/cmd/hpp-operator/internal/testenv"
 	hppwebhook "github.com/hostpath-provisioner/hpp/cmd/hpp-operator/webhook"
@@ -33,11 +26,7 @@ import (
 // deploy/base/operator (envtest points it at a local server) and checks the
 // rules only the webhook enforces, as the real kube-apiserver reports them.
 func TestWebhookCalledByRealAPIServer(t *testing.T) {
-	ctrl.SetLogger(logr.Discard())
-	env, cfg := testenv.Start(t, envtest.WebhookInstallOptions{
-		Paths: []string{filepath.Join(testenv.RepoRoot(), "deploy", "base", "operator", "webhook.yaml")},
-	})
-	opts := env.WebhookInstallOptions
+	opts, cfg := startEnv(t)
 	s := runtime.NewScheme()
 	if err := clientgoscheme.AddToScheme(s); err != nil {
 		t.Fatal(err)
@@ -45,28 +34,12 @@ func TestWebhookCalledByRealAPIServer(t *testing.T) {
 	if err := hppv1.AddToScheme(s); err != nil {
 		t.Fatal(err)
 	}
-	mgr, err := ctrl.NewManager(cfg, ctrl.Options{
-		Scheme:        s,
-		Metrics:       metricsserver.Options{BindAddress: "0"},
-		Controller:    config.Controller{SkipNameValidation: ptr.To(true)},
-		WebhookServer: hppwebhook.NewServer(opts.LocalServingHost, opts.LocalServingPort, opts.LocalServingCertDir, hppwebhook.Intermediate()),
-	})
+	policy, err := hppwebhook.NewTLSPolicy("", "")
 	if err != nil {
 		t.Fatal(err)
 	}
-	if err := hppwebhook.Register(mgr); err != nil {
-		t.Fatal(err)
-	}
-	ctx, cancel := context.WithCancel(context.Background())
-	done := make(chan error, 1)
-	go func() { done <- mgr.Start(ctx) }()
-	t.Cleanup(func() {
-		cancel()
-		if err := <-done; err != nil {
-			t.Errorf("manager: %v", err)
-		}
-	})
-	addr := net.JoinHostPort(opts.LocalServingHost, strconv.Itoa(opts.LocalServingPort))
+	addr, stop := startWebhook(t, cfg, opts, s, policy, nil)
+	ctx := t.Context()
 	var state tls.ConnectionState
 	waitFor(t, "webhook server up", func() error {
 		conn, err := tls.Dial("tcp", addr, &tls.Config{InsecureSkipVerify: true, NextProtos: []string{"h2", "http/1.1"}}) //nolint:gosec // only the protocol is checked
@@ -141,11 +114,9 @@ func TestWebhookCalledByRealAPIServer(t *testing.T) {
 	if err := c.Update(ctx, cur); err != nil {
 		t.Fatalf("metadata update refused: %v", err)
 	}
-	cancel() // webhook server gone: DELETE must still work
-	if err := <-done; err != nil {
+	if err := stop(); err != nil { // webhook server gone: DELETE must still work
 		t.Fatalf("manager: %v", err)
 	}
-	done <- nil
 	if err := c.Delete(context.Background(), cur); err != nil {
 		t.Fatalf("delete with the webhook down: %v", err)
 	}

@@ -9,13 +9,13 @@ import (
 	hppv1 "github.com/hostpath-provisioner/hpp/internal/api/v1beta1"
 )
 
-// NewServer is the webhook server with the TLS profile applied (HTTP/2 off).
-func NewServer(host string, port int, certDir string, profile TLSProfile) webhook.Server {
+// NewServer is the webhook server with the TLS policy applied (HTTP/2 off).
+func NewServer(host string, port int, certDir string, policy *TLSPolicy) webhook.Server {
 	return webhook.NewServer(webhook.Options{
 		Host:    host,
 		Port:    port,
 		CertDir: certDir,
-		TLSOpts: []func(*tls.Config){profile.Apply},
+		TLSOpts: []func(*tls.Config){policy.Apply},
 	})
 }
 

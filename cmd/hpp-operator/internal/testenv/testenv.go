@@ -152,6 +152,13 @@ func (c *Counter) Forbidden() []string {
 	return append([]string(nil), c.forbidden...)
 }
 
+// Requests returns every request as "METHOD path".
+func (c *Counter) Requests() []string {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	return append([]string(nil), c.log...)
+}
+
 // Total returns the number of requests.
 func (c *Counter) Total() int {
 	c.mu.Lock()
