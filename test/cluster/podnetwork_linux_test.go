@@ -1,12 +1,9 @@
 package cluster
 
 import (
-	"bytes"
 	"context"
-	"errors"
 	"fmt"
 	"path/filepath"
-	"runtime"
 	"strings"
 	"testing"
 	"time"
@@ -28,23 +25,9 @@ func TestPodNetworkRoutesServices(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	c, err := Start(context.Background(), Options{Binaries: bins, Logf: t.Logf, PodNetwork: true, Images: []Image{img}})
-	if err != nil {
-		t.Fatal(err)
-	}
+	c := startForTest(t, Options{Binaries: bins, Logf: t.Logf, PodNetwork: true, Images: []Image{img}})
 	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Minute)
 	defer cancel()
-	stopped := false
-	defer func() {
-		if t.Failed() {
-			var buf bytes.Buffer
-			c.DumpLogTails(&buf, 40)
-			t.Log(buf.String())
-		}
-		if !stopped {
-			_ = c.Stop(context.Background())
-		}
-	}()
 	proxy := c.Process("kube-proxy")
 	if proxy == nil || !proxy.Running() {
 		t.Fatal("kube-proxy is not running")
@@ -103,7 +86,6 @@ func TestPodNetworkRoutesServices(t *testing.T) {
 	}
 
 	dir := c.Dir
-	stopped = true
 	if err := c.Stop(ctx); err != nil {
 		t.Fatal(err)
 	}
@@ -130,12 +112,8 @@ const inClusterImage = "localhost/hpp/incluster:test"
 // buildInClusterImage builds test/images/incluster (static) into dir and
 // wraps it as inClusterImage.
 func buildInClusterImage(ctx context.Context, dir string) (Image, error) {
-	_, self, _, ok := runtime.Caller(0)
-	if !ok {
-		return Image{}, errors.New("incluster image: cannot locate the harness source")
-	}
 	bin := filepath.Join(dir, "incluster")
-	if err := buildTestImageCommand(ctx, filepath.Join(filepath.Dir(self), "..", "images", "incluster"), bin); err != nil {
+	if err := buildTestImageCommand(ctx, "incluster", bin); err != nil {
 		return Image{}, fmt.Errorf("incluster image: %w", err)
 	}
 	return BinaryImage(inClusterImage, bin)
