@@ -190,7 +190,7 @@ func (e *env) benchCreate(ctx context.Context, t *testing.T, cr string) benchRou
 			if err != nil || !ready {
 				return false, why, err
 			}
-			r.ReadySeconds = time.Since(start).Seconds()
+			r.ReadySeconds = secondsSince(start)
 		}
 		cr, err := e.getCR(ctx)
 		if err != nil {
@@ -199,7 +199,7 @@ func (e *env) benchCreate(ctx context.Context, t *testing.T, cr string) benchRou
 		if !available(cr) {
 			return false, fmt.Sprintf("conditions %+v", cr.Status.Conditions), nil
 		}
-		r.AvailableSeconds = time.Since(start).Seconds()
+		r.AvailableSeconds = secondsSince(start)
 		return true, "", nil
 	})
 	if err != nil {
@@ -264,7 +264,7 @@ func (e *env) benchDelete(ctx context.Context, t *testing.T) float64 {
 	if err != nil {
 		t.Fatal(err)
 	}
-	gone := time.Since(start).Seconds()
+	gone := secondsSince(start)
 	// The finalizer deletes the rest before it lets the CR go: check.
 	if left := e.operatorObjects(ctx, t); len(left) > 0 {
 		t.Fatalf("the CR is gone but the operator's objects are not: %v", left)
@@ -397,6 +397,12 @@ func countOperatorRequests(t *testing.T, path string, from, to time.Time) steady
 		t.Fatal(err)
 	}
 	return st
+}
+
+// secondsSince is the time since start in seconds, to the millisecond
+// (the polling interval is 100 ms: finer digits mean nothing).
+func secondsSince(start time.Time) float64 {
+	return time.Since(start).Round(time.Millisecond).Seconds()
 }
 
 // summarize fills the percentiles.
