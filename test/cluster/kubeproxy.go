@@ -41,8 +41,10 @@ func (c *Cluster) kubeProxyArgs(healthzPort, metricsPort int) []string {
 		"--conntrack-tcp-timeout-established=0",
 		"--conntrack-tcp-timeout-close-wait=0",
 		// net.ipv4.conf.all.route_localnet: NodePorts on 127.0.0.1 are not
-		// needed here.
+		// needed here; on the node IP only, not on every address of this
+		// machine.
 		"--iptables-localhost-nodeports=false",
+		"--nodeport-addresses=primary",
 		"--v=1",
 	}
 }

@@ -79,6 +79,7 @@ func TestKubeProxyArgs(t *testing.T) {
 		"--conntrack-tcp-timeout-established=0",
 		"--conntrack-tcp-timeout-close-wait=0",
 		"--iptables-localhost-nodeports=false",
+		"--nodeport-addresses=primary",
 	} {
 		if !slices.Contains(got, want) {
 			t.Errorf("kube-proxy args %v lack %s", got, want)
