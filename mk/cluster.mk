@@ -9,6 +9,8 @@ BENCH_E2E_SIZES ?= 10,100,500
 # The controller-manager's default API QPS (20) caps binding near 4 claims/s
 # whatever the provisioner does; 0 keeps Kubernetes' defaults.
 BENCH_E2E_CONTROL_PLANE_QPS ?= 200
+# Create/delete rounds of the operator benchmark (test/onnode/bench_test.go).
+BENCH_OPERATOR_ROUNDS ?= 5
 IS_ROOT := $(shell [ "$$(id -u)" = 0 ] && echo yes)
 
 .PHONY: cluster-binaries
@@ -49,6 +51,9 @@ ifeq ($(IS_ROOT),yes)
 	@$(MAKE) --no-print-directory hpp-legacy-bin
 	@echo "==> hpp-legacy vs hpp-csi: 200 claims across 3 nodes"
 	@cd $(ROOT)/test && go run ./bench/legacy --bin-dir $(BIN) -n 200 -control-plane-qps 200
+	@echo "==> hpp-operator: CR to node pods Ready, and API requests per steady-state reconcile (operator as a pod on the real node)"
+	@cd $(ROOT)/test && HPP_TEST_TIER=bench-operator HPP_BENCH_OPERATOR_ROUNDS=$(BENCH_OPERATOR_ROUNDS) \
+	  go test -count=1 -timeout 30m -v -run '^TestOperatorBenchmark$$' ./onnode/
 else
 	@echo "==> bench-e2e SKIPPED: the local cluster needs root"
 endif

@@ -25,6 +25,9 @@ type Binaries struct {
 	KubeScheduler         string
 	Kubelet               string
 	Kubectl               string
+	// KubeProxy is needed only with Options.PodNetwork (Options.Validate
+	// checks it then).
+	KubeProxy string
 	// CSIProvisioner is needed only by StartHPPCSI/StartCSIProvisioner.
 	CSIProvisioner string
 	// From Debian's packages (containerd, runc, containernetworking-plugins).
@@ -53,6 +56,7 @@ func BinariesFromCache(cacheDir string) Binaries {
 		KubeScheduler:         filepath.Join(k8s, "kube-scheduler"),
 		Kubelet:               filepath.Join(k8s, "kubelet"),
 		Kubectl:               filepath.Join(k8s, "kubectl"),
+		KubeProxy:             filepath.Join(k8s, "kube-proxy"),
 		CSIProvisioner:        filepath.Join(cacheDir, "csi-provisioner", CSIProvisionerVersion, "csi-provisioner"),
 		Containerd:            look("containerd"),
 		Ctr:                   look("ctr"),
@@ -71,27 +75,40 @@ func DefaultCacheDir() (string, error) {
 	return filepath.Join(home, ".cache", "hpp"), nil
 }
 
+// checkExecutable reports why path (binaries.<field>) is not an executable
+// file, with fix, the command that installs it; nil when it is one.
+func checkExecutable(field, path, fix string) error {
+	if path == "" {
+		return fmt.Errorf("binaries.%s: empty path", field)
+	}
+	if !filepath.IsAbs(path) {
+		return fmt.Errorf("binaries.%s %q: must be absolute", field, path)
+	}
+	fi, err := os.Stat(path)
+	switch {
+	case err != nil:
+		return fmt.Errorf("binaries.%s %s: missing (%s)", field, path, fix)
+	case fi.IsDir() || fi.Mode()&0o111 == 0:
+		return fmt.Errorf("binaries.%s %s: not an executable file", field, path)
+	}
+	return nil
+}
+
+// Commands that install the binaries, named in checkExecutable's errors.
+const (
+	fixBuild = "run `make cluster-binaries`"
+	fixDeps  = "run `make deps`"
+)
+
 // Validate reports every missing binary at once, with what installs it.
 func (b Binaries) Validate() error {
 	var errs []error
 	check := func(field, path, fix string) {
-		if path == "" {
-			errs = append(errs, fmt.Errorf("binaries.%s: empty path", field))
-			return
-		}
-		if !filepath.IsAbs(path) {
-			errs = append(errs, fmt.Errorf("binaries.%s %q: must be absolute", field, path))
-			return
-		}
-		fi, err := os.Stat(path)
-		switch {
-		case err != nil:
-			errs = append(errs, fmt.Errorf("binaries.%s %s: missing (%s)", field, path, fix))
-		case fi.IsDir() || fi.Mode()&0o111 == 0:
-			errs = append(errs, fmt.Errorf("binaries.%s %s: not an executable file", field, path))
+		if err := checkExecutable(field, path, fix); err != nil {
+			errs = append(errs, err)
 		}
 	}
-	const build, deps = "run `make cluster-binaries`", "run `make deps`"
+	build, deps := fixBuild, fixDeps
 	check("Etcd", b.Etcd, build)
 	check("KubeAPIServer", b.KubeAPIServer, build)
 	check("KubeControllerManager", b.KubeControllerManager, build)

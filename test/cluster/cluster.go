@@ -169,6 +169,12 @@ func (c *Cluster) start(ctx context.Context) error {
 	if err := c.startKubelet(ctx); err != nil {
 		return err
 	}
+	// After kubelet registered the Node, whose addresses kube-proxy reads.
+	if c.opts.PodNetwork {
+		if err := c.startKubeProxy(ctx); err != nil {
+			return err
+		}
+	}
 	if err := c.waitDefaultServiceAccount(ctx, "default"); err != nil {
 		return &StepError{Step: "wait for the default service account", Component: "kube-controller-manager",
 			LogPath: c.logPath("kube-controller-manager"), LogTail: tailFile(c.logPath("kube-controller-manager"), 30), Err: err}
@@ -217,7 +223,7 @@ func (c *Cluster) run(spec ProcessSpec) (*Process, error) {
 
 // Process returns a control-plane or real-node daemon by name
 // ("etcd", "kube-apiserver", "kube-controller-manager", "kube-scheduler",
-// "containerd", "kubelet"), or nil.
+// "containerd", "kubelet", "kube-proxy" with PodNetwork), or nil.
 func (c *Cluster) Process(name string) *Process {
 	c.mu.Lock()
 	defer c.mu.Unlock()

@@ -39,29 +39,34 @@ func requireClusterTier(t *testing.T) Binaries {
 	return bins
 }
 
-// A plain busybox pod runs on the real node and its output comes back
-// through the apiserver from kubelet; Stop then leaves nothing behind.
-func TestClusterRunsPodAndTearsDownClean(t *testing.T) {
-	bins := requireClusterTier(t)
-	// No deadline for Start: its wait for the machine lock depends on
-	// other runs on this machine, and each bring-up step has its own.
-	c, err := Start(context.Background(), Options{Binaries: bins, Logf: t.Logf})
+// startForTest starts a cluster (no deadline: its wait for the machine
+// lock depends on other runs on this machine, and each bring-up step has
+// its own) and stops it when the test ends, after printing the log tails
+// if it failed. Stop is idempotent: a test may call it to check its result.
+func startForTest(t *testing.T, opts Options) *Cluster {
+	t.Helper()
+	c, err := Start(context.Background(), opts)
 	if err != nil {
 		t.Fatal(err)
 	}
-	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Minute)
-	defer cancel()
-	stopped := false
-	defer func() {
+	t.Cleanup(func() {
 		if t.Failed() {
 			var buf bytes.Buffer
 			c.DumpLogTails(&buf, 40)
 			t.Log(buf.String())
 		}
-		if !stopped {
-			_ = c.Stop(context.Background())
-		}
-	}()
+		_ = c.Stop(context.Background())
+	})
+	return c
+}
+
+// A plain busybox pod runs on the real node and its output comes back
+// through the apiserver from kubelet; Stop then leaves nothing behind.
+func TestClusterRunsPodAndTearsDownClean(t *testing.T) {
+	bins := requireClusterTier(t)
+	c := startForTest(t, Options{Binaries: bins, Logf: t.Logf})
+	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Minute)
+	defer cancel()
 	pod := &corev1.Pod{
 		ObjectMeta: metav1.ObjectMeta{Name: "hello", Namespace: "default"},
 		Spec: corev1.PodSpec{
@@ -78,7 +83,7 @@ func TestClusterRunsPodAndTearsDownClean(t *testing.T) {
 	if _, err := c.Client.CoreV1().Pods("default").Create(ctx, pod, metav1.CreateOptions{}); err != nil {
 		t.Fatal(err)
 	}
-	err = poll(ctx, 2*time.Minute, 500*time.Millisecond, "pod hello Succeeded", func(ctx context.Context) (bool, error) {
+	err := poll(ctx, 2*time.Minute, 500*time.Millisecond, "pod hello Succeeded", func(ctx context.Context) (bool, error) {
 		p, err := c.Client.CoreV1().Pods("default").Get(ctx, "hello", metav1.GetOptions{})
 		if err != nil {
 			return false, err
@@ -100,7 +105,6 @@ func TestClusterRunsPodAndTearsDownClean(t *testing.T) {
 	}
 	checkNodeNamespace(ctx, t, c)
 	dir := c.Dir
-	stopped = true
 	if err := c.Stop(ctx); err != nil {
 		t.Fatal(err)
 	}

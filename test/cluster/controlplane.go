@@ -17,8 +17,8 @@ import (
 )
 
 // serviceCIDR is the cluster's service range; 10.96.0.1 is the
-// kubernetes Service, which nothing here routes (no kube-proxy): pods
-// talk to nothing, they write files.
+// kubernetes Service. Only with Options.PodNetwork does kube-proxy route
+// ClusterIPs; otherwise pods talk to nothing, they write files.
 const serviceCIDR = "10.96.0.0/16"
 
 // pki holds the paths of every certificate, key and kubeconfig.
@@ -29,7 +29,7 @@ type pki struct {
 	kubeletClientCert, kubeletClientKey   string
 	kubeletServingCert, kubeletServingKey string
 	saKey, saPub                          string
-	kubeconfigs                           map[string]string // by user: admin, controller-manager, scheduler, kubelet
+	kubeconfigs                           map[string]string // by user: admin, controller-manager, scheduler, kubelet, kube-proxy
 }
 
 func (c *Cluster) writePKI() error {
@@ -89,6 +89,7 @@ func (c *Cluster) writePKI() error {
 		"controller-manager": {CommonName: "system:kube-controller-manager", Client: true},
 		"scheduler":          {CommonName: "system:kube-scheduler", Client: true},
 		"kubelet":            {CommonName: "system:node:" + c.opts.NodeName, Organization: []string{"system:nodes"}, Client: true},
+		"kube-proxy":         {CommonName: kubeProxyUser, Client: true},
 	}
 	for user, req := range users {
 		kp, err := ca.issue(req)
@@ -178,11 +179,6 @@ func (c *Cluster) startAPIServer(ctx context.Context) error {
 	c.opts.Logf("kube-apiserver starting on %s", c.serverURL)
 	if err := c.waitAPIReady(ctx); err != nil {
 		return c.stepError("wait for kube-apiserver", "kube-apiserver", err)
-	}
-	if c.opts.PodNetwork {
-		if err := routeKubernetesService(ctx, c.cmd, c.nodeIP, c.apiserverPort()); err != nil {
-			return &StepError{Step: "route the kubernetes Service to kube-apiserver", Err: err}
-		}
 	}
 	return nil
 }

@@ -13,7 +13,19 @@
 // (hpp-csi included) runs on the host, and its mounts under the cluster
 // directory reach the node. See nodens_linux.go.
 //
-// Binaries come from `make cluster-binaries` (BinariesFromCache). The
+// Options.PodNetwork is for components installed as pods (an operator
+// Deployment, a CSI DaemonSet's csi-provisioner): the bridge becomes the
+// pods' gateway, kube-apiserver listens on the node IP, and kube-proxy
+// (built with the other Kubernetes binaries) runs on the host in iptables
+// mode. The node shares the host's network namespace, so its rules serve
+// both pods with in-cluster configuration (the kubernetes Service) and
+// kube-apiserver calling a webhook through its Service's ClusterIP. It is
+// started with the flags that would change host sysctls turned off, and
+// Stop runs `kube-proxy --cleanup` before sweeping KUBE- chains.
+//
+// Binaries come from `make cluster-binaries` (BinariesFromCache; a cache
+// missing only kube-proxy gains it in about a minute, without rebuilding
+// the rest). The
 // caller must be root. One cluster runs per machine at a time (a lock
 // file serialises them, so parallel test packages wait for each other);
 // Start sweeps what a killed earlier run left, and Stop leaves no process,

@@ -227,22 +227,31 @@ func busyboxImage(ctx context.Context, cmd Commander, busybox string) (Image, er
 // The Go toolchain runs with the caller's environment so that it uses the
 // same caches.
 func buildPauseImage(ctx context.Context, outDir string) (Image, error) {
-	_, self, _, ok := runtime.Caller(0)
-	if !ok {
-		return Image{}, errors.New("pause image: cannot locate the harness source")
-	}
 	bin := filepath.Join(outDir, "pause")
-	build := exec.CommandContext(ctx, "go", "build", "-trimpath", "-o", bin, ".")
-	build.Dir = filepath.Join(filepath.Dir(self), "..", "images", "pause")
-	build.Env = append(os.Environ(), "CGO_ENABLED=0")
-	if out, err := build.CombinedOutput(); err != nil {
-		return Image{}, fmt.Errorf("pause image: go build in %s: %w: %s", build.Dir, err, bytes.TrimSpace(out))
+	if err := buildTestImageCommand(ctx, "pause", bin); err != nil {
+		return Image{}, fmt.Errorf("pause image: %w", err)
 	}
 	return Image{
 		Ref:        PauseImage,
 		Files:      []ImageFile{{Path: "/pause", Source: bin, Mode: 0o755}},
 		Entrypoint: []string{"/pause"},
 	}, nil
+}
+
+// buildTestImageCommand builds the main package test/images/<name> into
+// bin, static (CGO_ENABLED=0): the images hold nothing else.
+func buildTestImageCommand(ctx context.Context, name, bin string) error {
+	_, self, _, ok := runtime.Caller(0)
+	if !ok {
+		return errors.New("cannot locate the harness source")
+	}
+	build := exec.CommandContext(ctx, "go", "build", "-trimpath", "-o", bin, ".")
+	build.Dir = filepath.Join(filepath.Dir(self), "..", "images", name)
+	build.Env = append(os.Environ(), "CGO_ENABLED=0")
+	if out, err := build.CombinedOutput(); err != nil {
+		return fmt.Errorf("go build in %s: %w: %s", build.Dir, err, bytes.TrimSpace(out))
+	}
+	return nil
 }
 
 // importImage imports a docker-archive into containerd's k8s.io namespace.

@@ -50,11 +50,12 @@ type Options struct {
 	// DaemonSet's csi-provisioner, kubelet's HTTP probes, the API server
 	// calling a webhook): the bridge gets the pod CIDR's first address
 	// (so this machine routes the pod CIDR to it, not out of the VM),
-	// kube-apiserver listens on every address and calls webhooks at their
-	// endpoints' pod IPs (--enable-aggregator-routing), and one nat chain
-	// (KUBE-HPP-APISERVER, swept like kubelet's) sends the kubernetes
-	// Service's ClusterIP:443 to kube-apiserver. Off by default: the
-	// other tiers need none of it and keep this machine's host untouched.
+	// kube-apiserver listens on every address, and kube-proxy (iptables
+	// mode, Binaries.KubeProxy) routes every Service's ClusterIP — the
+	// kubernetes Service for in-cluster clients, a webhook's Service for
+	// kube-apiserver. Stop runs `kube-proxy --cleanup` and sweeps its
+	// KUBE- chains like kubelet's. Off by default: the other tiers need
+	// none of it and keep this machine's host untouched.
 	PodNetwork bool
 	// StandardKubeletRoot runs kubelet with --root-dir=/var/lib/kubelet
 	// inside the node's mount namespace (the same directory as KubeletDir,
@@ -118,6 +119,11 @@ func (o Options) Validate() error {
 	for i, img := range o.Images {
 		if err := img.Validate(); err != nil {
 			errs = append(errs, fmt.Errorf("options.Images[%d]: %w", i, err))
+		}
+	}
+	if o.PodNetwork {
+		if err := checkExecutable("KubeProxy", o.Binaries.KubeProxy, fixBuild); err != nil {
+			errs = append(errs, fmt.Errorf("options.PodNetwork needs kube-proxy: %w", err))
 		}
 	}
 	if o.ControlPlaneQPS < 0 {

@@ -1,26 +1,12 @@
 package cluster
 
 import (
-	"context"
 	"encoding/json"
 	"net"
 	"slices"
 	"strings"
 	"testing"
 )
-
-// recordingCommander records the stdin of each command instead of running
-// it.
-type recordingCommander struct{ stdin []string }
-
-func (r *recordingCommander) Run(ctx context.Context, name string, args ...string) (string, error) {
-	return r.RunInput(ctx, "", name, args...)
-}
-
-func (r *recordingCommander) RunInput(_ context.Context, stdin string, name string, args ...string) (string, error) {
-	r.stdin = append(r.stdin, name+" "+strings.Join(args, " ")+"\n"+stdin)
-	return "", nil
-}
 
 // The other tiers must see the cluster they always saw: no gateway,
 // kube-apiserver on loopback, no audit log.
@@ -31,8 +17,8 @@ func TestPodNetworkIsOptIn(t *testing.T) {
 		wantArgs    []string
 		notWantArgs []string
 	}{
-		{Options{}, false, []string{"--bind-address=127.0.0.1"}, []string{"--enable-aggregator-routing=true"}},
-		{Options{PodNetwork: true}, true, []string{"--bind-address=0.0.0.0", "--enable-aggregator-routing=true"}, []string{"--bind-address=127.0.0.1"}},
+		{Options{}, false, []string{"--bind-address=127.0.0.1"}, nil},
+		{Options{PodNetwork: true}, true, []string{"--bind-address=0.0.0.0"}, []string{"--bind-address=127.0.0.1"}},
 	} {
 		c := &Cluster{opts: tc.opts.withDefaults(), Dir: t.TempDir()}
 		data, err := c.cniConfig()
@@ -61,7 +47,9 @@ func TestPodNetworkIsOptIn(t *testing.T) {
 				t.Errorf("PodNetwork=%v: kube-apiserver args %v lack %s", tc.opts.PodNetwork, args, a)
 			}
 		}
-		for _, a := range append(tc.notWantArgs, "--audit-log-format=json") {
+		// Webhooks are called through their Service (kube-proxy), never
+		// at their endpoints.
+		for _, a := range append(tc.notWantArgs, "--audit-log-format=json", "--enable-aggregator-routing=true") {
 			if slices.Contains(args, a) {
 				t.Errorf("PodNetwork=%v: kube-apiserver args %v have %s", tc.opts.PodNetwork, args, a)
 			}
@@ -69,21 +57,66 @@ func TestPodNetworkIsOptIn(t *testing.T) {
 	}
 }
 
-// The chain is one transaction, named so removeChains sweeps it.
-func TestRouteKubernetesServiceScript(t *testing.T) {
-	rec := &recordingCommander{}
-	if err := routeKubernetesService(t.Context(), rec, net.IPv4(192, 0, 2, 2), "6443"); err != nil {
-		t.Fatal(err)
+// kube-proxy runs in iptables mode with the harness's own kubeconfig and
+// ports, and with every flag that would change a host sysctl it does not
+// restore turned off.
+func TestKubeProxyArgs(t *testing.T) {
+	c := &Cluster{
+		opts:   Options{PodNetwork: true}.withDefaults(),
+		nodeIP: net.IPv4(192, 0, 2, 2),
+		pki:    &pki{kubeconfigs: map[string]string{"kube-proxy": "/c/pki/kube-proxy.kubeconfig"}},
 	}
-	want := `iptables-restore --noflush
-*nat
-:KUBE-HPP-APISERVER - [0:0]
--A KUBE-HPP-APISERVER -d 10.96.0.1/32 -p tcp --dport 443 -j DNAT --to-destination 192.0.2.2:6443
--I PREROUTING -j KUBE-HPP-APISERVER
--I OUTPUT -j KUBE-HPP-APISERVER
+	got := c.kubeProxyArgs(30001, 30002)
+	for _, want := range []string{
+		"--kubeconfig=/c/pki/kube-proxy.kubeconfig",
+		"--proxy-mode=iptables",
+		"--hostname-override=hpp-node",
+		"--bind-address=192.0.2.2",
+		"--cluster-cidr=10.244.0.0/22",
+		"--healthz-bind-address=127.0.0.1:30001",
+		"--metrics-bind-address=127.0.0.1:30002",
+		"--conntrack-max-per-core=0",
+		"--conntrack-tcp-timeout-established=0",
+		"--conntrack-tcp-timeout-close-wait=0",
+		"--iptables-localhost-nodeports=false",
+		"--nodeport-addresses=primary",
+	} {
+		if !slices.Contains(got, want) {
+			t.Errorf("kube-proxy args %v lack %s", got, want)
+		}
+	}
+}
+
+// PodNetwork cannot start without kube-proxy, and says which field and
+// what builds it; the other tiers do not need it.
+func TestPodNetworkNeedsKubeProxy(t *testing.T) {
+	bins := Binaries{KubeProxy: "/nonexistent/kube-proxy"}
+	if err := (Options{Binaries: bins, PodNetwork: true}).Validate(); err == nil ||
+		!strings.Contains(err.Error(), "options.PodNetwork needs kube-proxy: binaries.KubeProxy /nonexistent/kube-proxy: missing (run `make cluster-binaries`)") {
+		t.Errorf("Validate with PodNetwork and no kube-proxy: %v", err)
+	}
+	if err := (Options{Binaries: bins}).Validate(); err != nil && strings.Contains(err.Error(), "KubeProxy") {
+		t.Errorf("Validate without PodNetwork asks for kube-proxy: %v", err)
+	}
+}
+
+// The readiness check finds kube-proxy's rule for the kubernetes Service
+// in iptables-save output, and nothing else.
+func TestRoutesKubernetesService(t *testing.T) {
+	const ready = `*nat
+:KUBE-SERVICES - [0:0]
+-A KUBE-SERVICES -d 10.96.0.1/32 -p tcp -m comment --comment "default/kubernetes:https cluster IP" -m tcp --dport 443 -j KUBE-SVC-NPX46M4PTMTKRN6Y
 COMMIT
 `
-	if len(rec.stdin) != 1 || rec.stdin[0] != want {
-		t.Fatalf("commands:\n%q\nwant one:\n%q", rec.stdin, want)
+	const notYet = `*nat
+:KUBE-SERVICES - [0:0]
+-A KUBE-SERVICES -m comment --comment "kubernetes service nodeports" -m addrtype --dst-type LOCAL -j KUBE-NODEPORTS
+COMMIT
+`
+	if !routesKubernetesService(ready) {
+		t.Error("rule for 10.96.0.1 not found")
+	}
+	if routesKubernetesService(notYet) {
+		t.Error("found a rule for 10.96.0.1 where there is none")
 	}
 }

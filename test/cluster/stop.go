@@ -13,7 +13,8 @@ import (
 // it hangs on SIGTERM when etcd is gone), containerd, node-init (whose
 // exit ends the node's namespaces with whatever still runs or is mounted
 // in them: shims, containers), then every mount, loop device, cgroup,
-// iptables chain and the bridge the cluster made. It is idempotent and safe after a failed Start; the
+// iptables chain (kube-proxy's with `kube-proxy --cleanup` first) and the
+// bridge the cluster made. It is idempotent and safe after a failed Start; the
 // directory is kept (and named in the error) if something could not be
 // removed. Save logs with SaveLogs before calling it.
 func (c *Cluster) Stop(ctx context.Context) error {
@@ -64,6 +65,10 @@ func (c *Cluster) stop(ctx context.Context) error {
 	}
 	for i := len(procs) - 1; i >= 0; i-- {
 		note(procs[i].Stop(ctx))
+	}
+	// Its rules outlive it; --cleanup needs no API server.
+	if c.Process("kube-proxy") != nil {
+		note(c.cleanupKubeProxy(ctx))
 	}
 	for _, k := range killProcessesMentioning(c.Dir) {
 		c.opts.Logf("killed leftover process %s", k)

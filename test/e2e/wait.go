@@ -23,13 +23,19 @@ type retryError struct{ err error }
 
 func (r retryError) Error() string { return r.err.Error() }
 
-// Poll calls cond every interval until it returns true or an error not
+// Poll calls cond every 250 ms until it returns true or an error not
 // wrapped by Retry, or until timeout; the timeout error names what was
 // awaited and the last state cond reported.
 func Poll(ctx context.Context, timeout time.Duration, what string, cond func(context.Context) (done bool, state string, err error)) error {
+	return PollEvery(ctx, timeout, 250*time.Millisecond, what, cond)
+}
+
+// PollEvery is Poll with its own interval (a benchmark timing seconds
+// polls more often).
+func PollEvery(ctx context.Context, timeout, interval time.Duration, what string, cond func(context.Context) (done bool, state string, err error)) error {
 	ctx, cancel := context.WithTimeout(ctx, timeout)
 	defer cancel()
-	t := time.NewTicker(250 * time.Millisecond)
+	t := time.NewTicker(interval)
 	defer t.Stop()
 	last := ""
 	for {

@@ -102,6 +102,7 @@ func (e *env) testOperator(t *testing.T) {
 		e.deleteCR(ctx, t, path)
 	})
 
+	e.stopOperator(ctx, t)
 	e.remove(ctx, t, "overlay operator", manifests)
 }
 
