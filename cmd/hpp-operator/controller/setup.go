@@ -126,6 +126,9 @@ func (r *Reconciler) SetupWithManager(mgr ctrl.Manager) error {
 		Watches(&corev1.Node{}, allCRs, builder.WithPredicates(nodePlacementChanged)).
 		Watches(&storagev1.CSIDriver{}, allCRs).
 		Watches(&corev1.PersistentVolume{}, allCRs, builder.WithPredicates(driverPVDeleted)).
+		// The finalizer waits for the node pods to go (finalize.go): their
+		// deletion wakes it, rather than its retry backoff.
+		Watches(&corev1.Pod{}, allCRs, builder.WithPredicates(nodePodDeleted)).
 		Complete(r)
 }
 
@@ -138,5 +141,17 @@ var nodePlacementChanged = predicate.Funcs{
 		n, ok2 := e.ObjectNew.(*corev1.Node)
 		return !ok1 || !ok2 || !equality.Semantic.DeepEqual(o.Labels, n.Labels) ||
 			!equality.Semantic.DeepEqual(o.Spec.Taints, n.Spec.Taints) || o.DeletionTimestamp != n.DeletionTimestamp
+	},
+}
+
+// nodePodDeleted passes the deletion of a node DaemonSet's pod (by its
+// stable app label); pods are cached for the finalizer anyway.
+var nodePodDeleted = predicate.Funcs{
+	CreateFunc:  func(event.CreateEvent) bool { return false },
+	UpdateFunc:  func(event.UpdateEvent) bool { return false },
+	GenericFunc: func(event.GenericEvent) bool { return false },
+	DeleteFunc: func(e event.DeleteEvent) bool {
+		app := e.Object.GetLabels()[render.AppLabel]
+		return app == render.CSIDaemonSetName || app == render.LegacyDaemonSetName
 	},
 }
