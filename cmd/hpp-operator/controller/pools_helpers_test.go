@@ -1,6 +1,7 @@
 package controller_test
 
 import (
+	"context"
 	"fmt"
 	"strings"
 	"testing"
@@ -87,6 +88,32 @@ func (h *harness) playMounterReady(pool, node string) {
 			AvailableReplicas: 1, UpdatedReplicas: 1}
 		return h.admin.Status().Update(h.ctx, d)
 	})
+}
+
+// playMounterPodFailing plays the ReplicaSet controller and kubelet: a pod
+// of the mounter Deployment whose container is stuck waiting with reason
+// and message. Deleted when the test ends.
+func (h *harness) playMounterPodFailing(pool, node, reason, message string) {
+	h.t.Helper()
+	d, err := h.mounter(pool, node)
+	if err != nil {
+		h.t.Fatal(err)
+	}
+	pod := &corev1.Pod{
+		ObjectMeta: metav1.ObjectMeta{Namespace: d.Namespace, Name: d.Name + "-play", Labels: d.Spec.Template.Labels},
+		Spec:       *d.Spec.Template.Spec.DeepCopy(),
+	}
+	if err := h.admin.Create(h.ctx, pod); err != nil {
+		h.t.Fatal(err)
+	}
+	h.t.Cleanup(func() { _ = h.admin.Delete(context.WithoutCancel(h.ctx), pod, client.GracePeriodSeconds(0)) })
+	pod.Status = corev1.PodStatus{Phase: corev1.PodPending, ContainerStatuses: []corev1.ContainerStatus{{
+		Name: "mounter", Image: d.Spec.Template.Spec.Containers[0].Image,
+		State: corev1.ContainerState{Waiting: &corev1.ContainerStateWaiting{Reason: reason, Message: message}},
+	}}}
+	if err := h.admin.Status().Update(h.ctx, pod); err != nil {
+		h.t.Fatal(err)
+	}
 }
 
 func (h *harness) bindClaim(name string) {
