@@ -109,21 +109,25 @@ func (e *env) testOperator(t *testing.T) {
 // waits for its Available condition.
 func (e *env) applyCR(ctx context.Context, t *testing.T, spec string) {
 	t.Helper()
-	cr := fmt.Sprintf(`apiVersion: hostpathprovisioner.kubevirt.io/v1beta1
-kind: HostPathProvisioner
-metadata:
-  name: %s
-spec:
-  imagePullPolicy: IfNotPresent
-%s`, crName, spec)
 	applied := time.Now()
-	e.apply(ctx, t, "HostPathProvisioner "+crName, cr)
+	e.apply(ctx, t, "HostPathProvisioner "+crName, crManifest(spec))
 	if _, err := e.kubectl(ctx, "", "wait", "--for=condition=Available", "--timeout=4m", "hostpathprovisioner/"+crName); err != nil {
 		status, _ := e.kubectl(ctx, "", "get", "hostpathprovisioner/"+crName, "-o", "jsonpath={.status}")
 		t.Fatalf("%v\nstatus: %s\ninstall: %s", err, status, e.podStates(ctx))
 	}
 	// Available means every node pod is Ready (the operator's status).
 	t.Logf("HostPathProvisioner %s Available %s after it was applied", crName, time.Since(applied).Round(100*time.Millisecond))
+}
+
+// crManifest is the HostPathProvisioner with spec (indented YAML).
+func crManifest(spec string) string {
+	return fmt.Sprintf(`apiVersion: hostpathprovisioner.kubevirt.io/v1beta1
+kind: HostPathProvisioner
+metadata:
+  name: %s
+spec:
+  imagePullPolicy: IfNotPresent
+%s`, crName, spec)
 }
 
 // operatorKinds are the kinds the operator makes objects of.

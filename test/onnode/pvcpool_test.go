@@ -71,7 +71,6 @@ func (p *templatePool) cleanupJob(node string) string {
 // creates there; last the CR is deleted (see deleteTemplateCR).
 func (e *env) testPVCPools(t *testing.T) {
 	ctx := t.Context()
-	e.shareNodeRoot(ctx, t)
 	blockDev, _ := testutil.LoopDevice(t, testutil.MinXFSBytes)
 	fsDev, fsVol := e.nodeFilesystem(ctx, t)
 	pools := []*templatePool{
@@ -105,6 +104,11 @@ func (e *env) testPVCPools(t *testing.T) {
           storage: 300Mi
 `, p.name, p.path, p.mode, diskClass)
 	}
+	// The node's `/` is not a shared mount yet: the runtime refuses the
+	// mounters' host mount, and the CR says so.
+	e.apply(ctx, t, "HostPathProvisioner "+crName, crManifest(spec.String()))
+	e.waitPoolReason(ctx, t, pools[0].name, `is not a shared mount`)
+	e.shareNodeRoot(ctx, t)
 	// Available only once every pool is mounted on the node (the
 	// operator's status), so what follows finds the pools ready.
 	e.applyCR(ctx, t, spec.String())
@@ -131,14 +135,36 @@ func (e *env) testPVCPools(t *testing.T) {
 // shareNodeRoot makes `/` a shared mount in the node's mount namespace, as
 // on any node booted by systemd. The mounter pod mounts the host's `/`
 // with Bidirectional propagation, which containerd refuses unless the
-// source mount is shared; the harness makes `/` only a slave of this
-// machine's (so nothing the node mounts leaks here), and shared on top of
-// that still propagates nothing back.
+// source mount is shared ("path "/" is mounted on "/" but it is not a
+// shared mount"); the harness makes `/` only a slave of this machine's (so
+// nothing the node mounts leaks here), and shared on top of that still
+// propagates nothing back.
 func (e *env) shareNodeRoot(ctx context.Context, t *testing.T) {
 	t.Helper()
 	if out, err := e.inNodeRun(ctx, "mount", "--make-shared", "/"); err != nil {
 		t.Fatalf("%v: %s", err, out)
 	}
+}
+
+// waitPoolReason waits until the CR's status of the pool on the node
+// gives a reason containing want.
+func (e *env) waitPoolReason(ctx context.Context, t *testing.T, pool, want string) {
+	t.Helper()
+	node := e.c.RealNode().Name
+	var reason string
+	err := e2e.Poll(ctx, 2*time.Minute, "status of pool "+pool+" on "+node+" saying "+want, func(ctx context.Context) (bool, string, error) {
+		out, err := e.kubectl(ctx, "", "get", "hostpathprovisioner/"+crName, "-o",
+			`jsonpath={.status.storagePoolStatuses[?(@.name=="`+pool+`")].nodes[?(@.name=="`+node+`")].reason}`)
+		if err != nil {
+			return false, "", e2e.Retry(err)
+		}
+		reason = out
+		return strings.Contains(out, want), out, nil
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Logf("status of pool %s on %s: %s", pool, node, reason)
 }
 
 // inNodeRun runs a command in the node's mount namespace.
