@@ -103,11 +103,13 @@ func (e *env) testPVCPools(t *testing.T) {
           storage: 300Mi
 `, p.name, p.path, p.mode, diskClass)
 	}
-	// The node's `/` is not a shared mount yet: the runtime refuses the
+	// While the node's `/` is not a shared mount the runtime refuses the
 	// mounters' host mount, and the CR says so.
-	e.apply(ctx, t, "HostPathProvisioner "+crName, crManifest(spec.String()))
-	e.waitPoolReason(ctx, t, pools[0].name, `is not a shared mount`)
-	e.shareNodeRoot(ctx, t)
+	if !e.nodeRootShared(t) {
+		e.apply(ctx, t, "HostPathProvisioner "+crName, crManifest(spec.String()))
+		e.waitPoolReason(ctx, t, pools[0].name, `is not a shared mount`)
+		e.shareNodeRoot(ctx, t)
+	}
 	// Available only once every pool is mounted on the node (the
 	// operator's status), so what follows finds the pools ready.
 	e.applyCR(ctx, t, spec.String())
@@ -143,6 +145,36 @@ func (e *env) shareNodeRoot(ctx context.Context, t *testing.T) {
 	if out, err := e.inNodeRun(ctx, "mount", "--make-shared", "/"); err != nil {
 		t.Fatalf("%v: %s", err, out)
 	}
+	if !e.nodeRootShared(t) {
+		t.Fatal("the node's / is still not a shared mount after mount --make-shared /")
+	}
+	t.Logf("the node's / is a shared mount now")
+}
+
+// nodeRootShared reports whether `/` is a shared mount in the node's mount
+// namespace (a "shared:N" optional field on its mountinfo line; the last
+// line for `/` is the one on top).
+func (e *env) nodeRootShared(t *testing.T) bool {
+	t.Helper()
+	b, err := os.ReadFile(filepath.Join("/proc", strconv.Itoa(e.c.NodeInitPID()), "mountinfo"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	shared := false
+	for _, line := range strings.Split(string(b), "\n") {
+		fields := strings.Fields(line)
+		if len(fields) < 7 || fields[4] != "/" {
+			continue
+		}
+		shared = false
+		for _, opt := range fields[6:] {
+			if opt == "-" {
+				break
+			}
+			shared = shared || strings.HasPrefix(opt, "shared:")
+		}
+	}
+	return shared
 }
 
 // waitPoolReason waits until the CR's status of the pool on the node
