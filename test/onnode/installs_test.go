@@ -300,5 +300,5 @@ func (e *env) testNoForbidden(t *testing.T) {
 		sort.Strings(lines)
 		t.Fatalf("%d kinds of request forbidden (403):\n%s", len(lines), strings.Join(lines, "\n"))
 	}
-	t.Logf("403 responses to the components: 0")
+	t.Logf("RBAC 403 responses to the components outside the install's removals: 0")
 }
