@@ -36,6 +36,26 @@ func Immediate(sc *storagev1.StorageClass) {
 	sc.VolumeBindingMode = ptr.To(storagev1.VolumeBindingImmediate)
 }
 
+// LocalPV offers path on node (a directory, or a block device for mode
+// Block) as a ReadWriteOnce local PV of class with reclaim policy Retain:
+// the disk behind it keeps its data.
+func LocalPV(name, class, path, node, size string, mode corev1.PersistentVolumeMode) *corev1.PersistentVolume {
+	return &corev1.PersistentVolume{
+		ObjectMeta: metav1.ObjectMeta{Name: name},
+		Spec: corev1.PersistentVolumeSpec{
+			Capacity:                      corev1.ResourceList{corev1.ResourceStorage: resource.MustParse(size)},
+			VolumeMode:                    &mode,
+			AccessModes:                   []corev1.PersistentVolumeAccessMode{corev1.ReadWriteOnce},
+			PersistentVolumeReclaimPolicy: corev1.PersistentVolumeReclaimRetain,
+			StorageClassName:              class,
+			PersistentVolumeSource:        corev1.PersistentVolumeSource{Local: &corev1.LocalVolumeSource{Path: path}},
+			NodeAffinity: &corev1.VolumeNodeAffinity{Required: &corev1.NodeSelector{NodeSelectorTerms: []corev1.NodeSelectorTerm{{
+				MatchExpressions: []corev1.NodeSelectorRequirement{{Key: corev1.LabelHostname, Operator: corev1.NodeSelectorOpIn, Values: []string{node}}},
+			}}}},
+		},
+	}
+}
+
 // PVC is a ReadWriteOnce filesystem claim of size (e.g. "1Gi").
 func PVC(ns, name, storageClass, size string) *corev1.PersistentVolumeClaim {
 	return &corev1.PersistentVolumeClaim{

@@ -102,7 +102,6 @@ func (e *env) testOperator(t *testing.T) {
 		e.deleteCR(ctx, t, path)
 	})
 
-	e.stopOperator(ctx, t)
 	e.remove(ctx, t, "overlay operator", manifests)
 }
 
@@ -110,21 +109,25 @@ func (e *env) testOperator(t *testing.T) {
 // waits for its Available condition.
 func (e *env) applyCR(ctx context.Context, t *testing.T, spec string) {
 	t.Helper()
-	cr := fmt.Sprintf(`apiVersion: hostpathprovisioner.kubevirt.io/v1beta1
-kind: HostPathProvisioner
-metadata:
-  name: %s
-spec:
-  imagePullPolicy: IfNotPresent
-%s`, crName, spec)
 	applied := time.Now()
-	e.apply(ctx, t, "HostPathProvisioner "+crName, cr)
+	e.apply(ctx, t, "HostPathProvisioner "+crName, crManifest(spec))
 	if _, err := e.kubectl(ctx, "", "wait", "--for=condition=Available", "--timeout=4m", "hostpathprovisioner/"+crName); err != nil {
 		status, _ := e.kubectl(ctx, "", "get", "hostpathprovisioner/"+crName, "-o", "jsonpath={.status}")
 		t.Fatalf("%v\nstatus: %s\ninstall: %s", err, status, e.podStates(ctx))
 	}
 	// Available means every node pod is Ready (the operator's status).
 	t.Logf("HostPathProvisioner %s Available %s after it was applied", crName, time.Since(applied).Round(100*time.Millisecond))
+}
+
+// crManifest is the HostPathProvisioner with spec (indented YAML).
+func crManifest(spec string) string {
+	return fmt.Sprintf(`apiVersion: hostpathprovisioner.kubevirt.io/v1beta1
+kind: HostPathProvisioner
+metadata:
+  name: %s
+spec:
+  imagePullPolicy: IfNotPresent
+%s`, crName, spec)
 }
 
 // operatorKinds are the kinds the operator makes objects of.
@@ -182,13 +185,14 @@ func (e *env) deleteCR(ctx context.Context, t *testing.T, keep ...string) {
 type auditEvent struct {
 	Verb       string `json:"verb"`
 	RequestURI string `json:"requestURI"`
-	User       struct {
+	User struct {
 		Username string `json:"username"`
 	} `json:"user"`
 	ObjectRef struct {
 		APIGroup    string `json:"apiGroup"`
 		Resource    string `json:"resource"`
 		Subresource string `json:"subresource"`
+		Name        string `json:"name"`
 	} `json:"objectRef"`
 	ResponseStatus struct {
 		Code    int    `json:"code"`
@@ -257,7 +261,8 @@ func (e *env) testNoForbidden(t *testing.T) {
 		users = append(users, fmt.Sprintf("%s: %d", strings.TrimPrefix(u, prefix), n))
 	}
 	sort.Strings(users)
-	t.Logf("requests per ServiceAccount: %s; refused because their namespace was being deleted (not RBAC): %d", strings.Join(users, ", "), terminating)
+	t.Logf("requests per ServiceAccount: %s; refused because their namespace was being deleted (not RBAC): %d",
+		strings.Join(users, ", "), terminating)
 	if len(forbidden) > 0 {
 		var lines []string
 		for k, n := range forbidden {

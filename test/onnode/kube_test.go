@@ -95,6 +95,7 @@ func (e *env) apply(ctx context.Context, t *testing.T, what, manifests string) {
 // remove deletes manifests and waits until every object is gone.
 func (e *env) remove(ctx context.Context, t *testing.T, what, manifests string) {
 	t.Helper()
+	e.stopWorkloads(ctx, t)
 	if _, err := e.kubectl(ctx, manifests, "delete", "--ignore-not-found", "--wait", "--timeout=3m", "-f", "-"); err != nil {
 		t.Fatal(err)
 	}

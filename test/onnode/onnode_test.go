@@ -98,6 +98,7 @@ func TestDeployOnTheRealNode(t *testing.T) {
 	t.Run("csi-only overlay", e.testCSIOnly)
 	t.Run("legacy overlay", e.testLegacy)
 	t.Run("operator overlay", e.testOperator)
+	t.Run("pvcTemplate pools", e.testPVCPools)
 	// Last: every request the components made is in the log by now.
 	t.Run("no request of a component was forbidden", e.testNoForbidden)
 	t.Run("every permission of a component was used", e.testEveryGrantUsed)
@@ -125,7 +126,8 @@ func repoRoot(t *testing.T) string {
 
 // componentImages builds hpp-csi, hpp-legacy and hpp-operator from this
 // checkout (static, as their Dockerfiles do) and wraps them and the cached
-// csi-provisioner as images laid out like their Dockerfiles'.
+// csi-provisioner as images laid out like their Dockerfiles'; hpp-mounter's
+// image also carries this machine's XFS tools (cluster.MounterImage).
 func componentImages(ctx context.Context, t *testing.T, bins cluster.Binaries) []cluster.Image {
 	dir := t.TempDir()
 	var images []cluster.Image
@@ -148,6 +150,15 @@ func componentImages(ctx context.Context, t *testing.T, bins cluster.Binaries) [
 	// Upstream's image runs /csi-provisioner.
 	img, err := cluster.ComponentImage(provisionerImage, bins.CSIProvisioner, "/csi-provisioner")
 	if err != nil {
+		t.Fatal(err)
+	}
+	images = append(images, img)
+	// hpp-mounter with the XFS tools inside (pvcTemplate pools).
+	mounter := filepath.Join(dir, "hpp-mounter")
+	if err := e2e.BuildCommand(ctx, "hpp-mounter", mounter); err != nil {
+		t.Fatal(err)
+	}
+	if img, err = cluster.MounterImage(ctx, mounterImage, mounter); err != nil {
 		t.Fatal(err)
 	}
 	return append(images, img)

@@ -10,20 +10,22 @@ import (
 	"github.com/hostpath-provisioner/hpp/test/e2e"
 )
 
-// stopOperator deletes the operator's Deployment and waits until its pod
-// is gone, before the overlay's removal. `kubectl delete` removes objects
-// in manifest order, RBAC before the Deployment: the operator, still
-// running, renews its leader Lease every 2 s, and a renewal that falls
-// between its Role's deletion and its pod's end is refused (403), which
-// the audit check rightly counts against RBAC. Stopping the operator
-// first is also the order to uninstall it in.
-func (e *env) stopOperator(ctx context.Context, t *testing.T) {
+// stopWorkloads deletes the install's DaemonSets and Deployments and
+// waits until their pods are gone, before the rest of an overlay goes.
+// `kubectl delete` removes objects in manifest order, RBAC before the
+// workloads, and the namespace controller deletes Roles while pods still
+// run: a request a component makes meanwhile (the operator renews its
+// leader Lease every 2 s and reports its stop with an Event;
+// csi-provisioner updates capacity) is refused (403), which the audit
+// check rightly counts against RBAC. Workloads first is also the order to
+// uninstall in (deploy/README.md).
+func (e *env) stopWorkloads(ctx context.Context, t *testing.T) {
 	t.Helper()
-	if _, err := e.kubectl(ctx, "", "delete", "deployment", operatorName, "-n", namespace, "--ignore-not-found", "--wait", "--timeout=2m"); err != nil {
+	if _, err := e.kubectl(ctx, "", "delete", "daemonsets,deployments", "--all", "-n", namespace, "--ignore-not-found", "--wait", "--timeout=2m"); err != nil {
 		t.Fatal(err)
 	}
-	err := e2e.Poll(ctx, 2*time.Minute, "operator pod gone", func(ctx context.Context) (bool, string, error) {
-		pods, err := e.c.Client.CoreV1().Pods(namespace).List(ctx, metav1.ListOptions{LabelSelector: "k8s-app=" + operatorName})
+	err := e2e.Poll(ctx, 2*time.Minute, "the install's pods gone", func(ctx context.Context) (bool, string, error) {
+		pods, err := e.c.Client.CoreV1().Pods(namespace).List(ctx, metav1.ListOptions{})
 		if err != nil {
 			return false, "", e2e.Retry(err)
 		}
@@ -32,5 +34,5 @@ func (e *env) stopOperator(ctx context.Context, t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	t.Logf("operator stopped")
+	t.Logf("workloads of %s stopped", namespace)
 }

@@ -156,6 +156,24 @@ func TestTemplatePoolMountersFollowNodes(t *testing.T) {
 		}
 		return fmt.Errorf("nodes %+v", ps.Nodes)
 	})
+	// The mounter pod's problem is in the node's reason (found on the real
+	// node: a runtime refusing the host mount).
+	h.playMounterPodFailing("block", "node-a", "CreateContainerError",
+		`failed to generate container "c1" spec: path "/" is mounted on "/" but it is not a shared mount`)
+	eventually(t, "node-a's reason names the mounter pod's problem", func() error {
+		ps, err := h.poolStatus("hpp", "block")
+		if err != nil {
+			return err
+		}
+		want := `mounter Deployment hpp-pool-block-node-a is not ready (pool not mounted and marked yet): pod hpp-pool-block-node-a-play: ` +
+			`container mounter CreateContainerError: failed to generate container "c1" spec: path "/" is mounted on "/" but it is not a shared mount`
+		for _, n := range ps.Nodes {
+			if n.Name == "node-a" && n.Phase == hppv1.StoragePoolMounting && n.Reason == want {
+				return nil
+			}
+		}
+		return fmt.Errorf("nodes %+v", ps.Nodes)
+	})
 	for _, n := range nodes {
 		h.playMounterReady("block", n)
 	}

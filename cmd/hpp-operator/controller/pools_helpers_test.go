@@ -97,6 +97,32 @@ func (h *harness) playMounterReady(pool, node string) {
 	})
 }
 
+// playMounterPodFailing plays the ReplicaSet controller and kubelet: a pod
+// of the mounter Deployment whose container is stuck waiting with reason
+// and message. Deleted when the test ends.
+func (h *harness) playMounterPodFailing(pool, node, reason, message string) {
+	h.t.Helper()
+	d, err := h.mounter(pool, node)
+	if err != nil {
+		h.t.Fatal(err)
+	}
+	pod := &corev1.Pod{
+		ObjectMeta: metav1.ObjectMeta{Namespace: d.Namespace, Name: d.Name + "-play", Labels: d.Spec.Template.Labels},
+		Spec:       *d.Spec.Template.Spec.DeepCopy(),
+	}
+	if err := h.admin.Create(h.ctx, pod); err != nil {
+		h.t.Fatal(err)
+	}
+	h.t.Cleanup(func() { _ = h.admin.Delete(context.WithoutCancel(h.ctx), pod, client.GracePeriodSeconds(0)) })
+	pod.Status = corev1.PodStatus{Phase: corev1.PodPending, ContainerStatuses: []corev1.ContainerStatus{{
+		Name: "mounter", Image: d.Spec.Template.Spec.Containers[0].Image,
+		State: corev1.ContainerState{Waiting: &corev1.ContainerStateWaiting{Reason: reason, Message: message}},
+	}}}
+	if err := h.admin.Status().Update(h.ctx, pod); err != nil {
+		h.t.Fatal(err)
+	}
+}
+
 func (h *harness) bindClaim(name string) {
 	h.t.Helper()
 	eventually(h.t, "claim "+name+" bound", func() error { return h.tryBindClaim(name) })

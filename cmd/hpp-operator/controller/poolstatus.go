@@ -117,10 +117,61 @@ func (r *Reconciler) poolOnNode(ctx context.Context, p *hppv1.StoragePool, node 
 	case !ns.MounterReady:
 		ns.Phase = hppv1.StoragePoolMounting
 		ns.Reason = fmt.Sprintf("mounter Deployment %s is not ready (pool not mounted and marked yet)", dep.Name)
+		problem, err := r.mounterPodProblems(ctx, dep.Name)
+		if err != nil {
+			return ns, err
+		}
+		if problem != "" {
+			ns.Reason += ": " + problem
+		}
 	default:
 		ns.Phase, ns.Ready = hppv1.StoragePoolReady, true
 	}
 	return ns, nil
+}
+
+// mounterPodProblems says why the mounter Deployment's pods are not ready,
+// as the scheduler and kubelet report it: a pod that cannot be scheduled,
+// a container the runtime cannot create or whose image cannot be pulled,
+// a mounter that exited (its termination message is its log's last lines,
+// hpp-mounter's refusal). On the real node a mounter whose host mount could
+// not be made (`/` not a shared mount) only said "not ready" before, and
+// the reason was in the pod's events alone.
+func (r *Reconciler) mounterPodProblems(ctx context.Context, deployment string) (string, error) {
+	pods := &corev1.PodList{}
+	if err := r.Client.List(ctx, pods, client.InNamespace(r.Config.Namespace),
+		client.MatchingLabels{render.MounterSelector: deployment}); err != nil {
+		return "", fmt.Errorf("list mounter pods: %w", err)
+	}
+	var out []string
+	for i := range pods.Items {
+		if problem := podProblem(&pods.Items[i]); problem != "" {
+			out = append(out, "pod "+pods.Items[i].Name+": "+problem)
+		}
+	}
+	// The cache lists in no fixed order (see claimStatuses).
+	slices.Sort(out)
+	return strings.Join(out, "; "), nil
+}
+
+// podProblem is what holds a pod back, or "" while it is merely starting
+// or running.
+func podProblem(p *corev1.Pod) string {
+	for _, c := range p.Status.Conditions {
+		if c.Type == corev1.PodScheduled && c.Status == corev1.ConditionFalse && c.Message != "" {
+			return "not scheduled: " + c.Message
+		}
+	}
+	for _, cs := range p.Status.ContainerStatuses {
+		if w := cs.State.Waiting; w != nil && w.Reason != "" && w.Reason != "ContainerCreating" {
+			return strings.TrimSuffix(fmt.Sprintf("container %s %s: %s", cs.Name, w.Reason, w.Message), ": ")
+		}
+		if last := cs.LastTerminationState.Terminated; last != nil && !cs.Ready {
+			return strings.TrimSuffix(fmt.Sprintf("container %s exited with code %d (%s), restarted %d times: %s",
+				cs.Name, last.ExitCode, last.Reason, cs.RestartCount, strings.TrimSpace(last.Message)), ": ")
+		}
+	}
+	return ""
 }
 
 // claimStatuses is upstream's per-claim status of a pool.

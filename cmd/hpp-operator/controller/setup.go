@@ -52,7 +52,8 @@ func CacheOptions(cfg render.Config) cache.Options {
 		&rbacv1.ClusterRole{}:           {Label: mine},
 		&rbacv1.ClusterRoleBinding{}:    {Label: mine},
 		&storagev1.CSIDriver{}:          {Label: mine},
-		// The finalizer waits for the node DaemonSets' pods.
+		// The finalizer waits for the node DaemonSets' pods; a mounter
+		// pod's state explains a pool's status.
 		&corev1.Pod{}: {Namespaces: ns},
 	}
 	if cfg.PrometheusOperator {
@@ -98,6 +99,10 @@ func (r *Reconciler) SetupWithManager(mgr ctrl.Manager) error {
 		_, ok := o.GetLabels()[render.PoolLabel]
 		return ok
 	})
+	mounterPod := predicate.NewPredicateFuncs(func(o client.Object) bool {
+		_, ok := o.GetLabels()[render.MounterSelector]
+		return ok
+	})
 	b := ctrl.NewControllerManagedBy(mgr)
 	if r.Config.PriorityClassName != "" {
 		// A missing PriorityClass degrades the CR; its creation heals it.
@@ -124,6 +129,8 @@ func (r *Reconciler) SetupWithManager(mgr ctrl.Manager) error {
 		Owns(&batchv1.Job{}).
 		Watches(&corev1.PersistentVolumeClaim{}, allCRs, builder.WithPredicates(poolClaim)).
 		Watches(&corev1.Node{}, allCRs, builder.WithPredicates(nodePlacementChanged)).
+		// A mounter pod's state is the reason a pool's status gives.
+		Watches(&corev1.Pod{}, allCRs, builder.WithPredicates(mounterPod)).
 		Watches(&storagev1.CSIDriver{}, allCRs).
 		Watches(&corev1.PersistentVolume{}, allCRs, builder.WithPredicates(driverPVDeleted)).
 		// The finalizer waits for the node pods to go (finalize.go): their
