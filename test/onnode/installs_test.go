@@ -185,7 +185,7 @@ func (e *env) deleteCR(ctx context.Context, t *testing.T, keep ...string) {
 type auditEvent struct {
 	Verb       string `json:"verb"`
 	RequestURI string `json:"requestURI"`
-	User struct {
+	User       struct {
 		Username string `json:"username"`
 	} `json:"user"`
 	ObjectRef struct {
