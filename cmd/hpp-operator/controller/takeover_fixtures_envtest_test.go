@@ -7,10 +7,12 @@ import (
 	"sort"
 	"testing"
 
+	secv1 "github.com/openshift/api/security/v1"
 	appsv1 "k8s.io/api/apps/v1"
 	corev1 "k8s.io/api/core/v1"
 	rbacv1 "k8s.io/api/rbac/v1"
 	storagev1 "k8s.io/api/storage/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
@@ -42,6 +44,25 @@ func TestTakeoverOfUpstreamStoragePoolsInstall(t *testing.T) {
 	}
 	h.waitEvent("ImmutableFieldsKept", "CSIDriver "+render.DriverName+" keeps spec.volumeLifecycleModes")
 	checkPVsUntouched(t, h, up)
+	assertSteadyStateWritesNothing(t, h, upstreamCR)
+}
+
+// TestTakeoverOfUpstreamSCC: on OpenShift, the SecurityContextConstraints
+// upstream made for the CSI driver (every volume type, no owner) is
+// adopted in place under the same name: hpp's volume types and seccomp
+// profile, the CR as its owner (so it goes with the CR), no field left to
+// upstream's manager.
+func TestTakeoverOfUpstreamSCC(t *testing.T) {
+	needEnv(t)
+	serveOpenShift(t)
+	const ns = "hpp-up-openshift"
+	var up *upstreamInstall
+	h := startWith(t, ns, options{
+		config: func(c *render.Config) { c.OpenShift = true },
+		setup:  func(admin client.Client) { up = loadUpstream(t, admin, "openshift", ns) },
+	})
+	takeOver(t, h, up)
+	checkTakenOver(t, h, up, map[string]bool{})
 	assertSteadyStateWritesNothing(t, h, upstreamCR)
 }
 
@@ -171,6 +192,7 @@ func checkTakenOver(t *testing.T, h *harness, up *upstreamInstall, replaced map[
 	if err != nil {
 		t.Fatal(err)
 	}
+	want = append(cfg.SCCs(&cr.Spec), want...)
 	if cr.Spec.IsLegacy() {
 		want = append(cfg.LegacyObjects(&cr.Spec), want...)
 	}
@@ -233,6 +255,13 @@ func checkObjectTakenOver(t *testing.T, h *harness, up *upstreamInstall, d clien
 		w := d.(*storagev1.CSIDriver).Spec
 		if *l.Spec.AttachRequired || !*l.Spec.PodInfoOnMount || !*l.Spec.StorageCapacity || *l.Spec.FSGroupPolicy != *w.FSGroupPolicy {
 			t.Errorf("%s spec %+v, want hpp's %+v (volumeLifecycleModes aside)", id, l.Spec, w)
+		}
+	case *secv1.SecurityContextConstraints:
+		w := d.(*secv1.SecurityContextConstraints)
+		if !slices.Equal(l.Volumes, w.Volumes) || !slices.Equal(l.Users, w.Users) || !slices.Equal(l.SeccompProfiles, w.SeccompProfiles) ||
+			l.AllowPrivilegedContainer != w.AllowPrivilegedContainer || !metav1.IsControlledBy(l, mustGetCR(t, h, upstreamCR)) {
+			t.Errorf("%s volumes %v users %v seccomp %v privileged %v owners %v, want hpp's %v %v %v %v and the CR as owner",
+				id, l.Volumes, l.Users, l.SeccompProfiles, l.AllowPrivilegedContainer, l.OwnerReferences, w.Volumes, w.Users, w.SeccompProfiles, w.AllowPrivilegedContainer)
 		}
 	case *corev1.Service:
 		w := d.(*corev1.Service).Spec

@@ -104,6 +104,15 @@ func relocate(o *unstructured.Unstructured, ns, crUID string) {
 			}
 		}
 	}
+	// An SCC names its ServiceAccounts as users.
+	if users, ok := o.Object["users"].([]any); ok {
+		from := "system:serviceaccount:" + upstreamNamespace + ":"
+		for i, u := range users {
+			if s, ok := u.(string); ok && strings.HasPrefix(s, from) {
+				users[i] = "system:serviceaccount:" + ns + ":" + strings.TrimPrefix(s, from)
+			}
+		}
+	}
 	refs := o.GetOwnerReferences()
 	for i := range refs {
 		if refs[i].Kind == "HostPathProvisioner" {
