@@ -126,42 +126,6 @@ spec:
 	report.print(t)
 }
 
-// startOnNodeCluster starts the cluster as TestDeployOnTheRealNode does
-// (images built from this checkout, PodNetwork, the standard kubelet
-// root, the audit log) and stops it when the test ends.
-func startOnNodeCluster(t *testing.T) *env {
-	t.Helper()
-	ctx := t.Context()
-	cache := os.Getenv("HPP_CACHE")
-	if cache == "" {
-		var err error
-		if cache, err = cluster.DefaultCacheDir(); err != nil {
-			t.Fatal(err)
-		}
-	}
-	bins := cluster.BinariesFromCache(cache)
-	images := componentImages(ctx, t, bins)
-	c, err := cluster.Start(ctx, cluster.Options{
-		Binaries: bins, Images: images, HandleSignals: true,
-		PodNetwork: true, StandardKubeletRoot: true, AuditLog: true,
-		Logf: t.Logf,
-	})
-	if err != nil {
-		t.Fatalf("start the cluster: %v", err)
-	}
-	t.Cleanup(func() {
-		if t.Failed() {
-			c.DumpLogTails(os.Stdout, 40)
-		}
-		stopCtx, cancel := context.WithTimeout(context.WithoutCancel(ctx), 3*time.Minute)
-		defer cancel()
-		if err := c.Stop(stopCtx); err != nil {
-			t.Errorf("stop the cluster: %v", err)
-		}
-	})
-	return &env{c: c, bins: bins, pools: filepath.Join(c.Dir, "pools")}
-}
-
 // benchPoll is the benchmark's polling interval: small next to the
 // seconds it measures.
 const benchPoll = 100 * time.Millisecond

@@ -58,6 +58,33 @@ func TestDeployOnTheRealNode(t *testing.T) {
 		}
 		t.Skip(reason)
 	}
+	e := startOnNodeCluster(t)
+
+	t.Run("csi-only overlay", e.testCSIOnly)
+	t.Run("legacy overlay", e.testLegacy)
+	t.Run("operator overlay", e.testOperator)
+	t.Run("pvcTemplate pools", e.testPVCPools)
+	// Last: every request the components made is in the log by now.
+	t.Run("no request of a component was forbidden", e.testNoForbidden)
+	t.Run("every permission of a component was used", e.testEveryGrantUsed)
+}
+
+func skipReason() string {
+	if tier := os.Getenv("HPP_TEST_TIER"); tier != "onnode" {
+		return fmt.Sprintf("runs with `make operator-on-node` (HPP_TEST_TIER=onnode), this is tier %q", tier)
+	}
+	if os.Geteuid() != 0 {
+		return "the local cluster needs root (kubelet, containerd, mounts)"
+	}
+	return ""
+}
+
+// startOnNodeCluster starts the local cluster the way users' nodes run
+// hpp (images built from this checkout, PodNetwork with kube-proxy, the
+// standard kubelet root, the audit log) and stops it when the test ends,
+// saving its logs to $HPP_ONNODE_LOGS if the test failed.
+func startOnNodeCluster(t *testing.T) *env {
+	t.Helper()
 	ctx := t.Context()
 	cache := os.Getenv("HPP_CACHE")
 	if cache == "" {
@@ -72,7 +99,7 @@ func TestDeployOnTheRealNode(t *testing.T) {
 	c, err := cluster.Start(ctx, cluster.Options{
 		Binaries: bins, Images: images, HandleSignals: true,
 		PodNetwork: true, StandardKubeletRoot: true, AuditLog: true,
-		Logf: func(format string, args ...any) { t.Logf(format, args...) },
+		Logf: t.Logf,
 	})
 	if err != nil {
 		t.Fatalf("start the cluster: %v", err)
@@ -93,25 +120,7 @@ func TestDeployOnTheRealNode(t *testing.T) {
 		}
 	})
 	t.Logf("cluster up in %s", time.Since(started).Round(time.Second))
-	e := &env{c: c, bins: bins, pools: filepath.Join(c.Dir, "pools")}
-
-	t.Run("csi-only overlay", e.testCSIOnly)
-	t.Run("legacy overlay", e.testLegacy)
-	t.Run("operator overlay", e.testOperator)
-	t.Run("pvcTemplate pools", e.testPVCPools)
-	// Last: every request the components made is in the log by now.
-	t.Run("no request of a component was forbidden", e.testNoForbidden)
-	t.Run("every permission of a component was used", e.testEveryGrantUsed)
-}
-
-func skipReason() string {
-	if tier := os.Getenv("HPP_TEST_TIER"); tier != "onnode" {
-		return fmt.Sprintf("runs with `make operator-on-node` (HPP_TEST_TIER=onnode), this is tier %q", tier)
-	}
-	if os.Geteuid() != 0 {
-		return "the local cluster needs root (kubelet, containerd, mounts)"
-	}
-	return ""
+	return &env{c: c, bins: bins, pools: filepath.Join(c.Dir, "pools")}
 }
 
 // repoRoot is the checkout this file is in: the overlays and the commands
