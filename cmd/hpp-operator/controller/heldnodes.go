@@ -38,14 +38,14 @@ func findHeldNodes(ctx context.Context, c client.Reader, placement nodeSet) (hel
 			continue
 		}
 		for j := range pvs.Items {
-			pv := &pvs.Items[j]
-			if pv.Spec.CSI == nil || pv.Spec.CSI.Driver != render.DriverName || !pinnedTo(pv, n.Name) {
+			pool, ok := driverPoolOn(&pvs.Items[j], n.Name)
+			if !ok {
 				continue
 			}
 			if held[n.Name] == nil {
 				held[n.Name] = map[string]int{}
 			}
-			held[n.Name][pv.Spec.CSI.VolumeAttributes["storagePool"]]++
+			held[n.Name][pool]++
 		}
 	}
 	return held, nil

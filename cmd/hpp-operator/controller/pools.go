@@ -192,11 +192,51 @@ func (r *Reconciler) retireMounters(ctx context.Context, log logr.Logger, cfg re
 		if inSpec && st.held[node][pool] > 0 {
 			continue // reported with the held nodes (heldnodes.go)
 		}
+		if inSpec {
+			// Retiring unmounts the pool: confirm from the API server that
+			// no volume is there, since the cache may not hold a PV just
+			// created.
+			n, err := r.poolVolumesOnNodeLive(ctx, pool, node)
+			if err != nil {
+				return err
+			}
+			if n > 0 {
+				continue // reported once the cache holds it (the PV's creation reconciles again)
+			}
+		}
 		if err := r.retireMounter(ctx, log, cfg, cr, d); err != nil {
 			return err
 		}
 	}
 	return r.tidyCleanupJobs(ctx, log, cr, st)
+}
+
+// poolVolumesOnNodeLive counts, from the API server, the PVs of the pool
+// pinned to the node.
+func (r *Reconciler) poolVolumesOnNodeLive(ctx context.Context, pool, node string) (int, error) {
+	pvs := &corev1.PersistentVolumeList{}
+	live := r.APIReader
+	if live == nil { // a Reconciler not set up with a manager (unit tests)
+		live = r.Client
+	}
+	if err := live.List(ctx, pvs); err != nil {
+		return 0, fmt.Errorf("list PVs before unmounting pool %q on node %s: %w", pool, node, err)
+	}
+	n := 0
+	for i := range pvs.Items {
+		if p, ok := driverPoolOn(&pvs.Items[i], node); ok && p == pool {
+			n++
+		}
+	}
+	return n, nil
+}
+
+// driverPoolOn returns the pool of a PV of the driver pinned to the node.
+func driverPoolOn(pv *corev1.PersistentVolume, node string) (string, bool) {
+	if pv.Spec.CSI == nil || pv.Spec.CSI.Driver != render.DriverName || !pinnedTo(pv, node) {
+		return "", false
+	}
+	return pv.Spec.CSI.VolumeAttributes["storagePool"], true
 }
 
 // pinnedTo reports whether the PV's node affinity names the node by the

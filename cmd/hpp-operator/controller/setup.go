@@ -86,14 +86,17 @@ func (r *Reconciler) SetupWithManager(mgr ctrl.Manager) error {
 		}
 		return reqs
 	})
-	driverPVDeleted := predicate.Funcs{
-		CreateFunc:  func(event.CreateEvent) bool { return false },
+	// A driver PV that comes or goes can change where hpp-csi and the
+	// mounters must stay (heldnodes.go) and whether the CSIDriver can go.
+	isDriverPV := func(o client.Object) bool {
+		pv, ok := o.(*corev1.PersistentVolume)
+		return ok && pv.Spec.CSI != nil && pv.Spec.CSI.Driver == render.DriverName
+	}
+	driverPVAddedOrDeleted := predicate.Funcs{
+		CreateFunc:  func(e event.CreateEvent) bool { return isDriverPV(e.Object) },
 		UpdateFunc:  func(event.UpdateEvent) bool { return false },
 		GenericFunc: func(event.GenericEvent) bool { return false },
-		DeleteFunc: func(e event.DeleteEvent) bool {
-			pv, ok := e.Object.(*corev1.PersistentVolume)
-			return ok && pv.Spec.CSI != nil && pv.Spec.CSI.Driver == render.DriverName
-		},
+		DeleteFunc:  func(e event.DeleteEvent) bool { return isDriverPV(e.Object) },
 	}
 	poolClaim := predicate.NewPredicateFuncs(func(o client.Object) bool {
 		_, ok := o.GetLabels()[render.PoolLabel]
@@ -130,12 +133,12 @@ func (r *Reconciler) SetupWithManager(mgr ctrl.Manager) error {
 		Watches(&corev1.PersistentVolumeClaim{}, allCRs, builder.WithPredicates(poolClaim)).
 		Watches(&corev1.Node{}, allCRs, builder.WithPredicates(nodePlacementChanged)).
 		// A mounter pod's state is the reason a pool's status gives.
-		Watches(&corev1.Pod{}, allCRs, builder.WithPredicates(mounterPod)).
+		// Mounter pods for their status; a node pod's deletion wakes the
+		// finalizer that waits for it (finalize.go), rather than its
+		// retry backoff.
+		Watches(&corev1.Pod{}, allCRs, builder.WithPredicates(predicate.Or(mounterPod, nodePodDeleted))).
 		Watches(&storagev1.CSIDriver{}, allCRs).
-		Watches(&corev1.PersistentVolume{}, allCRs, builder.WithPredicates(driverPVDeleted)).
-		// The finalizer waits for the node pods to go (finalize.go): their
-		// deletion wakes it, rather than its retry backoff.
-		Watches(&corev1.Pod{}, allCRs, builder.WithPredicates(nodePodDeleted)).
+		Watches(&corev1.PersistentVolume{}, allCRs, builder.WithPredicates(driverPVAddedOrDeleted)).
 		Complete(r)
 }
 
