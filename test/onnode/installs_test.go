@@ -74,6 +74,7 @@ func (e *env) testOperator(t *testing.T) {
 `, pool))
 		e.waitDaemonSetReady(ctx, t, csiDaemonSet)
 		e.waitRegistered(ctx, t)
+		e.webhookRefusesSecondCR(ctx, t)
 		e.createClass(ctx, t, e2e.StorageClass("onnode-operator-local", "local"))
 		e.writeThroughClaim(ctx, t, "onnode-operator-local", func(pv *corev1.PersistentVolume) string {
 			return filepath.Join(pool, "csi", pv.Spec.CSI.VolumeHandle)
@@ -117,6 +118,23 @@ func (e *env) applyCR(ctx context.Context, t *testing.T, spec string) {
 	}
 	// Available means every node pod is Ready (the operator's status).
 	t.Logf("HostPathProvisioner %s Available %s after it was applied", crName, time.Since(applied).Round(100*time.Millisecond))
+}
+
+// webhookRefusesSecondCR: kube-apiserver calls the operator's webhook
+// through its Service (kube-proxy routes the ClusterIP), and only the
+// webhook can refuse a second HostPathProvisioner (no CRD rule sees other
+// objects): the refusal proves the call, not just an allowed default.
+func (e *env) webhookRefusesSecondCR(ctx context.Context, t *testing.T) {
+	t.Helper()
+	second := strings.Replace(crManifest("  storagePools:\n  - name: other\n    path: /var/other\n"), "name: "+crName, "name: second", 1)
+	out, err := e.kubectl(ctx, second, "create", "-f", "-")
+	// The webhook's own words: it answers with a structured Invalid
+	// status, which kubectl prints without the "admission webhook" prefix.
+	const want = "already exists and hpp runs from exactly one"
+	if err == nil || !strings.Contains(err.Error()+out, want) {
+		t.Fatalf("second HostPathProvisioner: %v %s; want the webhook's refusal (%s)", err, out, want)
+	}
+	t.Logf("second HostPathProvisioner refused by the webhook through its Service")
 }
 
 // crManifest is the HostPathProvisioner with spec (indented YAML).
