@@ -11,7 +11,6 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	"github.com/hostpath-provisioner/hpp/cmd/hpp-operator/render"
-	hppv1 "github.com/hostpath-provisioner/hpp/internal/api/v1beta1"
 )
 
 // heldNodes are the nodes outside spec.workload's placement that still
@@ -20,32 +19,39 @@ import (
 // measured or deleted, and their data would be stranded.
 type heldNodes map[string]map[string]int
 
-// findHeldNodes lists the driver's PVs (cached in full) and keeps the
-// nodes they are pinned to that exist and are not in the placement.
+// findHeldNodes counts, in one pass over the driver's PVs (cached in
+// full), the volumes pinned to nodes that exist and are not in the
+// placement.
 func findHeldNodes(ctx context.Context, c client.Reader, placement nodeSet) (heldNodes, error) {
-	pvs := &corev1.PersistentVolumeList{}
-	if err := c.List(ctx, pvs); err != nil {
-		return nil, err
-	}
 	nodes := &corev1.NodeList{}
 	if err := c.List(ctx, nodes); err != nil {
 		return nil, err
 	}
-	held := heldNodes{}
+	outside := map[string]bool{}
 	for i := range nodes.Items {
 		n := &nodes.Items[i]
-		if placement.stay[n.Name] || !n.DeletionTimestamp.IsZero() {
-			continue
+		if !placement.stay[n.Name] && n.DeletionTimestamp.IsZero() {
+			outside[n.Name] = true
 		}
-		for j := range pvs.Items {
-			pool, ok := driverPoolOn(&pvs.Items[j], n.Name)
-			if !ok {
+	}
+	held := heldNodes{}
+	if len(outside) == 0 {
+		return held, nil
+	}
+	pvs := &corev1.PersistentVolumeList{}
+	if err := c.List(ctx, pvs); err != nil {
+		return nil, err
+	}
+	for i := range pvs.Items {
+		pv := &pvs.Items[i]
+		for _, node := range pinnedNodes(pv) {
+			if !outside[node] {
 				continue
 			}
-			if held[n.Name] == nil {
-				held[n.Name] = map[string]int{}
+			if held[node] == nil {
+				held[node] = map[string]int{}
 			}
-			held[n.Name][pool]++
+			held[node][pv.Spec.CSI.VolumeAttributes["storagePool"]]++
 		}
 	}
 	return held, nil
@@ -100,11 +106,7 @@ func (h heldNodes) report(st *status) {
 
 // holdCSIDaemonSet applies keepCSIOn to the CSI DaemonSet among the
 // objects to apply, and reports the held nodes.
-func (r *Reconciler) holdCSIDaemonSet(ctx context.Context, cr *hppv1.HostPathProvisioner, want []client.Object, st *status) error {
-	placement, err := csiNodes(ctx, r.Client, &cr.Spec.Workload)
-	if err != nil {
-		return err
-	}
+func (r *Reconciler) holdCSIDaemonSet(ctx context.Context, placement nodeSet, want []client.Object, st *status) error {
 	held, err := findHeldNodes(ctx, r.Client, placement)
 	if err != nil {
 		return err

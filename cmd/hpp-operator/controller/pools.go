@@ -22,11 +22,7 @@ import (
 // driver runs on, the pool PVC and the mounter Deployment, and retires the
 // mounters that are no longer wanted (node left, pool removed, mode
 // switched) with a cleanup Job. pools is nil for a pathConfig CR.
-func (r *Reconciler) reconcilePools(ctx context.Context, log logr.Logger, cfg render.Config, cr *hppv1.HostPathProvisioner, pools []hppv1.StoragePool, a *applier, st *status) error {
-	set, err := csiNodes(ctx, r.Client, &cr.Spec.Workload)
-	if err != nil {
-		return fmt.Errorf("list nodes: %w", err)
-	}
+func (r *Reconciler) reconcilePools(ctx context.Context, log logr.Logger, cfg render.Config, cr *hppv1.HostPathProvisioner, pools []hppv1.StoragePool, set nodeSet, a *applier, st *status) error {
 	if err := r.ensureOverlayClasses(ctx, cfg, cr, pools, st); err != nil {
 		return err
 	}
@@ -224,33 +220,27 @@ func (r *Reconciler) poolVolumesOnNodeLive(ctx context.Context, pool, node strin
 	}
 	n := 0
 	for i := range pvs.Items {
-		if p, ok := driverPoolOn(&pvs.Items[i], node); ok && p == pool {
+		pv := &pvs.Items[i]
+		if slices.Contains(pinnedNodes(pv), node) && pv.Spec.CSI.VolumeAttributes["storagePool"] == pool {
 			n++
 		}
 	}
 	return n, nil
 }
 
-// driverPoolOn returns the pool of a PV of the driver pinned to the node.
-func driverPoolOn(pv *corev1.PersistentVolume, node string) (string, bool) {
-	if pv.Spec.CSI == nil || pv.Spec.CSI.Driver != render.DriverName || !pinnedTo(pv, node) {
-		return "", false
+// pinnedNodes are the nodes a PV of the driver is pinned to by the
+// driver's topology key (none for another driver's PV).
+func pinnedNodes(pv *corev1.PersistentVolume) []string {
+	if pv.Spec.CSI == nil || pv.Spec.CSI.Driver != render.DriverName || pv.Spec.NodeAffinity == nil || pv.Spec.NodeAffinity.Required == nil {
+		return nil
 	}
-	return pv.Spec.CSI.VolumeAttributes["storagePool"], true
-}
-
-// pinnedTo reports whether the PV's node affinity names the node by the
-// driver's topology key.
-func pinnedTo(pv *corev1.PersistentVolume, node string) bool {
-	if pv.Spec.NodeAffinity == nil || pv.Spec.NodeAffinity.Required == nil {
-		return false
-	}
+	var out []string
 	for _, t := range pv.Spec.NodeAffinity.Required.NodeSelectorTerms {
 		for _, e := range t.MatchExpressions {
-			if e.Key == render.TopologyKey && slices.Contains(e.Values, node) {
-				return true
+			if e.Key == render.TopologyKey {
+				out = append(out, e.Values...)
 			}
 		}
 	}
-	return false
+	return out
 }

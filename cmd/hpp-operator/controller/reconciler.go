@@ -125,7 +125,13 @@ func (r *Reconciler) applyAll(ctx context.Context, log logr.Logger, cr *hppv1.Ho
 	} else {
 		gone = r.legacyObjects()
 	}
-	if err := r.holdCSIDaemonSet(ctx, cr, want, st); err != nil {
+	// Where the CSI driver runs, once per reconcile: the held nodes and
+	// the pvcTemplate pools both follow it.
+	placement, err := csiNodes(ctx, r.Client, &cr.Spec.Workload)
+	if err != nil {
+		return fmt.Errorf("list nodes: %w", err)
+	}
+	if err := r.holdCSIDaemonSet(ctx, placement, want, st); err != nil {
 		return err
 	}
 	want = append(want, cfg.MonitoringObjects()...)
@@ -146,7 +152,7 @@ func (r *Reconciler) applyAll(ctx context.Context, log logr.Logger, cr *hppv1.Ho
 	if !cr.Spec.IsLegacy() {
 		pools = cr.Spec.StoragePools
 	}
-	if err := r.reconcilePools(ctx, log, cfg, cr, pools, a, st); err != nil {
+	if err := r.reconcilePools(ctx, log, cfg, cr, pools, placement, a, st); err != nil {
 		if !errors.Is(err, errRetry) {
 			st.degrade("ApplyFailed", err.Error())
 		}
