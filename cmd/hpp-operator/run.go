@@ -2,7 +2,6 @@ package main
 
 import (
 	"context"
-	"crypto/tls"
 	"fmt"
 	"strconv"
 
@@ -129,10 +128,9 @@ func run(ctx context.Context, o *options, getenv func(string) string) error {
 		Scheme:        scheme,
 		WebhookServer: hppwebhook.NewServer("", o.webhookPort, o.certDir, tlsPolicy),
 		Cache:         controller.CacheOptions(cfg),
-		// Metrics are plain HTTP (SecureServing off, as the Service and
-		// ServiceMonitor expect); should they serve TLS, the webhook's
-		// policy applies to them too.
-		Metrics:                 metricsserver.Options{BindAddress: o.metricsAddress, TLSOpts: []func(*tls.Config){tlsPolicy.Apply}},
+		// Metrics are plain HTTP (SecureServing off), as the Service and
+		// ServiceMonitor expect.
+		Metrics:                 metricsserver.Options{BindAddress: o.metricsAddress},
 		HealthProbeBindAddress:  o.healthAddress,
 		LeaderElection:          o.leaderElect,
 		LeaderElectionID:        "hpp-operator.hostpathprovisioner.kubevirt.io",
@@ -155,7 +153,6 @@ func run(ctx context.Context, o *options, getenv func(string) string) error {
 		return err
 	}
 	if clusterTLS != nil {
-		clusterTLS.Reader = mgr.GetClient()
 		if err := clusterTLS.SetupWithManager(mgr); err != nil {
 			return err
 		}

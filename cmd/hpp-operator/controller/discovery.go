@@ -7,6 +7,7 @@ import (
 	configv1 "github.com/openshift/api/config/v1"
 	secv1 "github.com/openshift/api/security/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/runtime/schema"
 	"k8s.io/client-go/discovery"
 	"k8s.io/client-go/rest"
@@ -31,12 +32,8 @@ func servesKinds(cfg *rest.Config, gv schema.GroupVersion, kinds ...string) (boo
 	if err != nil {
 		return false, fmt.Errorf("discover %s: %w", gv, err)
 	}
-	var served []string
-	for _, r := range list.APIResources {
-		served = append(served, r.Kind)
-	}
 	for _, k := range kinds {
-		if !slices.Contains(served, k) {
+		if !slices.ContainsFunc(list.APIResources, func(r metav1.APIResource) bool { return r.Kind == k }) {
 			return false, nil
 		}
 	}

@@ -42,7 +42,10 @@ func (c *Config) SCCs(spec *hppv1.HostPathProvisionerSpec) []client.Object {
 
 // AllSCCs are the SCCs of either kind of CR: what a deletion removes.
 func (c *Config) AllSCCs() []client.Object {
-	return c.SCCs(&hppv1.HostPathProvisionerSpec{PathConfig: &hppv1.PathConfig{}})
+	if !c.OpenShift {
+		return nil
+	}
+	return []client.Object{c.CSISCC(serviceAccountUser(c.Namespace, CSIServiceAccount)), c.legacySCC()}
 }
 
 func serviceAccountUser(ns, sa string) string {

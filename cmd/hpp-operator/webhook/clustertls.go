@@ -29,8 +29,10 @@ type ClusterTLSProfile struct {
 }
 
 // SetupWithManager watches the APIServer on every replica, leader or not:
-// each one serves the webhook.
+// each one serves the webhook. From then on the profile is read from the
+// manager's cache.
 func (w *ClusterTLSProfile) SetupWithManager(mgr ctrl.Manager) error {
+	w.Reader = mgr.GetClient()
 	return ctrl.NewControllerManagedBy(mgr).
 		Named("tls-profile").
 		For(&configv1.APIServer{}, builder.WithPredicates(predicate.NewPredicateFuncs(func(o client.Object) bool {
@@ -73,11 +75,4 @@ func (w *ClusterTLSProfile) Load(ctx context.Context) error {
 	w.Log.Info("TLS profile applied", "type", profileType(obj.Spec.TLSSecurityProfile),
 		"minVersion", tls.VersionName(inForce.MinVersion), "ciphers", len(inForce.Ciphers))
 	return nil
-}
-
-func profileType(p *configv1.TLSSecurityProfile) configv1.TLSProfileType {
-	if p == nil || p.Type == "" {
-		return configv1.TLSProfileIntermediateType
-	}
-	return p.Type
 }

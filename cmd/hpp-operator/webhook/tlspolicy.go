@@ -24,20 +24,27 @@ var tlsVersions = map[configv1.TLSProtocolVersion]uint16{
 // 3DES, ...) are returned in skipped rather than refused: the profiles are
 // cluster-wide lists that every component filters to what it supports.
 func ProfileFromOpenShift(p *configv1.TLSSecurityProfile) (profile TLSProfile, skipped []string, err error) {
-	if p == nil || p.Type == "" {
-		return profileFromSpec(configv1.TLSProfiles[configv1.TLSProfileIntermediateType])
-	}
-	if p.Type == configv1.TLSProfileCustomType {
+	t := profileType(p)
+	if t == configv1.TLSProfileCustomType {
 		if p.Custom == nil {
 			return TLSProfile{}, nil, errors.New("tlsSecurityProfile: type Custom without custom (ciphers, minTLSVersion)")
 		}
 		return profileFromSpec(&p.Custom.TLSProfileSpec)
 	}
-	spec, ok := configv1.TLSProfiles[p.Type]
+	spec, ok := configv1.TLSProfiles[t]
 	if !ok {
-		return TLSProfile{}, nil, fmt.Errorf("tlsSecurityProfile.type: %q is not one of Old, Intermediate, Modern, Custom", p.Type)
+		return TLSProfile{}, nil, fmt.Errorf("tlsSecurityProfile.type: %q is not one of Old, Intermediate, Modern, Custom", t)
 	}
 	return profileFromSpec(spec)
+}
+
+// profileType is the profile's type; none set means Intermediate, as on
+// OpenShift.
+func profileType(p *configv1.TLSSecurityProfile) configv1.TLSProfileType {
+	if p == nil || p.Type == "" {
+		return configv1.TLSProfileIntermediateType
+	}
+	return p.Type
 }
 
 func profileFromSpec(spec *configv1.TLSProfileSpec) (TLSProfile, []string, error) {
@@ -94,12 +101,23 @@ func (p *TLSPolicy) Profile() TLSProfile { return *p.current.Load() }
 // every handshake use the profile current at that moment.
 func (p *TLSPolicy) Apply(c *tls.Config) {
 	p.Profile().Apply(c)
+	// One config per profile, built at the first handshake under it: c is
+	// read then, not when Apply ran, since the server sets its
+	// certificate callback on it afterwards.
+	type built struct {
+		profile *TLSProfile
+		config  *tls.Config
+	}
+	var last atomic.Pointer[built]
 	c.GetConfigForClient = func(*tls.ClientHelloInfo) (*tls.Config, error) {
-		// c is read now, not when Apply ran: the server sets its
-		// certificate callback on it afterwards.
+		cur := p.current.Load()
+		if b := last.Load(); b != nil && b.profile == cur {
+			return b.config, nil
+		}
 		out := c.Clone()
 		out.GetConfigForClient = nil
-		p.Profile().Apply(out)
+		cur.Apply(out)
+		last.Store(&built{profile: cur, config: out})
 		return out, nil
 	}
 }

@@ -11,7 +11,6 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/runtime"
 	clientgoscheme "k8s.io/client-go/kubernetes/scheme"
-	ctrl "sigs.k8s.io/controller-runtime"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 	"sigs.k8s.io/controller-runtime/pkg/envtest"
 
@@ -65,10 +64,7 @@ func TestWebhookFollowsOpenShiftTLSProfile(t *testing.T) {
 	if err := watcher.Load(ctx); err != nil {
 		t.Fatal(err)
 	}
-	addr, _ := startWebhook(t, cfg, opts, s, policy, func(mgr ctrl.Manager) error {
-		watcher.Reader = mgr.GetClient()
-		return watcher.SetupWithManager(mgr)
-	})
+	addr, _ := startWebhook(t, cfg, opts, s, policy, watcher.SetupWithManager)
 	waitFor(t, "webhook server up (TLS 1.3)", func() error { return handshake(addr, tls.VersionTLS13) })
 
 	// Modern: TLS 1.3 only.

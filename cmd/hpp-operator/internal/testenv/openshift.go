@@ -3,6 +3,7 @@ package testenv
 import (
 	"bytes"
 	"context"
+	"encoding/json"
 	"fmt"
 	"os/exec"
 	"path/filepath"
@@ -15,27 +16,25 @@ import (
 const openShiftAPIModule = "github.com/openshift/api"
 
 // OpenShiftCRDPaths are the real CRDs of SecurityContextConstraints and
-// APIServer, read from the Go module cache where `go list -m` finds the
-// module go.mod requires (downloading it if needed).
+// APIServer, read from the Go module cache where `go mod download` puts the
+// module go.mod requires.
 func OpenShiftCRDPaths() ([]string, error) {
 	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
 	defer cancel()
+	// `go mod download -json` prints the module's directory in the cache.
 	cmd := exec.CommandContext(ctx, "go", "mod", "download", "-json", openShiftAPIModule)
 	cmd.Dir = filepath.Join(RepoRoot(), "cmd", "hpp-operator")
 	var stderr bytes.Buffer
 	cmd.Stderr = &stderr
-	if err := cmd.Run(); err != nil {
-		return nil, fmt.Errorf("go mod download %s: %w: %s", openShiftAPIModule, err, strings.TrimSpace(stderr.String()))
-	}
-	cmd = exec.CommandContext(ctx, "go", "list", "-m", "-f", "{{.Dir}}", openShiftAPIModule)
-	cmd.Dir = filepath.Join(RepoRoot(), "cmd", "hpp-operator")
-	stderr.Reset()
-	cmd.Stderr = &stderr
 	out, err := cmd.Output()
 	if err != nil {
-		return nil, fmt.Errorf("go list -m %s: %w: %s", openShiftAPIModule, err, strings.TrimSpace(stderr.String()))
+		return nil, fmt.Errorf("go mod download %s: %w: %s", openShiftAPIModule, err, strings.TrimSpace(stderr.String()))
 	}
-	dir := strings.TrimSpace(string(out))
+	var mod struct{ Dir string }
+	if err := json.Unmarshal(out, &mod); err != nil || mod.Dir == "" {
+		return nil, fmt.Errorf("go mod download %s: no module directory in %q: %v", openShiftAPIModule, out, err)
+	}
+	dir := mod.Dir
 	return []string{
 		filepath.Join(dir, "security", "v1", "zz_generated.crd-manifests", "0000_03_config-operator_01_securitycontextconstraints.crd.yaml"),
 		filepath.Join(dir, "config", "v1", "zz_generated.crd-manifests", "0000_10_config-operator_01_apiservers.crd.yaml"),
