@@ -31,8 +31,11 @@ func OpenShiftCRDPaths() ([]string, error) {
 		return nil, fmt.Errorf("go mod download %s: %w: %s", openShiftAPIModule, err, strings.TrimSpace(stderr.String()))
 	}
 	var mod struct{ Dir string }
-	if err := json.Unmarshal(out, &mod); err != nil || mod.Dir == "" {
-		return nil, fmt.Errorf("go mod download %s: no module directory in %q: %v", openShiftAPIModule, out, err)
+	if err := json.Unmarshal(out, &mod); err != nil {
+		return nil, fmt.Errorf("go mod download %s: %w", openShiftAPIModule, err)
+	}
+	if mod.Dir == "" {
+		return nil, fmt.Errorf("go mod download %s: no module directory in %q", openShiftAPIModule, out)
 	}
 	dir := mod.Dir
 	return []string{
