@@ -108,18 +108,17 @@ func (b Binaries) Validate() error {
 			errs = append(errs, err)
 		}
 	}
-	build, deps := fixBuild, fixDeps
-	check("Etcd", b.Etcd, build)
-	check("KubeAPIServer", b.KubeAPIServer, build)
-	check("KubeControllerManager", b.KubeControllerManager, build)
-	check("KubeScheduler", b.KubeScheduler, build)
-	check("Kubelet", b.Kubelet, build)
+	check("Etcd", b.Etcd, fixBuild)
+	check("KubeAPIServer", b.KubeAPIServer, fixBuild)
+	check("KubeControllerManager", b.KubeControllerManager, fixBuild)
+	check("KubeScheduler", b.KubeScheduler, fixBuild)
+	check("Kubelet", b.Kubelet, fixBuild)
 	// csi-provisioner only when a node runs a CSI driver: StartCSIProvisioner checks it.
-	check("Containerd", b.Containerd, deps)
-	check("Ctr", b.Ctr, deps)
-	check("Runc", b.Runc, deps)
+	check("Containerd", b.Containerd, fixDeps)
+	check("Ctr", b.Ctr, fixDeps)
+	check("Runc", b.Runc, fixDeps)
 	for _, plugin := range []string{"bridge", "host-local", "loopback"} {
-		check("CNIBinDir/"+plugin, filepath.Join(b.CNIBinDir, plugin), deps)
+		check("CNIBinDir/"+plugin, filepath.Join(b.CNIBinDir, plugin), fixDeps)
 	}
 	return errors.Join(errs...)
 }

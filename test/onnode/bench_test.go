@@ -102,16 +102,7 @@ func TestOperatorBenchmark(t *testing.T) {
 	e.waitDeploymentAvailable(ctx, t, operatorName)
 
 	pool := filepath.Join(e.pools, "bench")
-	cr := fmt.Sprintf(`apiVersion: hostpathprovisioner.kubevirt.io/v1beta1
-kind: HostPathProvisioner
-metadata:
-  name: %s
-spec:
-  imagePullPolicy: IfNotPresent
-  storagePools:
-  - name: local
-    path: %s
-`, crName, pool)
+	cr := crManifest(fmt.Sprintf("  storagePools:\n  - name: local\n    path: %s\n", pool))
 	var report benchReport
 	for i := range rounds {
 		r := e.benchCreate(ctx, t, cr)
@@ -338,7 +329,7 @@ func (e *env) operatorReconciles(ctx context.Context, t *testing.T) int {
 func countOperatorRequests(t *testing.T, path string, from, to time.Time) steadyState {
 	t.Helper()
 	st := steadyState{WritesByRequest: map[string]int{}}
-	err := readAuditLog(path, func(ev *benchAuditEvent) {
+	err := readAuditLog(path, func(ev *auditEvent) {
 		at := ev.StageTimestamp.Time
 		if ev.User.Username != operatorSA || ev.Stage != "ResponseComplete" || at.Before(from) || at.After(to) {
 			return

@@ -199,11 +199,13 @@ func (e *env) deleteCR(ctx context.Context, t *testing.T, keep ...string) {
 	t.Logf("CR deleted: none of the %d objects left, data directories kept: %s", len(made), strings.Join(keep, " "))
 }
 
-// auditEvent is the part of an audit.k8s.io/v1 Event the test reads.
+// auditEvent is the part of an audit.k8s.io/v1 Event the tests read.
 type auditEvent struct {
-	Verb       string `json:"verb"`
-	RequestURI string `json:"requestURI"`
-	User       struct {
+	Stage          string           `json:"stage"`
+	StageTimestamp metav1.MicroTime `json:"stageTimestamp"`
+	Verb           string           `json:"verb"`
+	RequestURI     string           `json:"requestURI"`
+	User           struct {
 		Username string `json:"username"`
 	} `json:"user"`
 	ObjectRef struct {
@@ -223,6 +225,26 @@ type auditEvent struct {
 	} `json:"responseStatus"`
 }
 
+// readAuditLog calls fn with each event of kube-apiserver's JSON-lines
+// audit log.
+func readAuditLog(path string, fn func(*auditEvent)) error {
+	f, err := os.Open(path)
+	if err != nil {
+		return err
+	}
+	defer f.Close()
+	sc := bufio.NewScanner(f)
+	sc.Buffer(make([]byte, 1<<20), 16<<20)
+	for sc.Scan() {
+		var ev auditEvent
+		if err := json.Unmarshal(sc.Bytes(), &ev); err != nil {
+			return fmt.Errorf("audit log %s: %w", path, err)
+		}
+		fn(&ev)
+	}
+	return sc.Err()
+}
+
 // terminating is a 403 of the NamespaceLifecycle admission plugin (a write
 // into a namespace being deleted, as the install's own removal makes), not
 // of RBAC.
@@ -240,24 +262,13 @@ func (ev *auditEvent) terminating() bool {
 // csi-provisioner, hpp-legacy) was refused with 403 by authorization, so
 // the RBAC of every overlay covers every call the components really made.
 func (e *env) testNoForbidden(t *testing.T) {
-	f, err := os.Open(e.c.AuditLogPath())
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer f.Close()
 	prefix := "system:serviceaccount:" + namespace + ":"
 	requests := map[string]int{}
 	forbidden := map[string]int{}
 	terminating := 0
-	sc := bufio.NewScanner(f)
-	sc.Buffer(make([]byte, 1<<20), 16<<20)
-	for sc.Scan() {
-		var ev auditEvent
-		if err := json.Unmarshal(sc.Bytes(), &ev); err != nil {
-			t.Fatalf("audit log line: %v", err)
-		}
+	err := readAuditLog(e.c.AuditLogPath(), func(ev *auditEvent) {
 		if !strings.HasPrefix(ev.User.Username, prefix) {
-			continue
+			return
 		}
 		requests[ev.User.Username]++
 		switch {
@@ -267,8 +278,8 @@ func (e *env) testNoForbidden(t *testing.T) {
 		default:
 			forbidden[ev.User.Username+" "+ev.Verb+" "+ev.RequestURI+": "+ev.ResponseStatus.Message]++
 		}
-	}
-	if err := sc.Err(); err != nil {
+	})
+	if err != nil {
 		t.Fatal(err)
 	}
 	if len(requests) == 0 {

@@ -2,7 +2,6 @@ package onnode
 
 import (
 	"context"
-	"encoding/json"
 	"fmt"
 	"os"
 	"os/exec"
@@ -359,12 +358,8 @@ func podReady(p *corev1.Pod) bool {
 // poolStatus is the CR's storagePoolStatuses entry of the pool.
 func (e *env) poolStatus(ctx context.Context, t *testing.T, pool string) hppv1.StoragePoolStatus {
 	t.Helper()
-	out, err := e.kubectl(ctx, "", "get", "hostpathprovisioner/"+crName, "-o", "json")
+	cr, err := e.getCR(ctx)
 	if err != nil {
-		t.Fatal(err)
-	}
-	var cr hppv1.HostPathProvisioner
-	if err := json.Unmarshal([]byte(out), &cr); err != nil {
 		t.Fatal(err)
 	}
 	for _, s := range cr.Status.StoragePoolStatuses {
@@ -372,7 +367,7 @@ func (e *env) poolStatus(ctx context.Context, t *testing.T, pool string) hppv1.S
 			return s
 		}
 	}
-	t.Fatalf("no storagePoolStatuses entry for %s in %s", pool, out)
+	t.Fatalf("no storagePoolStatuses entry for %s in %+v", pool, cr.Status)
 	return hppv1.StoragePoolStatus{}
 }
 
@@ -393,12 +388,7 @@ func (e *env) mounterDeleted(ctx context.Context, t *testing.T, p *templatePool)
 	if _, err := e.kubectl(ctx, "", "delete", "-n", namespace, "deployment/"+p.mounter(node), "--wait", "--timeout=2m"); err != nil {
 		t.Fatal(err)
 	}
-	if err := e2e.Poll(ctx, 2*time.Minute, "mounter pods of "+p.name+" gone", func(ctx context.Context) (bool, string, error) {
-		pods := e.mounterPods(ctx, t, p)
-		return len(pods) == 0, fmt.Sprintf("%d left", len(pods)), nil
-	}); err != nil {
-		t.Fatal(err)
-	}
+	e.waitPodsGone(ctx, t, "mounter pods of "+p.name, "hostpathprovisioner.kubevirt.io/mounter="+p.mounter(node))
 	target := filepath.Join(p.path, "csi")
 	if m, err := csitest.MountsAtIn(e.c.NodeInitPID(), target); err != nil || len(m) != 0 {
 		t.Fatalf("after the mounter was deleted: node mounts at %s = %+v (%v); want none", target, m, err)
@@ -506,16 +496,7 @@ func (e *env) scaleOperator(ctx context.Context, t *testing.T, replicas int) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	selector := metav1.FormatLabelSelector(d.Spec.Selector)
-	if err := e2e.Poll(ctx, 2*time.Minute, "operator pods gone", func(ctx context.Context) (bool, string, error) {
-		l, err := e.c.Client.CoreV1().Pods(namespace).List(ctx, metav1.ListOptions{LabelSelector: selector})
-		if err != nil {
-			return false, "", e2e.Retry(err)
-		}
-		return len(l.Items) == 0, fmt.Sprintf("%d left", len(l.Items)), nil
-	}); err != nil {
-		t.Fatal(err)
-	}
+	e.waitPodsGone(ctx, t, "operator pods", metav1.FormatLabelSelector(d.Spec.Selector))
 	t.Logf("operator scaled to 0")
 }
 

@@ -2,11 +2,9 @@ package onnode
 
 import (
 	"bufio"
-	"encoding/json"
 	"errors"
 	"fmt"
 	"io"
-	"os"
 	"sort"
 	"strings"
 	"testing"
@@ -140,29 +138,18 @@ func grantsIn(manifests string) ([]grant, error) {
 // verb) of the install namespace's ServiceAccounts that reached
 // authorization and was allowed.
 func requestsIn(path string) (map[grant]bool, error) {
-	f, err := os.Open(path)
-	if err != nil {
-		return nil, err
-	}
-	defer f.Close()
 	prefix := "system:serviceaccount:" + namespace + ":"
 	used := map[grant]bool{}
-	sc := bufio.NewScanner(f)
-	sc.Buffer(make([]byte, 1<<20), 16<<20)
-	for sc.Scan() {
-		var ev auditEvent
-		if err := json.Unmarshal(sc.Bytes(), &ev); err != nil {
-			return nil, fmt.Errorf("audit log line: %w", err)
-		}
+	err := readAuditLog(path, func(ev *auditEvent) {
 		sa, ok := strings.CutPrefix(ev.User.Username, prefix)
 		if !ok || ev.ObjectRef.Resource == "" || ev.ResponseStatus.Code == 403 {
-			continue
+			return
 		}
 		res := ev.ObjectRef.Resource
 		if ev.ObjectRef.Subresource != "" {
 			res += "/" + ev.ObjectRef.Subresource
 		}
 		used[grant{sa: sa, group: ev.ObjectRef.APIGroup, resource: res, verb: ev.Verb}] = true
-	}
-	return used, sc.Err()
+	})
+	return used, err
 }

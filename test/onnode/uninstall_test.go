@@ -24,8 +24,16 @@ func (e *env) stopWorkloads(ctx context.Context, t *testing.T) {
 	if _, err := e.kubectl(ctx, "", "delete", "daemonsets,deployments", "--all", "-n", namespace, "--ignore-not-found", "--wait", "--timeout=2m"); err != nil {
 		t.Fatal(err)
 	}
-	err := e2e.Poll(ctx, 2*time.Minute, "the install's pods gone", func(ctx context.Context) (bool, string, error) {
-		pods, err := e.c.Client.CoreV1().Pods(namespace).List(ctx, metav1.ListOptions{})
+	e.waitPodsGone(ctx, t, "the install's pods", "")
+	t.Logf("workloads of %s stopped", namespace)
+}
+
+// waitPodsGone waits until no pod of the install namespace matches the
+// label selector ("": any pod).
+func (e *env) waitPodsGone(ctx context.Context, t *testing.T, what, selector string) {
+	t.Helper()
+	err := e2e.Poll(ctx, 2*time.Minute, what+" gone", func(ctx context.Context) (bool, string, error) {
+		pods, err := e.c.Client.CoreV1().Pods(namespace).List(ctx, metav1.ListOptions{LabelSelector: selector})
 		if err != nil {
 			return false, "", e2e.Retry(err)
 		}
@@ -34,5 +42,4 @@ func (e *env) stopWorkloads(ctx context.Context, t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	t.Logf("workloads of %s stopped", namespace)
 }
