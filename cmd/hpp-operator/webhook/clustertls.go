@@ -66,8 +66,9 @@ func (w *ClusterTLSProfile) Load(ctx context.Context) error {
 		w.Log.Info("cluster TLS profile lists ciphers Go does not implement, skipped", "ciphers", skipped)
 	}
 	if err := w.Policy.SetClusterProfile(profile); err != nil {
-		// Only a cipher override and a profile that leaves nothing for it
-		// can clash; the overrides were checked at start.
+		// The overrides and this profile can clash (a lower minimum
+		// under a TLS 1.3-only profile, a cipher list that leaves TLS 1.2
+		// without a cipher): the profile in force stays.
 		w.Log.Error(err, "cluster TLS profile under the overrides unusable, keeping the current one")
 		return nil
 	}

@@ -70,10 +70,15 @@ func ProfileFromOverrides(base TLSProfile, minVersion, ciphers string) (TLSProfi
 		}
 		p.Ciphers = ids
 	}
-	if len(bad) == 0 && ciphers != "" {
-		if err := p.validate(); err != nil {
-			bad = append(bad, "TLS_CIPHERS_OVERRIDE: "+err.Error())
+	// Either override can leave TLS 1.2 allowed with no cipher for it (a
+	// cipher list of TLS 1.3 suites, or a lower minimum under a TLS
+	// 1.3-only profile such as Modern), and Go would then pick its own.
+	if err := p.validate(); len(bad) == 0 && err != nil {
+		field := "TLS_MIN_VERSION_OVERRIDE"
+		if ciphers != "" {
+			field = "TLS_CIPHERS_OVERRIDE"
 		}
+		bad = append(bad, field+": "+err.Error())
 	}
 	if len(bad) > 0 {
 		return base, fmt.Errorf("%s", strings.Join(bad, "; "))

@@ -41,6 +41,10 @@ func TestProfileFromOverrides(t *testing.T) {
 	if err == nil || !strings.Contains(err.Error(), "TLS_CIPHERS_OVERRIDE: no cipher Go supports for TLS 1.2") {
 		t.Fatalf("TLS 1.3 suites only, TLS 1.2 allowed: %v", err)
 	}
+	modern := TLSProfile{MinVersion: tls.VersionTLS13}
+	if p, err = ProfileFromOverrides(modern, "VersionTLS12", ""); err == nil || !strings.Contains(err.Error(), "TLS_MIN_VERSION_OVERRIDE: no cipher Go supports for TLS 1.2") {
+		t.Fatalf("TLS 1.2 allowed under a TLS 1.3-only profile with no cipher: %+v %v", p, err)
+	}
 }
 
 func TestProfileFromOpenShift(t *testing.T) {
