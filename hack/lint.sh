@@ -4,6 +4,8 @@ set -euo pipefail
 root=$(cd "$(dirname "$0")/.." && pwd)
 modules=(internal cmd/hpp-csi cmd/hpp-legacy cmd/hpp-operator cmd/hpp-mounter cmd/hpp-migrate test)
 
+"$root/hack/check-files.sh"
+
 echo "==> gofmt"
 unformatted=$(cd "$root" && gofmt -l internal cmd test tools 2>/dev/null || true)
 if [[ -n $unformatted ]]; then
