@@ -50,8 +50,8 @@ type environment struct {
 	// operatorNamespace (OPERATOR_NAMESPACE, hpp's) and watchNamespace
 	// (WATCH_NAMESPACE, upstream's: its own namespace, from the downward
 	// API) both name the namespace the operator installs into.
-	operatorNamespace, watchNamespace string
-	installerPartOf, installerVersion string
+	operatorNamespace, watchNamespace       string
+	installerPartOf, installerVersion       string
 	monitoringNamespace, runbookURLTemplate string
 	tlsMinVersion, tlsCiphers               string
 }

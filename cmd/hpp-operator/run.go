@@ -138,9 +138,9 @@ func run(ctx context.Context, o *options) error {
 		}
 	}
 	mgr, err := ctrl.NewManager(restCfg, ctrl.Options{
-		Scheme:        scheme,
-		WebhookServer: hppwebhook.NewServer("", o.webhookPort, o.certDir, tlsPolicy),
-		Cache:         controller.CacheOptions(cfg),
+		Scheme:                  scheme,
+		WebhookServer:           hppwebhook.NewServer("", o.webhookPort, o.certDir, tlsPolicy),
+		Cache:                   controller.CacheOptions(cfg),
 		Metrics:                 metricsOptions(o, tlsPolicy),
 		HealthProbeBindAddress:  o.healthAddress,
 		LeaderElection:          o.leaderElect,
