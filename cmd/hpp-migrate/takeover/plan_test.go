@@ -117,18 +117,18 @@ func actions(p *Plan) map[string]Action {
 func TestPlanClassifiesUpstreamsObjects(t *testing.T) {
 	p := assess(t, upstreamInstall()...)
 	want := map[string]Action{
-		"CustomResourceDefinition " + CRDName:                       Adopted,
-		"HostPathProvisioner hostpath-provisioner":                   Adopted,
-		"Deployment " + ns + "/" + OperatorName:                      Replaced,
-		"ServiceAccount " + ns + "/" + OperatorName:                  Adopted,
-		"ClusterRole " + OperatorName:                                Adopted,
-		"ValidatingWebhookConfiguration " + WebhookConfigName:        Replaced,
-		"Service " + ns + "/" + upstreamWebhookService:               Removed,
-		"DaemonSet " + ns + "/" + CSIDaemonSetName:                   Rolled,
-		"Deployment " + ns + "/hpp-pool-653b815e":                    Rolled,
-		"PersistentVolumeClaim " + ns + "/hpp-pool-653b815e":         Adopted,
-		"CSIDriver " + CSIDriverName:                                 Adopted,
-		"StorageClass hostpath-csi":                                  Left,
+		"CustomResourceDefinition " + CRDName:                      Adopted,
+		"HostPathProvisioner hostpath-provisioner":                 Adopted,
+		"Deployment " + ns + "/" + OperatorName:                    Replaced,
+		"ServiceAccount " + ns + "/" + OperatorName:                Adopted,
+		"ClusterRole " + OperatorName:                              Adopted,
+		"ValidatingWebhookConfiguration " + WebhookConfigName:      Replaced,
+		"Service " + ns + "/" + upstreamWebhookService:             Removed,
+		"DaemonSet " + ns + "/" + CSIDaemonSetName:                 Rolled,
+		"Deployment " + ns + "/hpp-pool-653b815e":                  Rolled,
+		"PersistentVolumeClaim " + ns + "/hpp-pool-653b815e":       Adopted,
+		"CSIDriver " + CSIDriverName:                               Adopted,
+		"StorageClass hostpath-csi":                                Left,
 		"Service " + ns + "/hostpath-provisioner-operator-webhook": Created,
 	}
 	got := actions(p)
