@@ -128,6 +128,8 @@ type Driver struct {
 	pools []*poolState
 	locks *volumeLocks
 	stats *usageCache
+	// mismatches: volumes refused for another pool identity (poolid.go).
+	mismatches identityMismatches
 }
 
 // New builds a driver; it touches no disk until OpenPools.
@@ -149,14 +151,8 @@ func New(cfg Config, deps Deps) (*Driver, error) {
 	}
 	d := &Driver{cfg: cfg, deps: deps, log: deps.Logger, locks: newVolumeLocks()}
 	d.stats = newUsageCache(deps.FS.Usage, deps.Now, cfg.StatsCacheTTL, cfg.StatsTimeout)
-	d.stats.observe = d.noteUsage
 	for _, p := range cfg.Pools.All() {
-		d.pools = append(d.pools, &poolState{
-			cfg:      p,
-			headroom: capacity.Headroom{Bytes: p.ReservedBytes, Percent: p.ReservedPercent},
-			notOpen:  "not opened yet",
-			legacy:   newLegacyRoot(p),
-		})
+		d.pools = append(d.pools, newPoolState(p))
 	}
 	deps.Metrics.registerPools(d)
 	return d, nil

@@ -82,8 +82,10 @@ func (d *Driver) NodePublishVolume(ctx context.Context, req *csi.NodePublishVolu
 		var p *poolState
 		p, vol, err = d.ensureEphemeral(ctx, req)
 		multiNode = err == nil && p.shared()
-	} else {
-		_, vol, multiNode, err = d.findForContext(ctx, id, req.GetVolumeContext())
+	} else if err = d.checkPoolIdentity(id, req.GetVolumeContext()); err == nil {
+		var l located
+		l, multiNode, err = d.findForContext(ctx, id, req.GetVolumeContext())
+		vol = l.vol
 	}
 	if err != nil {
 		return nil, err
