@@ -17,21 +17,9 @@ import (
 // answered with the recorded size: directories are never shrunk.
 func (d *Driver) ControllerExpandVolume(ctx context.Context, req *csi.ControllerExpandVolumeRequest) (*csi.ControllerExpandVolumeResponse, error) {
 	id := req.GetVolumeId()
-	if err := validateVolumeID(id); err != nil {
-		return nil, err
-	}
-	if req.GetCapacityRange() == nil {
-		return nil, invalidArg("capacity_range: required")
-	}
-	size, err := requestedBytes(req.GetCapacityRange())
+	size, err := validateExpand(req)
 	if err != nil {
 		return nil, err
-	}
-	if size == 0 {
-		return nil, invalidArg("capacity_range: required_bytes or limit_bytes must be positive")
-	}
-	if c := req.GetVolumeCapability(); c != nil && c.GetBlock() != nil {
-		return nil, invalidArg("volume_capability: block access is not supported: hostpath volumes are filesystem volumes")
 	}
 	release, err := d.locks.acquire(id)
 	if err != nil {
@@ -67,4 +55,26 @@ func (d *Driver) ControllerExpandVolume(ctx context.Context, req *csi.Controller
 		zap.Int64("capacityBytes", size), zap.Int64("previousBytes", resp.CapacityBytes))
 	resp.CapacityBytes = vol.CapacityBytes
 	return resp, nil
+}
+
+// validateExpand checks a ControllerExpandVolume request and returns the
+// size it asks for.
+func validateExpand(req *csi.ControllerExpandVolumeRequest) (int64, error) {
+	if err := validateVolumeID(req.GetVolumeId()); err != nil {
+		return 0, err
+	}
+	if req.GetCapacityRange() == nil {
+		return 0, invalidArg("capacity_range: required")
+	}
+	size, err := requestedBytes(req.GetCapacityRange())
+	if err != nil {
+		return 0, err
+	}
+	if size == 0 {
+		return 0, invalidArg("capacity_range: required_bytes or limit_bytes must be positive")
+	}
+	if c := req.GetVolumeCapability(); c != nil && c.GetBlock() != nil {
+		return 0, invalidArg("volume_capability: block access is not supported: hostpath volumes are filesystem volumes")
+	}
+	return size, nil
 }
