@@ -2,16 +2,31 @@ package prjquota
 
 import (
 	"fmt"
+	"os"
 	"path/filepath"
 	"sync"
+	"syscall"
 )
+
+// key names path's inode, so that a project set on a staged directory is
+// still there after the rename that publishes it.
+func key(path string) string {
+	fi, err := os.Lstat(path)
+	if err != nil {
+		return filepath.Clean(path)
+	}
+	if st, ok := fi.Sys().(*syscall.Stat_t); ok {
+		return fmt.Sprintf("inode %d:%d", st.Dev, st.Ino)
+	}
+	return filepath.Clean(path)
+}
 
 // Fake is an in-memory Backend for tests and benchmarks: projects by path,
 // limits and usage by ID. It enforces nothing; tests set usage by hand.
 type Fake struct {
 	mu       sync.Mutex
 	probe    Probe
-	projects map[string]uint32
+	projects map[string]uint32 // by inode (as the kernel keeps it), see key
 	quotas   map[uint32]Quota
 	// Fail, when it returns an error for an operation ("Quota", "SetLimit",
 	// "SetProject", "Project", "Probe"), makes that call fail.
@@ -46,7 +61,7 @@ func (f *Fake) SetUsage(id uint32, bytes, inodes int64) {
 func (f *Fake) ProjectOf(path string) uint32 {
 	f.mu.Lock()
 	defer f.mu.Unlock()
-	return f.projects[filepath.Clean(path)]
+	return f.projects[key(path)]
 }
 
 // Limit is project id's hard limit.
@@ -79,7 +94,7 @@ func (f *Fake) Project(path string) (uint32, bool, error) {
 	if err := f.call("Project", 0); err != nil {
 		return 0, false, err
 	}
-	id, ok := f.projects[filepath.Clean(path)]
+	id, ok := f.projects[key(path)]
 	return id, ok, nil
 }
 
@@ -89,7 +104,7 @@ func (f *Fake) SetProject(path string, id uint32) error {
 	if err := f.call("SetProject", id); err != nil {
 		return err
 	}
-	f.projects[filepath.Clean(path)] = id
+	f.projects[key(path)] = id
 	return nil
 }
 
