@@ -112,18 +112,24 @@ func (d *Driver) enforcedSize(l located) int64 {
 	return limit
 }
 
+// validateNodeExpand returns the requested size; 0 when the request has
+// no capacity_range (optional here: the recorded size is meant).
 func validateNodeExpand(req *csi.NodeExpandVolumeRequest) (int64, error) {
-	size, err := validateExpand(req.GetVolumeId(), req.GetCapacityRange(), req.GetVolumeCapability())
-	if err != nil {
+	if err := validateVolumeID(req.GetVolumeId()); err != nil {
 		return 0, err
 	}
 	if req.GetVolumePath() == "" {
+		// Only required: the volume is found by its id, and the path is
+		// never touched (a limit is raised on the volume's directory).
 		return 0, invalidArg("volume_path: required")
 	}
-	if err := validatePath("volume_path", req.GetVolumePath()); err != nil {
-		return 0, err
+	if req.GetCapacityRange() == nil {
+		if c := req.GetVolumeCapability(); c != nil && c.GetBlock() != nil {
+			return 0, invalidArg("volume_capability: block access is not supported: hostpath volumes are filesystem volumes")
+		}
+		return 0, nil
 	}
-	return size, nil
+	return validateExpand(req.GetVolumeId(), req.GetCapacityRange(), req.GetVolumeCapability())
 }
 
 // NodeExpandVolume raises an enforced volume's limit, while it is in use
@@ -147,6 +153,13 @@ func (d *Driver) NodeExpandVolume(ctx context.Context, req *csi.NodeExpandVolume
 	l, err := d.findVolume(ctx, id, "")
 	if err != nil {
 		return nil, err
+	}
+	if size == 0 {
+		size = max(l.vol.CapacityBytes, d.enforcedSize(l))
+		if size == 0 {
+			// No size known and none asked for: nothing to enforce.
+			return &csi.NodeExpandVolumeResponse{}, nil
+		}
 	}
 	if l.inLegacy() {
 		// hpp-legacy's directories are never enforced: nothing to raise.

@@ -18,7 +18,7 @@ const MiB = 1 << 20
 
 // newQuotaHarness is newHarness with pool "fast" enforcing sizes over the
 // fake quota backend (1 GiB, 512 MiB free).
-func newQuotaHarness(t *testing.T, fake *prjquota.Fake, rng pool.IDRange) *harness {
+func newQuotaHarness(t testing.TB, fake *prjquota.Fake, rng pool.IDRange) *harness {
 	t.Helper()
 	h := newUnopenedHarness(t, func(c *Config) {
 		pools := c.Pools.All()
