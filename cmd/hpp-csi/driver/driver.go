@@ -53,6 +53,9 @@ type Config struct {
 	// StatsTimeout bounds one directory walk.
 	StatsCacheTTL time.Duration
 	StatsTimeout  time.Duration
+	// ControllerOnly serves Identity and ControllerExpandVolume only, for
+	// csi-resizer (controlleronly.go): no pools, no node, no Node service.
+	ControllerOnly bool
 }
 
 // Validate reports every problem at once.
@@ -61,10 +64,10 @@ func (c Config) Validate() error {
 	if c.DriverName == "" {
 		errs = append(errs, errors.New("--drivername: required"))
 	}
-	if c.NodeID == "" {
+	if c.NodeID == "" && !c.ControllerOnly {
 		errs = append(errs, errors.New("--nodeid: required (the Kubernetes node name)"))
 	}
-	if c.Pools == nil {
+	if c.Pools == nil && !c.ControllerOnly {
 		errs = append(errs, errors.New("--datadir: required (JSON list of pools, or env PV_DIR)"))
 	}
 	if c.MaxVolumesPerNode < 0 {

@@ -9,9 +9,15 @@ import (
 	"google.golang.org/grpc/codes"
 )
 
-// validateExpand checks what both expansion calls carry and returns the
-// requested size.
-func validateExpand(id string, r *csi.CapacityRange, c *csi.VolumeCapability) (int64, error) {
+// validateExpand checks a ControllerExpandVolume request and returns the
+// size it asks for.
+func validateExpand(req *csi.ControllerExpandVolumeRequest) (int64, error) {
+	return validateExpandSize(req.GetVolumeId(), req.GetCapacityRange(), req.GetVolumeCapability())
+}
+
+// validateExpandSize checks what both expansion calls carry and returns
+// the requested size.
+func validateExpandSize(id string, r *csi.CapacityRange, c *csi.VolumeCapability) (int64, error) {
 	if err := validateVolumeID(id); err != nil {
 		return 0, err
 	}
@@ -40,7 +46,7 @@ func validateExpand(id string, r *csi.CapacityRange, c *csi.VolumeCapability) (i
 // size: directories are never shrunk.
 func (d *Driver) ControllerExpandVolume(ctx context.Context, req *csi.ControllerExpandVolumeRequest) (*csi.ControllerExpandVolumeResponse, error) {
 	id := req.GetVolumeId()
-	size, err := validateExpand(id, req.GetCapacityRange(), req.GetVolumeCapability())
+	size, err := validateExpand(req)
 	if err != nil {
 		return nil, err
 	}
@@ -129,7 +135,7 @@ func validateNodeExpand(req *csi.NodeExpandVolumeRequest) (int64, error) {
 		}
 		return 0, nil
 	}
-	return validateExpand(req.GetVolumeId(), req.GetCapacityRange(), req.GetVolumeCapability())
+	return validateExpandSize(req.GetVolumeId(), req.GetCapacityRange(), req.GetVolumeCapability())
 }
 
 // NodeExpandVolume raises an enforced volume's limit, while it is in use
