@@ -216,4 +216,3 @@ func TestEnforcedIDsSurviveRestart(t *testing.T) {
 		t.Fatalf("after a restart the new volume got project %d, the first one holds %d", got, id)
 	}
 }
-
