@@ -183,7 +183,9 @@ func (l *Ledger) settle(dir string, id uint32, capacity int64) (relabelled, reli
 // block size of both filesystems, so that what is read back matches.
 func roundLimit(capacity int64) int64 { return (capacity + 4095) &^ 4095 }
 
-func (l *Ledger) path(id uint32) string { return filepath.Join(l.dir, strconv.FormatUint(uint64(id), 10)) }
+func (l *Ledger) path(id uint32) string {
+	return filepath.Join(l.dir, strconv.FormatUint(uint64(id), 10))
+}
 
 // Assign gives volumeID a project ID with a hard limit of capacity bytes
 // (the one it holds already, on a retry) and returns it; the caller then
