@@ -15,6 +15,7 @@ import (
 	"github.com/hostpath-provisioner/hpp/internal/capacity"
 	"github.com/hostpath-provisioner/hpp/internal/dirvol"
 	"github.com/hostpath-provisioner/hpp/internal/pool"
+	"github.com/hostpath-provisioner/hpp/internal/prjquota"
 	"github.com/hostpath-provisioner/hpp/internal/selinux"
 )
 
@@ -117,6 +118,11 @@ type Deps struct {
 	Metrics *Metrics
 	// Binding, when set, lets CreateVolume refuse Immediate StorageClasses.
 	Binding BindingModes
+	// Quota enforces the sizes of pools with enforceSize; nil makes such
+	// pools not ready. QuotaStep, when set, hears each step of the quota
+	// layer (a crash test kills the process there).
+	Quota     prjquota.Backend
+	QuotaStep func(step string)
 }
 
 // Driver implements the CSI Identity, Controller and Node services.
