@@ -4,7 +4,6 @@ import (
 	"context"
 	"fmt"
 	"slices"
-	"strings"
 	"testing"
 
 	promv1 "github.com/prometheus-operator/prometheus-operator/pkg/apis/monitoring/v1"
@@ -88,6 +87,10 @@ func TestPrometheusObjectsFollowPrometheusOperator(t *testing.T) {
 			t.Errorf("alert %s: annotations %v labels %v; want runbook_url %s and a severity", name, a.Annotations, a.Labels, want)
 		}
 	}
+	if g := rule.Spec.Groups; len(g) != 2 || g[0].Name != "recordingRules.rules" || g[1].Name != "alerts.rules" ||
+		len(g[0].Rules) != 2 || g[0].Rules[1].Record != "kubevirt_hpp_operator_up" || g[0].Rules[1].Expr.String() != g[0].Rules[0].Expr.String() {
+		t.Errorf("rule groups %+v; want upstream's recordingRules.rules (both records) and alerts.rules", g)
+	}
 	rec := rule.Spec.Groups[0].Rules[0]
 	if want := "sum(up{namespace='" + ns + "', pod=~'hostpath-provisioner-operator-.*'} or vector(0))"; rec.Record != "cluster:kubevirt_hpp_operator_up:sum" || rec.Expr.String() != want {
 		t.Errorf("recording rule %s: %q; want upstream's cluster:kubevirt_hpp_operator_up:sum: %q", rec.Record, rec.Expr.String(), want)
@@ -113,9 +116,12 @@ func TestPrometheusObjectsFollowPrometheusOperator(t *testing.T) {
 	if err := h.get(client.ObjectKey{Namespace: ns, Name: "service-monitor-hpp"}, mon); err != nil {
 		t.Fatal(err)
 	}
-	if e := mon.Spec.Endpoints; len(e) != 1 || e[0].Port != "metrics" || e[0].Scheme == nil || !strings.EqualFold(string(*e[0].Scheme), "https") ||
-		e[0].TLSConfig == nil || e[0].TLSConfig.InsecureSkipVerify == nil || !*e[0].TLSConfig.InsecureSkipVerify {
-		t.Errorf("ServiceMonitor endpoints %+v; want port metrics over https, insecureSkipVerify (self-signed pods)", e)
+	// Upstream's (observed from its operator at 03d4d671): scheme "https",
+	// insecureSkipVerify, minVersion the profile's minimum.
+	if e := mon.Spec.Endpoints; len(e) != 1 || e[0].Port != "metrics" || e[0].Scheme == nil || string(*e[0].Scheme) != "https" ||
+		e[0].TLSConfig == nil || e[0].TLSConfig.InsecureSkipVerify == nil || !*e[0].TLSConfig.InsecureSkipVerify ||
+		e[0].TLSConfig.MinVersion == nil || *e[0].TLSConfig.MinVersion != "TLS12" {
+		t.Errorf("ServiceMonitor endpoints %+v; want port metrics over https, insecureSkipVerify (self-signed pods), minVersion TLS12", e)
 	}
 	if err := h.admin.Delete(h.ctx, mon); err != nil {
 		t.Fatal(err)

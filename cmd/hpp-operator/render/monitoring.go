@@ -117,10 +117,12 @@ func (c *Config) serviceMonitor() *promv1.ServiceMonitor {
 			// kustomize namespace change leaves nothing stale.
 			Selector: metav1.LabelSelector{MatchLabels: map[string]string{PrometheusLabel: "true"}},
 			// TLS with the pods' self-signed certificates (nothing signs
-			// them for Prometheus), as upstream's ServiceMonitor does.
-			Endpoints: []promv1.Endpoint{{Port: metricsPortName, Scheme: ptr.To(promv1.SchemeHTTPS),
+			// them for Prometheus) at the profile's minimum version, as
+			// upstream's ServiceMonitor does (its literal scheme "https").
+			Endpoints: []promv1.Endpoint{{Port: metricsPortName, Scheme: ptr.To(promv1.Scheme("https")),
 				HTTPConfigWithProxyAndTLSFiles: promv1.HTTPConfigWithProxyAndTLSFiles{HTTPConfigWithTLSFiles: promv1.HTTPConfigWithTLSFiles{
-					TLSConfig: &promv1.TLSConfig{SafeTLSConfig: promv1.SafeTLSConfig{InsecureSkipVerify: ptr.To(true)}}}}}},
+					TLSConfig: &promv1.TLSConfig{SafeTLSConfig: promv1.SafeTLSConfig{InsecureSkipVerify: ptr.To(true),
+						MinVersion: ptr.To(promv1.TLSVersion(strings.TrimPrefix(c.metricsTLSVersion(), "Version")))}}}}}},
 		},
 	}
 }
@@ -158,10 +160,11 @@ func (c *Config) prometheusRule() *promv1.PrometheusRule {
 	if template == "" {
 		template = DefaultRunbookURLTemplate
 	}
-	rules := []promv1.Rule{{
-		Record: OperatorUpRecord,
-		Expr:   intstr.FromString(fmt.Sprintf("sum(up{namespace='%s', pod=~'%s-.*'} or vector(0))", c.Namespace, OperatorDeploymentName)),
-	}}
+	// Upstream's groups: both records (the old name kept for dashboards),
+	// then the alerts.
+	up := intstr.FromString(fmt.Sprintf("sum(up{namespace='%s', pod=~'%s-.*'} or vector(0))", c.Namespace, OperatorDeploymentName))
+	records := []promv1.Rule{{Record: OperatorUpRecord, Expr: up}, {Record: "kubevirt_hpp_operator_up", Expr: up}}
+	var rules []promv1.Rule
 	for _, a := range alerts() {
 		rules = append(rules, promv1.Rule{
 			Alert: a.name,
@@ -182,7 +185,8 @@ func (c *Config) prometheusRule() *promv1.PrometheusRule {
 	return &promv1.PrometheusRule{
 		TypeMeta:   metav1.TypeMeta{APIVersion: promv1.SchemeGroupVersion.String(), Kind: promv1.PrometheusRuleKind},
 		ObjectMeta: metav1.ObjectMeta{Name: PrometheusRuleName, Namespace: c.Namespace, Labels: c.monitoringLabels(PrometheusRuleName)},
-		Spec:       promv1.PrometheusRuleSpec{Groups: []promv1.RuleGroup{{Name: "hpp.rules", Rules: rules}}},
+		Spec: promv1.PrometheusRuleSpec{Groups: []promv1.RuleGroup{
+			{Name: "recordingRules.rules", Rules: records}, {Name: "alerts.rules", Rules: rules}}},
 	}
 }
 

@@ -112,7 +112,7 @@ func TestWebhookRatchetsAnUpstreamCR(t *testing.T) {
 	if err := c.Get(ctx, client.ObjectKey{Name: stored.Name}, cur); err != nil {
 		t.Fatal(err)
 	}
-	if got := fmt.Sprint(cur.Spec.FeatureGates, cur.Spec.StoragePools[0].Name, cur.Spec.StoragePools[0].Path); got != "[SomeUpstreamGate] Fast_Pool /var/hpp/" {
+	if got := fmt.Sprintf("%v %s %s", cur.Spec.FeatureGates, cur.Spec.StoragePools[0].Name, cur.Spec.StoragePools[0].Path); got != "[SomeUpstreamGate] Fast_Pool /var/hpp/" {
 		t.Errorf("stored values changed: %s", got)
 	}
 }
