@@ -5,6 +5,8 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"sigs.k8s.io/controller-runtime/pkg/client"
+
+	"github.com/hostpath-provisioner/hpp/internal/contract"
 )
 
 // Objects of the kustomize components for installs without the operator
@@ -26,7 +28,7 @@ func (c *Config) SnapshotterObjects() []client.Object {
 		"apiVersion":     "snapshot.storage.k8s.io/v1",
 		"kind":           "VolumeSnapshotClass",
 		"metadata":       map[string]any{"name": SnapshotClassName, "labels": toAny(c.labels(SnapshotClassName, "csi-driver"))},
-		"driver":         DriverName,
+		"driver":         contract.DriverName,
 		"deletionPolicy": "Delete",
 	}}
 	return []client.Object{
