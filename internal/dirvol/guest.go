@@ -40,11 +40,11 @@ func (s *Store) refuseGuestCreate(id string) error {
 	return nil
 }
 
-// migrateOwnedLegacy rewrites records of earlier versions, unless the root
+// migrateOwnedOldRecords rewrites records of the old format, unless the root
 // is someone else's.
-func (s *Store) migrateOwnedLegacy(ctx context.Context) (int, error) {
+func (s *Store) migrateOwnedOldRecords(ctx context.Context) (int, error) {
 	if s.guest {
 		return 0, nil
 	}
-	return s.migrateLegacy(ctx)
+	return s.migrateOldRecords(ctx)
 }

@@ -39,7 +39,7 @@ type RecoverReport struct {
 func (s *Store) Recover(ctx context.Context) (RecoverReport, error) {
 	var rep RecoverReport
 	var errs []error
-	n, err := s.migrateOwnedLegacy(ctx)
+	n, err := s.migrateOwnedOldRecords(ctx)
 	rep.MigratedRecords = n
 	errs = append(errs, err)
 	n, err = s.emptyStaging(ctx)

@@ -20,9 +20,10 @@ const (
 	StagingDir = ".hpp-staging"
 	TrashDir   = ".hpp-trash"
 	RecordsDir = ".hpp-records"
-	// LegacyMetaDir held the records of earlier versions; Recover moves
-	// them to RecordsDir and removes it.
-	LegacyMetaDir = ".hpp-meta"
+	// OldMetaDir held the records of earlier versions (the old record
+	// format, oldrecords.go); Recover moves them to RecordsDir and
+	// removes it.
+	OldMetaDir = ".hpp-meta"
 	// LockFile carries the cross-node per-id locks of a shared pool.
 	LockFile = ".hpp-lock"
 	// RecordAttr is the extended attribute of a volume directory that holds

@@ -44,7 +44,7 @@ func behaviourSuite(t *testing.T, base string) {
 		{"DeleteDropsStaleMeta", testDeleteStaleMeta},
 		{"RecoverCleansLeftovers", testRecover},
 		{"LongIDRecord", testLongID},
-		{"RecoverMigratesEarlierRecords", testMigrateLegacy},
+		{"RecoverMigratesEarlierRecords", testMigrateOldRecords},
 		{"RecoverMovesRecordFilesIntoAttributes", testRecordFilesToAttrs},
 		{"UsageOfKnownContent", testUsageKnown},
 		{"UsageCountsHardLinksOnce", testUsageHardLink},
@@ -436,7 +436,7 @@ func testLongID(t *testing.T, root string) {
 // Pools written by earlier versions keep working: every shape of their
 // records (a file, an inline symbolic link, a hashed name for a long id) is
 // rewritten in the Store's form by Recover; orphans go, foreign files stay.
-func testMigrateLegacy(t *testing.T, root string) {
+func testMigrateOldRecords(t *testing.T, root string) {
 	s := open(t, root, nil)
 	long := strings.Repeat("y", 255)
 	for _, id := range []string{"pvc-file", "pvc-link", long, "pvc-eph"} {
@@ -444,28 +444,28 @@ func testMigrateLegacy(t *testing.T, root string) {
 			t.Fatal(err)
 		}
 	}
-	legacy := filepath.Join(root, dirvol.LegacyMetaDir)
-	if err := os.Mkdir(legacy, 0o700); err != nil {
+	oldDir := filepath.Join(root, dirvol.OldMetaDir)
+	if err := os.Mkdir(oldDir, 0o700); err != nil {
 		t.Fatal(err)
 	}
 	rec := func(id, kind string, capacity int64) string {
 		return fmt.Sprintf(`{"formatVersion":1,"id":%q,"kind":%q,"capacityBytes":%d,"created":"2025-01-02T03:04:05Z","uid":-1,"gid":-1,"mode":"0750"}`, id, kind, capacity)
 	}
-	writeLegacy := func(name, data string) {
-		if err := os.WriteFile(filepath.Join(legacy, name), []byte(data), 0o600); err != nil {
+	writeOld := func(name, data string) {
+		if err := os.WriteFile(filepath.Join(oldDir, name), []byte(data), 0o600); err != nil {
 			t.Fatal(err)
 		}
 	}
-	writeLegacy("pvc-file.json", rec("pvc-file", "persistent", 11))
-	if err := os.Symlink(rec("pvc-link", "persistent", 22), filepath.Join(legacy, "pvc-link.json")); err != nil {
+	writeOld("pvc-file.json", rec("pvc-file", "persistent", 11))
+	if err := os.Symlink(rec("pvc-link", "persistent", 22), filepath.Join(oldDir, "pvc-link.json")); err != nil {
 		t.Fatal(err)
 	}
-	if err := os.Symlink(rec("pvc-eph", "ephemeral", 0), filepath.Join(legacy, "pvc-eph.json")); err != nil {
+	if err := os.Symlink(rec("pvc-eph", "ephemeral", 0), filepath.Join(oldDir, "pvc-eph.json")); err != nil {
 		t.Fatal(err)
 	}
-	writeLegacy(".sha256-0123.json", rec(long, "persistent", 33))
-	writeLegacy("pvc-orphan.json", rec("pvc-orphan", "persistent", 44))
-	writeLegacy("notes.txt", "foreign")
+	writeOld(".sha256-0123.json", rec(long, "persistent", 33))
+	writeOld("pvc-orphan.json", rec("pvc-orphan", "persistent", 44))
+	writeOld("notes.txt", "foreign")
 
 	rep, err := s.Recover(context.Background())
 	if err != nil {
@@ -487,10 +487,10 @@ func testMigrateLegacy(t *testing.T, root string) {
 		}
 	}
 	if hasRecord(t, root, "pvc-orphan") {
-		t.Error("orphan legacy record migrated")
+		t.Error("orphan oldDir record migrated")
 	}
-	if got := names(t, legacy); !slices.Equal(got, []string{"notes.txt"}) {
-		t.Errorf("legacy meta directory holds %q, want only the foreign notes.txt", got)
+	if got := names(t, oldDir); !slices.Equal(got, []string{"notes.txt"}) {
+		t.Errorf("oldDir meta directory holds %q, want only the foreign notes.txt", got)
 	}
 	if got := s.Reserved(); got != 11+22+33 {
 		t.Errorf("Reserved() = %d after migration, want %d", got, 11+22+33)

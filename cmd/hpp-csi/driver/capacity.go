@@ -3,7 +3,6 @@ package driver
 import (
 	"context"
 	"fmt"
-	"path/filepath"
 
 	"github.com/container-storage-interface/spec/lib/go/csi"
 	"google.golang.org/grpc/codes"
@@ -37,24 +36,6 @@ func (d *Driver) poolCapacity(ctx context.Context, p *poolState, store *dirvol.S
 		c.offered = max(0, c.offered-c.reserved)
 	}
 	return c, nil
-}
-
-// noteUsage tells the store holding the volume at path what it was measured
-// to use, for its reservation sum. Volumes are direct children of a
-// store's root.
-func (d *Driver) noteUsage(path string, u dirvol.Usage) {
-	dir, id := filepath.Split(path)
-	dir = filepath.Clean(dir)
-	for _, p := range d.pools {
-		p.mu.Lock()
-		store := p.store
-		p.mu.Unlock()
-		if store != nil && store.Root() == dir {
-			store.NoteUsage(id, u.Bytes)
-			return
-		}
-	}
-	d.noteLegacyUsage(dir, id, u)
 }
 
 // checkFits refuses a volume the pool cannot hold: OutOfRange when it could
@@ -118,7 +99,7 @@ func (d *Driver) GetCapacity(ctx context.Context, req *csi.GetCapacityRequest) (
 			return &csi.GetCapacityResponse{}, nil
 		}
 	}
-	store, err := d.storeOf(p)
+	store, err := d.storeOf(p.own)
 	if err != nil {
 		// A pool that is not mounted offers nothing; that is an answer,
 		// not an error the capacity controller should retry.

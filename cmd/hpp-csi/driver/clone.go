@@ -92,7 +92,7 @@ func (d *Driver) resolveSource(ctx context.Context, src *csi.VolumeContentSource
 		if err != nil {
 			return cs, err
 		}
-		_, vol, err := d.findVolume(ctx, id, "")
+		l, err := d.findVolume(ctx, id, "")
 		if err != nil {
 			release()
 			if isNotFound(err) || status.Code(err) == codes.InvalidArgument {
@@ -100,7 +100,7 @@ func (d *Driver) resolveSource(ctx context.Context, src *csi.VolumeContentSource
 			}
 			return cs, err
 		}
-		cs.dir, cs.size, cs.release = vol.Path, vol.CapacityBytes, release
+		cs.dir, cs.size, cs.release = l.vol.Path, l.vol.CapacityBytes, release
 	}
 	if size > 0 && cs.size > size {
 		cs.release()
@@ -141,7 +141,7 @@ func (d *Driver) snapModeOf(p *poolState) treecopy.Mode {
 // returns the release of the source's lock.
 func (d *Driver) withSource(ctx context.Context, p *poolState, cr createRequest, src *csi.VolumeContentSource, spec *dirvol.Spec) (func(), error) {
 	spec.Attributes[contentSourceAttr] = sourceKey(src)
-	if store, err := d.storeOf(p); err == nil {
+	if store, err := d.storeOf(p.own); err == nil {
 		if _, err := store.Get(ctx, cr.name); err == nil {
 			return func() {}, nil
 		}

@@ -157,22 +157,18 @@ func (d *Driver) DeleteVolume(ctx context.Context, req *csi.DeleteVolumeRequest)
 		return nil, err
 	}
 	defer release()
-	p, vol, err := d.findVolume(ctx, id, "")
+	l, err := d.findVolume(ctx, id, "")
 	if isNotFound(err) {
 		return &csi.DeleteVolumeResponse{}, nil
 	}
 	if err != nil {
 		return nil, err
 	}
-	store, err := d.storeHolding(p, vol)
-	if err != nil {
-		return nil, toStatus("opening pool", err)
-	}
-	if err := store.Delete(ctx, id); err != nil {
+	if err := l.store.Delete(ctx, id); err != nil {
 		return nil, toStatus("deleting volume directory", err)
 	}
-	d.stats.forget(vol.Path)
-	d.log.Info("volume deleted", zap.String("volume", id), zap.String("pool", p.name()), zap.String("path", vol.Path))
+	d.stats.forget(l.vol.Path)
+	d.log.Info("volume deleted", zap.String("volume", id), zap.String("pool", l.pool.name()), zap.String("path", l.vol.Path))
 	return &csi.DeleteVolumeResponse{}, nil
 }
 
@@ -186,7 +182,7 @@ func (d *Driver) ValidateVolumeCapabilities(ctx context.Context, req *csi.Valida
 	if _, err := parseParams(req.GetParameters()); err != nil {
 		return nil, err
 	}
-	_, _, multiNode, err := d.findForContext(ctx, req.GetVolumeId(), req.GetVolumeContext())
+	_, multiNode, err := d.findForContext(ctx, req.GetVolumeId(), req.GetVolumeContext())
 	if err != nil {
 		return nil, err
 	}
@@ -206,12 +202,12 @@ func (d *Driver) ControllerGetVolume(ctx context.Context, req *csi.ControllerGet
 	if err := validateVolumeID(req.GetVolumeId()); err != nil {
 		return nil, err
 	}
-	p, vol, err := d.findVolume(ctx, req.GetVolumeId(), "")
+	l, err := d.findVolume(ctx, req.GetVolumeId(), "")
 	if err != nil {
 		return nil, err
 	}
-	v := d.createResponse(p, vol).GetVolume()
-	if isLegacyVolume(p, vol) {
+	v := d.createResponse(l.pool, l.vol).GetVolume()
+	if l.inLegacy() {
 		v.VolumeContext[contract.VolumeContextLayout] = contract.LayoutLegacy
 	}
 	return &csi.ControllerGetVolumeResponse{

@@ -2,6 +2,7 @@ package driver
 
 import (
 	"context"
+	"fmt"
 	"os"
 	"path/filepath"
 	"testing"
@@ -32,8 +33,6 @@ func TestCreateVolumeRefusesBadRequests(t *testing.T) {
 	badMode.Parameters[ParamDirectoryMode] = "0644"
 	badUID := createReq("pvc-1", "fast", 1<<20)
 	badUID.Parameters[ParamDirectoryUID] = "-5"
-	fsType := createReq("pvc-1", "fast", 1<<20)
-	fsType.VolumeCapabilities[0].GetMount().FsType = "ext4"
 	limit := createReq("pvc-1", "fast", 2<<20)
 	limit.CapacityRange.LimitBytes = 1 << 20
 	clone := createReq("pvc-1", "fast", 1<<20)
@@ -58,7 +57,6 @@ func TestCreateVolumeRefusesBadRequests(t *testing.T) {
 		{"mode without owner rwx", badMode, codes.InvalidArgument, []string{"parameters.directoryMode", "owner rwx"}},
 		{"negative uid", badUID, codes.InvalidArgument, []string{"parameters.directoryUID", `"-5"`}},
 		{"unknown pool", createReq("pvc-1", "nope", 1), codes.InvalidArgument, []string{"parameters.storagePool", "nope"}},
-		{"fs type", fsType, codes.InvalidArgument, []string{`fs_type "ext4" is not supported`}},
 		{"required over limit", limit, codes.InvalidArgument, []string{"exceeds limit_bytes"}},
 		{"clone", clone, codes.InvalidArgument, []string{"volume_content_source"}},
 	}
@@ -111,6 +109,27 @@ func TestCreateVolumeCreatesDirectoryAndIsIdempotent(t *testing.T) {
 	// Same name in another pool.
 	_, err = h.d.CreateVolume(ctx, createReq("pvc-1", "slow", 1<<20))
 	wantCode(t, err, codes.AlreadyExists, `already exists in storage pool "fast", not in the requested pool "slow"`)
+}
+
+// Upstream's csi-provisioner runs with --default-fstype=xfs, and upstream's
+// StorageClasses may name any fs type: a directory volume ignores it.
+func TestCreateVolumeIgnoresFsType(t *testing.T) {
+	h := newHarness(t)
+	for i, fs := range []string{"xfs", "ext4", "ext3", "btrfs"} {
+		id := fmt.Sprintf("pvc-%d", i)
+		req := createReq(id, "fast", 1<<20)
+		req.VolumeCapabilities[0].GetMount().FsType = fs
+		resp, err := h.d.CreateVolume(context.Background(), req)
+		if err != nil {
+			t.Fatalf("fsType %s: %v", fs, err)
+		}
+		if got := resp.GetVolume().GetVolumeId(); got != id {
+			t.Fatalf("fsType %s: volume id %q, want %q", fs, got, id)
+		}
+		if fi, err := os.Stat(filepath.Join(h.pools["fast"], id)); err != nil || !fi.IsDir() {
+			t.Fatalf("fsType %s: volume directory: %v", fs, err)
+		}
+	}
 }
 
 func TestCreateVolumeCapacityChecks(t *testing.T) {

@@ -147,14 +147,8 @@ func New(cfg Config, deps Deps) (*Driver, error) {
 	}
 	d := &Driver{cfg: cfg, deps: deps, log: deps.Logger, locks: newVolumeLocks()}
 	d.stats = newUsageCache(deps.FS.Usage, deps.Now, cfg.StatsCacheTTL, cfg.StatsTimeout)
-	d.stats.observe = d.noteUsage
 	for _, p := range cfg.Pools.All() {
-		d.pools = append(d.pools, &poolState{
-			cfg:      p,
-			headroom: capacity.Headroom{Bytes: p.ReservedBytes, Percent: p.ReservedPercent},
-			notOpen:  "not opened yet",
-			legacy:   newLegacyRoot(p),
-		})
+		d.pools = append(d.pools, newPoolState(p))
 	}
 	deps.Metrics.registerPools(d)
 	return d, nil

@@ -46,24 +46,20 @@ func (d *Driver) ensureEphemeral(ctx context.Context, req *csi.NodePublishVolume
 }
 
 func (d *Driver) deleteIfEphemeral(ctx context.Context, id string) error {
-	p, vol, err := d.findOwnVolume(ctx, id, "")
+	l, err := d.findOwnVolume(ctx, id, "")
 	if isNotFound(err) {
 		return nil
 	}
 	if err != nil {
 		return err
 	}
-	if vol.Kind != dirvol.KindEphemeral {
+	if l.vol.Kind != dirvol.KindEphemeral {
 		return nil
 	}
-	store, err := d.storeOf(p)
-	if err != nil {
-		return toStatus("opening pool", err)
-	}
-	if err := store.Delete(ctx, id); err != nil {
+	if err := l.store.Delete(ctx, id); err != nil {
 		return toStatus("deleting ephemeral volume", err)
 	}
-	d.stats.forget(vol.Path)
-	d.log.Info("ephemeral volume deleted", zap.String("volume", id), zap.String("pool", p.name()))
+	d.stats.forget(l.vol.Path)
+	d.log.Info("ephemeral volume deleted", zap.String("volume", id), zap.String("pool", l.pool.name()))
 	return nil
 }

@@ -38,15 +38,18 @@ func (d *Driver) ControllerExpandVolume(ctx context.Context, req *csi.Controller
 		return nil, err
 	}
 	defer release()
-	p, vol, err := d.findVolume(ctx, id, "")
+	l, err := d.findVolume(ctx, id, "")
 	if err != nil {
 		return nil, err
 	}
+	p, vol := l.pool, l.vol
 	resp := &csi.ControllerExpandVolumeResponse{CapacityBytes: vol.CapacityBytes, NodeExpansionRequired: false}
 	if vol.CapacityBytes >= size && vol.CapacityBytes > 0 {
 		return resp, nil
 	}
-	store, err := d.storeOf(p)
+	// The record is written in the pool's own directory (a legacy volume's
+	// is hpp-legacy's to write, so expanding one is refused as not found).
+	store, err := d.storeOf(p.own)
 	if err != nil {
 		return nil, toStatus("opening pool", err)
 	}

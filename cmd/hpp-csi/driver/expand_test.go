@@ -47,7 +47,7 @@ func TestControllerExpandVolume(t *testing.T) {
 	if got := recordedCapacity(t, h.pools["fast"], "pvc-1"); got != 128<<20 {
 		t.Fatalf("record says %d bytes, want %d", got, 128<<20)
 	}
-	store, _ := h.d.storeOf(h.d.pools[0])
+	store, _ := h.d.storeOf(h.d.pools[0].own)
 	if got := store.Reserved(); got != 128<<20 {
 		t.Fatalf("reserved = %d, want the new size %d", got, 128<<20)
 	}

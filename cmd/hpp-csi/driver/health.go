@@ -2,9 +2,7 @@ package driver
 
 import (
 	"context"
-	"errors"
 	"fmt"
-	"io/fs"
 
 	"github.com/container-storage-interface/spec/lib/go/csi"
 	"google.golang.org/grpc/codes"
@@ -14,10 +12,9 @@ import (
 	"github.com/hostpath-provisioner/hpp/internal/dirvol"
 )
 
-// Reasons are CamelCase per the CSI spec; messages say what to do.
+// Reasons are CamelCase per the CSI spec; messages say what to do. The
+// reasons of unreachable directories are in root_health.go.
 const (
-	reasonPoolPathMissing  = "PoolPathMissing"
-	reasonPoolMountLost    = "PoolMountLost"
 	reasonPoolFull         = "PoolFull"
 	reasonPoolNoInodes     = "PoolOutOfInodes"
 	reasonVolumeDirMissing = "VolumeDirectoryMissing"
@@ -30,39 +27,6 @@ type problem struct {
 	unreachable bool
 	reason      string
 	message     string
-}
-
-// poolProblems inspects a pool as it is now: its directory, whether it is
-// still on the filesystem it was opened on, free space and inodes.
-func (d *Driver) poolProblems(p *poolState) []problem {
-	p.mu.Lock()
-	opened := p.device
-	p.mu.Unlock()
-	dev, err := d.deps.FS.DeviceOf(p.cfg.Path)
-	if err != nil {
-		msg := fmt.Sprintf("storage pool %q: cannot stat %s: %v", p.name(), p.cfg.Path, err)
-		reason := reasonPoolPathMissing
-		switch {
-		case errors.Is(err, fs.ErrNotExist) && opened != 0:
-			// The volumes directory lives on the pool's disk: it vanishes
-			// with the mount.
-			reason = reasonPoolMountLost
-			msg = fmt.Sprintf("storage pool %q: %s was there when the pool was opened and is gone now; its mount disappeared (remount it; hpp-csi does not recreate it)", p.name(), p.cfg.Path)
-		case errors.Is(err, fs.ErrNotExist):
-			msg = fmt.Sprintf("storage pool %q: directory %s is missing; mount the pool's disk", p.name(), p.cfg.Path)
-		}
-		return []problem{{unreachable: true, reason: reason, message: msg}}
-	}
-	if opened != 0 && dev != opened {
-		return []problem{{unreachable: true, reason: reasonPoolMountLost, message: fmt.Sprintf(
-			"storage pool %q: %s is now on another filesystem (device %d, was %d); its mount disappeared and writes would land on the wrong disk",
-			p.name(), p.cfg.Path, dev, opened)}}
-	}
-	st, err := d.deps.FS.Statfs(p.cfg.Path)
-	if err != nil {
-		return []problem{{unreachable: true, reason: reasonPoolPathMissing, message: fmt.Sprintf("storage pool %q: statfs %s: %v", p.name(), p.cfg.Path, err)}}
-	}
-	return spaceProblems(p, st)
 }
 
 func spaceProblems(p *poolState, st capacity.Stats) []problem {
@@ -95,52 +59,22 @@ func volumeHealth(id string, problems []problem) *csi.VolumeHealth {
 // plus its own directory. A volume whose metadata survives but whose
 // directory is gone was removed behind the driver's back.
 func (d *Driver) volumeProblems(ctx context.Context, id string) ([]problem, error) {
-	p, vol, err := d.findVolume(ctx, id, "")
+	l, err := d.findVolume(ctx, id, "")
 	if err == nil {
-		return d.volumeProblemsOf(p, vol), nil
+		return d.volumeProblemsOf(l), nil
 	}
 	if status.Code(err) == codes.Unavailable {
 		// Not on any usable pool, and some pool cannot be read: the
 		// volume is most likely there, and that pool's problem is its.
-		return d.unusablePoolProblems(ctx), nil
+		return d.unusableRootProblems(), nil
 	}
 	if !isNotFound(err) {
 		return nil, err
 	}
-	for _, p := range d.pools {
-		store, oerr := d.storeOf(p)
-		if oerr != nil {
-			continue
-		}
-		missing, merr := store.Missing(ctx)
-		if merr != nil {
-			return nil, toStatus("listing missing volumes", merr)
-		}
-		for _, m := range missing {
-			if m.ID == id {
-				return append(d.poolProblems(p), missingDirProblem(p, m)), nil
-			}
-		}
-	}
-	if problems, ok, merr := d.missingLegacy(ctx, id); ok || merr != nil {
+	if problems, ok, merr := d.findMissing(ctx, id); ok || merr != nil {
 		return problems, merr
 	}
 	return nil, err
-}
-
-func (d *Driver) unusablePoolProblems(ctx context.Context) []problem {
-	var out []problem
-	for _, p := range d.pools {
-		if _, err := d.storeOf(p); err == nil {
-			continue
-		}
-		for _, pr := range d.poolProblems(p) {
-			if pr.unreachable {
-				out = append(out, pr)
-			}
-		}
-	}
-	return append(out, d.unusableLegacyProblems()...)
 }
 
 func missingDirProblem(p *poolState, v dirvol.Volume) problem {
@@ -165,11 +99,11 @@ func (d *Driver) ControllerListVolumeHealth(ctx context.Context, req *csi.Contro
 	var abnormal []listed
 	byID := map[string][]problem{}
 	for _, p := range d.pools {
-		store, err := d.storeOf(p)
+		store, err := d.storeOf(p.own)
 		if err != nil {
 			continue
 		}
-		poolProblems := d.poolProblems(p)
+		poolProblems := d.rootProblems(p, p.own)
 		vols, err := store.List(ctx)
 		if err != nil {
 			return nil, toStatus("listing volumes of pool "+p.name(), err)
@@ -249,7 +183,7 @@ func (d *Driver) NodeGetStorageHealth(context.Context, *csi.NodeGetStorageHealth
 	resp := &csi.NodeGetStorageHealthResponse{}
 	index := map[string]*csi.NodeGetStorageHealthResponse_StorageBackendHealth{}
 	for _, p := range d.pools {
-		for _, pr := range append(d.poolProblems(p), d.legacyProblems(p)...) {
+		for _, pr := range append(d.rootProblems(p, p.own), d.rootProblems(p, p.legacy)...) {
 			st := csi.StorageHealthErrorType_STORAGE_DEGRADED
 			if pr.unreachable {
 				st = csi.StorageHealthErrorType_STORAGE_UNREACHABLE

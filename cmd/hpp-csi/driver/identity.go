@@ -56,11 +56,11 @@ func (d *Driver) Ready(ctx context.Context) error {
 		if p.cfg.Mounted {
 			continue
 		}
-		if _, err := d.storeOf(p); err != nil {
+		if _, err := d.storeOf(p.own); err != nil {
 			problems = append(problems, err.Error())
 			continue
 		}
-		for _, pr := range d.poolProblems(p) {
+		for _, pr := range d.rootProblems(p, p.own) {
 			if pr.unreachable {
 				problems = append(problems, pr.message)
 			}

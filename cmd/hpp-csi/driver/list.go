@@ -40,7 +40,7 @@ func decodeToken(tok string) (poolName, id string, err error) {
 func (d *Driver) allVolumes(ctx context.Context) ([]listed, error) {
 	var out []listed
 	for _, p := range d.pools {
-		store, err := d.storeOf(p)
+		store, err := d.storeOf(p.own)
 		if err != nil {
 			continue
 		}

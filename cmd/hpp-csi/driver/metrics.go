@@ -98,7 +98,7 @@ func (c *poolCollector) Collect(ch chan<- prometheus.Metric) {
 	anyShares, known := 0.0, false
 	for _, p := range c.d.pools {
 		healthy := 1.0
-		if len(c.d.poolProblems(p)) > 0 {
+		if len(c.d.rootProblems(p, p.own)) > 0 {
 			healthy = 0
 		}
 		ch <- prometheus.MustNewConstMetric(poolHealthyDesc, prometheus.GaugeValue, healthy, p.name())

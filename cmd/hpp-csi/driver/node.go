@@ -83,7 +83,9 @@ func (d *Driver) NodePublishVolume(ctx context.Context, req *csi.NodePublishVolu
 		p, vol, err = d.ensureEphemeral(ctx, req)
 		multiNode = err == nil && p.shared()
 	} else {
-		_, vol, multiNode, err = d.findForContext(ctx, id, req.GetVolumeContext())
+		var l located
+		l, multiNode, err = d.findForContext(ctx, id, req.GetVolumeContext())
+		vol = l.vol
 	}
 	if err != nil {
 		return nil, err

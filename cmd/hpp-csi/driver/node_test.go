@@ -59,6 +59,30 @@ func TestNodePublishAndUnpublish(t *testing.T) {
 	}
 }
 
+// A PV that upstream's provisioner wrote carries spec.csi.fsType: xfs; kubelet
+// passes it on every publish, and the volume must mount as before.
+func TestNodePublishIgnoresUpstreamFsType(t *testing.T) {
+	h := newHarness(t)
+	ctx := context.Background()
+	if _, err := h.d.CreateVolume(ctx, createReq("pvc-1", "fast", 1)); err != nil {
+		t.Fatal(err)
+	}
+	target := filepath.Join(h.dir, "pods", "uid", "mount")
+	req := publishReq("pvc-1", target)
+	req.VolumeCapability.GetMount().FsType = "xfs"
+	if _, err := h.d.NodePublishVolume(ctx, req); err != nil {
+		t.Fatalf("publish with fsType xfs: %v", err)
+	}
+	if src := filepath.Join(h.pools["fast"], "pvc-1"); h.mounter.mounts[target] != src {
+		t.Fatalf("mounts %v, want %s at %s", h.mounter.mounts, src, target)
+	}
+	vr, err := h.d.ValidateVolumeCapabilities(ctx, &csi.ValidateVolumeCapabilitiesRequest{
+		VolumeId: "pvc-1", VolumeCapabilities: []*csi.VolumeCapability{req.VolumeCapability}})
+	if err != nil || vr.GetConfirmed() == nil {
+		t.Fatalf("ValidateVolumeCapabilities with fsType xfs = %v, %v; want confirmed", vr, err)
+	}
+}
+
 func TestNodeUnpublishKeepsDataInAnUnmountedTarget(t *testing.T) {
 	h := newHarness(t)
 	target := filepath.Join(h.dir, "target")

@@ -21,11 +21,10 @@ import (
 func (d *Driver) OpenPools(ctx context.Context) error {
 	var errs []error
 	for _, p := range d.pools {
-		if err := d.openPool(ctx, p); err != nil {
-			errs = append(errs, err)
-		}
-		if err := d.openLegacy(ctx, p); err != nil {
-			errs = append(errs, err)
+		for _, r := range p.roots() {
+			if err := d.openRoot(ctx, p, r); err != nil {
+				errs = append(errs, err)
+			}
 		}
 	}
 	return errors.Join(errs...)
@@ -39,10 +38,13 @@ func (d *Driver) RetryPools(ctx context.Context, interval time.Duration) {
 	for {
 		waiting := 0
 		for _, p := range d.pools {
-			if d.isOpen(p) && p.legacy.isOpen() {
-				continue
+			var errs []error
+			for _, r := range p.roots() {
+				if !r.isOpen() {
+					errs = append(errs, d.openRoot(ctx, p, r))
+				}
 			}
-			if err := errors.Join(d.openPool(ctx, p), d.openLegacy(ctx, p)); err != nil {
+			if err := errors.Join(errs...); err != nil {
 				waiting++
 				d.log.Debug("storage pool still not usable", zap.String("pool", p.name()), zap.Error(err))
 			}
@@ -58,33 +60,19 @@ func (d *Driver) RetryPools(ctx context.Context, interval time.Duration) {
 	}
 }
 
-func (d *Driver) isOpen(p *poolState) bool {
-	p.mu.Lock()
-	defer p.mu.Unlock()
-	return p.store != nil
-}
-
-// openPool makes the pool's volumes directory when its parent exists (as
+// openOwnRoot makes the pool's volumes directory when its parent exists (as
 // the KubeVirt driver does at start), opens it and recovers half-done
 // operations. A missing parent is the pool's disk not being mounted:
 // creating the directory then would put volumes on the OS disk, so the pool
 // stays closed and Probe says why.
-func (d *Driver) openPool(ctx context.Context, p *poolState) error {
-	p.mu.Lock()
-	defer p.mu.Unlock()
-	if p.store != nil {
-		return nil
+func (d *Driver) openOwnRoot(ctx context.Context, p *poolState) (*dirvol.Store, uint64, error) {
+	notReady := func(format string, args ...any) (*dirvol.Store, uint64, error) {
+		return nil, 0, &errPoolNotReady{pool: p.cfg.Name, reason: fmt.Sprintf(format, args...)}
 	}
-	err := d.openLocked(ctx, p)
-	if err != nil {
-		p.notOpen = notOpenReason(err)
-	}
-	return err
-}
-
-func (d *Driver) openLocked(ctx context.Context, p *poolState) error {
-	notReady := func(format string, args ...any) error {
-		return &errPoolNotReady{pool: p.cfg.Name, reason: fmt.Sprintf(format, args...)}
+	if p.cfg.EnforceSize {
+		// Until the project quota layer is in, a pool that asks for
+		// enforcement is refused rather than silently unenforced.
+		return notReady("enforceSize: size enforcement is not in this build of hpp-csi yet; remove \"enforceSize\" from the pool or update hpp-csi")
 	}
 	parent := filepath.Dir(p.cfg.Path)
 	if _, err := d.deps.FS.DeviceOf(parent); err != nil {
@@ -97,7 +85,7 @@ func (d *Driver) openLocked(ctx context.Context, p *poolState) error {
 	// marker it is not mounted, and dirvol.Open would make hpp's areas in
 	// the bare directory on the OS disk.
 	if err := checkMounted(p.cfg); err != nil {
-		return err
+		return nil, 0, err
 	}
 	store, err := dirvol.Open(p.cfg.Path, dirvol.Options{Logger: d.log.Named("dirvol"), PurgeInBackground: true,
 		NodeID: d.cfg.NodeID, Shared: p.cfg.Shared, NotVolumes: notVolumes(p.cfg)})
@@ -120,6 +108,8 @@ func (d *Driver) openLocked(ctx context.Context, p *poolState) error {
 	if err != nil {
 		return notReady("%v", err)
 	}
-	p.store, p.device, p.notOpen, p.copies = store, dev, "", copies
-	return nil
+	p.mu.Lock()
+	p.copies = copies
+	p.mu.Unlock()
+	return store, dev, nil
 }

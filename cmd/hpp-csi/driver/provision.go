@@ -28,7 +28,7 @@ type provisioning struct {
 // for SELinux is removed again, so the CO's retry starts clean; if that
 // removal fails too, both errors are returned.
 func (d *Driver) provision(ctx context.Context, r provisioning) (dirvol.Volume, error) {
-	store, err := d.storeOf(r.pool)
+	store, err := d.storeOf(r.pool.own)
 	if err != nil {
 		return dirvol.Volume{}, toStatus("opening pool", err)
 	}
@@ -80,7 +80,7 @@ func (d *Driver) refuseSameNameElsewhere(ctx context.Context, name string, want 
 		if p == want {
 			continue
 		}
-		store, err := d.storeOf(p)
+		store, err := d.storeOf(p.own)
 		if err != nil {
 			continue
 		}

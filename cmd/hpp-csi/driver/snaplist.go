@@ -52,7 +52,7 @@ func (d *Driver) allSnapshots(ctx context.Context, source string) ([]listed, map
 	var out []listed
 	byKey := map[string]snapshot.Snapshot{}
 	for _, p := range d.pools {
-		if _, err := d.storeOf(p); err != nil {
+		if _, err := d.storeOf(p.own); err != nil {
 			continue
 		}
 		snaps := d.snapStore(p)

@@ -71,7 +71,7 @@ func (d *Driver) CreateSnapshot(ctx context.Context, req *csi.CreateSnapshotRequ
 		return nil, err
 	}
 	defer releaseVol()
-	p, vol, err := d.findVolume(ctx, req.GetSourceVolumeId(), "")
+	l, err := d.findVolume(ctx, req.GetSourceVolumeId(), "")
 	if isNotFound(err) {
 		return nil, notFound("volume %q is not on node %s: snapshots are node-local, taken by the node that holds the volume (run csi-snapshotter per node with --node-deployment)",
 			req.GetSourceVolumeId(), d.cfg.NodeID)
@@ -79,6 +79,7 @@ func (d *Driver) CreateSnapshot(ctx context.Context, req *csi.CreateSnapshotRequ
 	if err != nil {
 		return nil, err
 	}
+	p, vol := l.pool, l.vol
 	snaps := d.snapStore(p)
 	if snaps == nil {
 		return nil, failedPrecondition("storage pool %q on node %s takes no snapshots: set its snapshotProvider (\"reflink\") in --datadir (the operator's Snapshotting feature gate and the pool's snapshotProvider)",
@@ -158,7 +159,7 @@ func (d *Driver) findSnapshot(ctx context.Context, id string) (*poolState, snaps
 		if !snapshotsOn(p.cfg) {
 			continue
 		}
-		if _, err := d.storeOf(p); err != nil {
+		if _, err := d.storeOf(p.own); err != nil {
 			notReady = err
 			continue
 		}

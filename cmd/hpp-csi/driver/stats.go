@@ -23,9 +23,6 @@ type usageCache struct {
 	ttl     time.Duration
 	timeout time.Duration
 	group   singleflight.Group
-	// observe, when set, hears every fresh measurement (reservation-aware
-	// capacity keeps its sum with it).
-	observe func(path string, u dirvol.Usage)
 
 	mu      sync.Mutex
 	entries map[string]usageEntry
@@ -40,8 +37,10 @@ func newUsageCache(walk func(context.Context, string) (dirvol.Usage, error), now
 	return &usageCache{walk: walk, now: now, ttl: ttl, timeout: timeout, entries: map[string]usageEntry{}}
 }
 
-// get returns a fresh-enough usage of path, walking it when needed.
-func (c *usageCache) get(ctx context.Context, path string) (dirvol.Usage, error) {
+// get returns a fresh-enough usage of path, walking it when needed; observe,
+// when set, hears every fresh measurement (reservation-aware capacity keeps
+// its sum with it).
+func (c *usageCache) get(ctx context.Context, path string, observe func(dirvol.Usage)) (dirvol.Usage, error) {
 	c.mu.Lock()
 	e, ok := c.entries[path]
 	c.mu.Unlock()
@@ -60,8 +59,8 @@ func (c *usageCache) get(ctx context.Context, path string) (dirvol.Usage, error)
 		c.mu.Lock()
 		c.entries[path] = usageEntry{usage: u, at: c.now()}
 		c.mu.Unlock()
-		if c.observe != nil {
-			c.observe(path, u)
+		if observe != nil {
+			observe(u)
 		}
 		return u, nil
 	})
@@ -99,19 +98,19 @@ func (d *Driver) NodeGetVolumeStats(ctx context.Context, req *csi.NodeGetVolumeS
 	if !exists {
 		return nil, notFound("volume_path %s does not exist on node %s", req.GetVolumePath(), d.cfg.NodeID)
 	}
-	p, vol, err := d.findVolume(ctx, req.GetVolumeId(), "")
+	l, err := d.findVolume(ctx, req.GetVolumeId(), "")
 	if err != nil {
 		return nil, err
 	}
-	used, err := d.stats.get(ctx, vol.Path)
+	used, err := d.stats.get(ctx, l.vol.Path, func(u dirvol.Usage) { l.store.NoteUsage(l.vol.ID, u.Bytes) })
 	if err != nil {
 		return nil, toStatus("measuring volume usage", err)
 	}
-	st, err := d.deps.FS.Statfs(rootOf(p, vol))
+	st, err := d.deps.FS.Statfs(l.root.path)
 	if err != nil {
-		return nil, internal(fmt.Sprintf("statfs of pool %q", p.name()), err)
+		return nil, internal(fmt.Sprintf("statfs of pool %q", l.pool.name()), err)
 	}
-	available := capacity.Offered(st, p.headroom)
+	available := capacity.Offered(st, l.pool.headroom)
 	return &csi.NodeGetVolumeStatsResponse{Usage: []*csi.VolumeUsage{
 		{Unit: csi.VolumeUsage_BYTES, Used: used.Bytes, Available: available, Total: used.Bytes + available},
 		{Unit: csi.VolumeUsage_INODES, Used: used.Inodes, Available: st.FreeInodes, Total: used.Inodes + st.FreeInodes},

@@ -66,9 +66,11 @@ func checkCapability(c *csi.VolumeCapability, shared bool) string {
 	if m == nil {
 		return "access type is required (mount)"
 	}
-	if m.GetFsType() != "" {
-		return fmt.Sprintf("fs_type %q is not supported: a hostpath volume is a directory on the pool's filesystem (leave csi.storage.k8s.io/fstype unset)", m.GetFsType())
-	}
+	// The fs type is ignored, as upstream's driver ignores it: a volume is a
+	// directory on the pool's filesystem, so there is nothing to format.
+	// Upstream's csi-provisioner runs with --default-fstype=xfs, so every PV it
+	// wrote carries fsType xfs (immutable), and its StorageClasses may name
+	// any type; refusing them would leave those volumes unmountable.
 	if _, err := parseMountFlags(m.GetMountFlags()); err != nil {
 		return err.Error()
 	}

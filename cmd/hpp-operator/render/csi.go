@@ -42,9 +42,7 @@ type datadirPool struct {
 // poolMount is where a pool's host directory appears in the driver's
 // container, as upstream's operator mounts it: hpp-csi's pool path is the
 // mount's csi/ subdirectory, so volumes land in <host pool path>/csi.
-func poolMount(pool string) string { return "/" + pool + "-data-dir" }
-
-func poolVolume(pool string) string { return pool + "-data-dir" }
+func poolMount(pool string) string { return "/" + poolVolume(pool) }
 
 // Datadir returns hpp-csi's --datadir JSON for the CR's pools.
 func Datadir(pools []hppv1.StoragePool) (string, error) {

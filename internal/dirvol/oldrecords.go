@@ -18,25 +18,25 @@ import (
 // long for the extension. Recover rewrites each whose volume still exists
 // as a record file (durably, before the old one goes), drops the others, and
 // removes .hpp-meta/ once it is empty; nothing else reads the old shapes.
-const legacyExt = ".json"
+const oldRecordExt = ".json"
 
-// migrateLegacy moves the records of .hpp-meta/ to the records directory.
-func (s *Store) migrateLegacy(ctx context.Context) (int, error) {
-	dir := filepath.Join(s.root, LegacyMetaDir)
+// migrateOldRecords moves the records of .hpp-meta/ to the records directory.
+func (s *Store) migrateOldRecords(ctx context.Context) (int, error) {
+	dir := filepath.Join(s.root, OldMetaDir)
 	if _, err := s.fs.Lstat(dir); errors.Is(err, fs.ErrNotExist) {
 		return 0, nil
 	}
 	migrated := 0
 	n, err := s.sweep(ctx, dir, func(name string) (bool, error) {
 		p := filepath.Join(dir, name)
-		r, err := s.readLegacy(p)
+		r, err := s.readOldRecord(p)
 		if err != nil {
-			s.log.Warn("unreadable file in the legacy meta directory left alone", zap.String("path", p), zap.Error(err))
+			s.log.Warn("unreadable file in the old records directory left alone", zap.String("path", p), zap.Error(err))
 			return false, nil
 		}
 		e, err := s.resolve(r.ID)
 		if err != nil {
-			s.log.Warn("legacy record of an unusable id left alone", zap.String("path", p), zap.Error(err))
+			s.log.Warn("old record of an unusable id left alone", zap.String("path", p), zap.Error(err))
 			return false, nil
 		}
 		if e.fi != nil {
@@ -57,17 +57,17 @@ func (s *Store) migrateLegacy(ctx context.Context) (int, error) {
 	}
 	if err := s.fs.Remove(dir); err != nil {
 		// Something foreign is left in it: say so once, keep going.
-		s.log.Warn("legacy meta directory not removed", zap.String("path", dir), zap.Error(err))
+		s.log.Warn("old records directory not removed", zap.String("path", dir), zap.Error(err))
 		return migrated, nil
 	}
 	return migrated, s.fs.SyncDir(s.root)
 }
 
-// readLegacy reads an old record: the target of an inline record (a link is
+// readOldRecord reads an old record: the target of an inline record (a link is
 // never followed: its target is the record, not a path) or a file's content.
-func (s *Store) readLegacy(p string) (record, error) {
-	if !strings.HasSuffix(p, legacyExt) {
-		return record{}, fmt.Errorf("not a record (no %s extension)", legacyExt)
+func (s *Store) readOldRecord(p string) (record, error) {
+	if !strings.HasSuffix(p, oldRecordExt) {
+		return record{}, fmt.Errorf("not a record (no %s extension)", oldRecordExt)
 	}
 	var data []byte
 	target, err := s.fs.Readlink(p)
