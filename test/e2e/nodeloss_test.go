@@ -249,7 +249,9 @@ func installCR(t *testing.T, dyn dynamic.Interface) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	t.Cleanup(func() { _ = dyn.Resource(hppGVR).Delete(context.Background(), "hostpath-provisioner", metav1.DeleteOptions{}) })
+	t.Cleanup(func() {
+		_ = dyn.Resource(hppGVR).Delete(context.Background(), "hostpath-provisioner", metav1.DeleteOptions{})
+	})
 }
 
 // startNodeLossController runs `hpp-operator --controllers=node-loss` on the
