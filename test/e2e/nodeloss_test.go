@@ -21,6 +21,7 @@ import (
 	"k8s.io/utils/ptr"
 	"sigs.k8s.io/yaml"
 
+	"github.com/hostpath-provisioner/hpp/internal/contract"
 	"github.com/hostpath-provisioner/hpp/test/cluster"
 )
 
@@ -206,7 +207,7 @@ func pvNode(pv *corev1.PersistentVolume) string {
 	}
 	for _, term := range pv.Spec.NodeAffinity.Required.NodeSelectorTerms {
 		for _, e := range term.MatchExpressions {
-			if (e.Key == cluster.TopologyKey || e.Key == corev1.LabelHostname) && len(e.Values) == 1 {
+			if (e.Key == contract.TopologyKey || e.Key == corev1.LabelHostname) && len(e.Values) == 1 {
 				return e.Values[0]
 			}
 		}
