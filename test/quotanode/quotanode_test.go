@@ -265,7 +265,7 @@ func testLifecycle(t *testing.T, d *csitest.Driver, mnt, kind string) {
 	if err != nil || stats.GetUsage()[0].GetTotal() != 300*MiB || stats.GetUsage()[0].GetUsed() != q.UsedBytes {
 		t.Fatalf("NodeGetVolumeStats = %v, %v; want total 300 MiB and the quota's %d bytes used", stats, err, q.UsedBytes)
 	}
-	_ = w.in.Close()
+	w.stop()
 
 	if _, err := c.NodeUnpublishVolume(ctx, &csi.NodeUnpublishVolumeRequest{VolumeId: id, TargetPath: target}); err != nil {
 		t.Fatal(err)
