@@ -14,6 +14,7 @@ import (
 	"github.com/container-storage-interface/spec/lib/go/csi"
 	"golang.org/x/sys/unix"
 
+	"github.com/hostpath-provisioner/hpp/internal/contract"
 	"github.com/hostpath-provisioner/hpp/internal/prjquota"
 	"github.com/hostpath-provisioner/hpp/internal/testutil"
 	"github.com/hostpath-provisioner/hpp/test/csitest"
@@ -135,10 +136,10 @@ func mountCap() *csi.VolumeCapability {
 }
 
 func createVolume(ctx context.Context, c *csitest.Client, id string, size int64) error {
-	topo := &csi.Topology{Segments: map[string]string{"topology.hostpath.csi/node": nodeID}}
+	topo := &csi.Topology{Segments: map[string]string{contract.TopologyKey: nodeID}}
 	_, err := c.CreateVolume(ctx, &csi.CreateVolumeRequest{
 		Name: id, CapacityRange: &csi.CapacityRange{RequiredBytes: size}, VolumeCapabilities: []*csi.VolumeCapability{mountCap()},
-		Parameters:                map[string]string{"storagePool": poolName},
+		Parameters:                map[string]string{contract.ParamStoragePool: poolName},
 		AccessibilityRequirements: &csi.TopologyRequirement{Requisite: []*csi.Topology{topo}, Preferred: []*csi.Topology{topo}},
 	})
 	return err
@@ -209,7 +210,7 @@ func testLifecycle(t *testing.T, d *csitest.Driver, mnt, kind string) {
 	}
 	target := filepath.Join(base, "target")
 	if _, err := c.NodePublishVolume(ctx, &csi.NodePublishVolumeRequest{VolumeId: id, TargetPath: target, VolumeCapability: mountCap(),
-		VolumeContext: map[string]string{"storagePool": poolName}}); err != nil {
+		VolumeContext: map[string]string{contract.ParamStoragePool: poolName}}); err != nil {
 		t.Fatal(err)
 	}
 	deleted := false
