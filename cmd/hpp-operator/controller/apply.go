@@ -61,6 +61,11 @@ func (a *applier) apply(ctx context.Context, obj client.Object) (bool, error) {
 			return false, err
 		}
 		kept = keepImmutable(desired, liveFields)
+		kept = append(kept, keepLiveSelector(desired, liveFields)...)
+		keepUserSet(desired, live)
+	}
+	if err := setLastApplied(desired); err != nil {
+		return false, err
 	}
 	sum, err := digest(desired)
 	if err != nil {

@@ -68,9 +68,11 @@ func CacheOptions(cfg render.Config) cache.Options {
 
 // SetupWithManager registers the reconciler and its watches.
 func (r *Reconciler) SetupWithManager(mgr ctrl.Manager) error {
-	if err := registerMetrics(); err != nil {
+	ready, err := registerReadyGauge()
+	if err != nil {
 		return err
 	}
+	r.ready = ready
 	if r.APIReader == nil {
 		r.APIReader = mgr.GetAPIReader()
 	}
@@ -155,13 +157,12 @@ var nodePlacementChanged = predicate.Funcs{
 }
 
 // nodePodDeleted passes the deletion of a node DaemonSet's pod (by its
-// stable app label); pods are cached for the finalizer anyway.
+// controller); pods are cached for the finalizer anyway.
 var nodePodDeleted = predicate.Funcs{
 	CreateFunc:  func(event.CreateEvent) bool { return false },
 	UpdateFunc:  func(event.UpdateEvent) bool { return false },
 	GenericFunc: func(event.GenericEvent) bool { return false },
 	DeleteFunc: func(e event.DeleteEvent) bool {
-		app := e.Object.GetLabels()[render.AppLabel]
-		return app == render.CSIDaemonSetName || app == render.LegacyDaemonSetName
+		return ofDaemonSet(e.Object, render.CSIDaemonSetName) || ofDaemonSet(e.Object, render.LegacyDaemonSetName)
 	},
 }
