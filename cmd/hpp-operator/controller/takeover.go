@@ -25,7 +25,6 @@ const UpstreamFieldManager = "hostpath-provisioner-operator"
 
 var upstreamManagers = sets.New(UpstreamFieldManager)
 
-
 // adopt hands the fields the upstream operator owns on live over to hpp's
 // field manager. Server-side apply removes only fields its own manager
 // stops setting: without this, whatever upstream set and hpp does not
