@@ -28,7 +28,6 @@ func TestNodeSelectorChangeKeepsDriverWhereVolumesAre(t *testing.T) {
 	sel := map[string]string{"hpp": "yes"}
 	addNode(t, h, "held-1", sel)
 	addNode(t, h, "stay-1", sel)
-	h.readyCSIPod("stay-1")
 	pv := testenv.DriverPV("pvc-held", "local", "held-1")
 	if err := h.admin.Create(h.ctx, pv); err != nil {
 		t.Fatal(err)
@@ -38,6 +37,7 @@ func TestNodeSelectorChangeKeepsDriverWhereVolumesAre(t *testing.T) {
 	if err := h.admin.Create(h.ctx, cr); err != nil {
 		t.Fatal(err)
 	}
+	h.readyCSIPod("stay-1")
 	eventually(t, "DaemonSet with the plain placement", func() error {
 		ds := h.csiDaemonSet()
 		if ds.Spec.Template.Spec.NodeSelector["hpp"] != "yes" || ds.Spec.Template.Spec.Affinity != nil {

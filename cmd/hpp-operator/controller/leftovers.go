@@ -11,6 +11,7 @@ import (
 	rbacv1 "k8s.io/api/rbac/v1"
 	"k8s.io/apimachinery/pkg/api/meta"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/types"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	"github.com/hostpath-provisioner/hpp/cmd/hpp-operator/render"
@@ -42,16 +43,22 @@ func (r *Reconciler) removeUpstreamLeftovers(ctx context.Context, p *pass) error
 		{&corev1.ServiceList{}, r.Client, []client.ListOption{ns, upstream}},
 		{&rbacv1.RoleList{}, r.Client, []client.ListOption{ns, upstream}},
 		{&rbacv1.RoleBindingList{}, r.Client, []client.ListOption{ns, upstream}},
-		// The cache holds cluster-scoped objects with hpp's label only.
-		{&rbacv1.ClusterRoleList{}, r.liveReader(), []client.ListOption{upstream}},
-		{&rbacv1.ClusterRoleBindingList{}, r.liveReader(), []client.ListOption{upstream}},
+	}
+	// The cache holds cluster-scoped objects with hpp's label only: they
+	// are listed from the API server, once per CR and operator start (a
+	// takeover leaves them once; the steady state reads only the cache).
+	sweepCluster := !r.clusterSwept(p.cr.UID)
+	if sweepCluster {
+		lists = append(lists,
+			leftoverList{&rbacv1.ClusterRoleList{}, r.liveReader(), []client.ListOption{upstream}},
+			leftoverList{&rbacv1.ClusterRoleBindingList{}, r.liveReader(), []client.ListOption{upstream}})
 	}
 	if r.Config.PrometheusOperator {
 		lists = append(lists,
 			leftoverList{&promv1.ServiceMonitorList{}, r.Client, []client.ListOption{ns, upstream}},
 			leftoverList{&promv1.PrometheusRuleList{}, r.Client, []client.ListOption{ns, upstream}})
 	}
-	if r.Config.OpenShift {
+	if r.Config.OpenShift && sweepCluster {
 		lists = append(lists, leftoverList{&secv1.SecurityContextConstraintsList{}, r.liveReader(), []client.ListOption{upstream}})
 	}
 	for _, l := range lists {
@@ -74,7 +81,18 @@ func (r *Reconciler) removeUpstreamLeftovers(ctx context.Context, p *pass) error
 				"%s %s was made by upstream's operator and has no counterpart in hpp: deleted", kindOf(r.Scheme, obj), obj.GetName())
 		}
 	}
+	if sweepCluster && r.swept != nil {
+		r.swept.Store(p.cr.UID, true)
+	}
 	return nil
+}
+
+func (r *Reconciler) clusterSwept(uid types.UID) bool {
+	if r.swept == nil {
+		return false
+	}
+	_, ok := r.swept.Load(uid)
+	return ok
 }
 
 // leftoverList is one kind to look for upstream's leftovers in.

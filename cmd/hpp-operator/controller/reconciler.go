@@ -7,6 +7,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"sync"
 	"time"
 
 	"github.com/go-logr/logr"
@@ -55,6 +56,9 @@ type Reconciler struct {
 	Log       logr.Logger
 	// ready is the readiness gauge (metrics.go), set up with the manager.
 	ready prometheus.Gauge
+	// swept: the CRs (by uid) whose cluster-scoped leftovers of upstream's
+	// operator were looked for (leftovers.go).
+	swept *sync.Map
 }
 
 // Reconcile brings the cluster to the CR's desired state.

@@ -2,6 +2,7 @@ package controller
 
 import (
 	"context"
+	"sync"
 
 	secv1 "github.com/openshift/api/security/v1"
 	promv1 "github.com/prometheus-operator/prometheus-operator/pkg/apis/monitoring/v1"
@@ -73,6 +74,7 @@ func (r *Reconciler) SetupWithManager(mgr ctrl.Manager) error {
 		return err
 	}
 	r.ready = ready
+	r.swept = &sync.Map{}
 	if r.APIReader == nil {
 		r.APIReader = mgr.GetAPIReader()
 	}
