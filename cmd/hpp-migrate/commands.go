@@ -24,7 +24,7 @@ func newRootCommand(env *environment) *cobra.Command {
 	root.SetOut(env.stdout)
 	root.SetErr(env.stderr)
 	g.addFlags(root)
-	root.AddCommand(newPlanCommand(env, &g), newMigrateCommand(env, &g), newRollbackCommand(env, &g))
+	root.AddCommand(newPlanCommand(env, &g), newMigrateCommand(env, &g), newRollbackCommand(env, &g), newTakeoverCommand(env, &g))
 	return root
 }
 

@@ -98,6 +98,9 @@ func run(ctx context.Context, o *options, getenv func(string) string) error {
 	if err != nil {
 		return fmt.Errorf("kubeconfig: %w", err)
 	}
+	if o.controllers == controllersNodeLoss {
+		return runNodeLoss(ctx, o, cfg, scheme, restCfg, log)
+	}
 	if cfg.PrometheusOperator, err = controller.ServesPrometheusOperator(restCfg); err != nil {
 		return err
 	}
@@ -147,6 +150,9 @@ func run(ctx context.Context, o *options, getenv func(string) string) error {
 		Log:      log.WithName("reconciler"),
 	}
 	if err := r.SetupWithManager(mgr); err != nil {
+		return err
+	}
+	if err := nodeLossReconciler(mgr, o, log).SetupWithManager(mgr); err != nil {
 		return err
 	}
 	if err := hppwebhook.Register(mgr); err != nil {

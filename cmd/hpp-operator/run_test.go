@@ -4,6 +4,7 @@ import (
 	"fmt"
 	"strings"
 	"testing"
+	"time"
 )
 
 func TestRenderConfigFromEnvironment(t *testing.T) {
@@ -55,10 +56,11 @@ func TestMonitoringEnvironment(t *testing.T) {
 }
 
 func TestOptionsValidateNamesEveryBadFlag(t *testing.T) {
-	o := &options{webhookPort: 70000}
+	o := &options{webhookPort: 70000, controllers: "nodes", nodeLossDelay: time.Second}
 	o.logging.Level, o.logging.Format = "loud", "json"
 	err := o.validate()
-	for _, want := range []string{`--log-level: "loud"`, "--webhook-port: 70000 is not a TCP port", "--namespace: required"} {
+	for _, want := range []string{`--log-level: "loud"`, "--webhook-port: 70000 is not a TCP port", "--namespace: required",
+		`--controllers: "nodes" is not "all" or "node-loss"`, "--node-loss-release-delay: 1s is shorter than 10s", "--node-not-ready-grace: 0s must be positive"} {
 		if err == nil || !strings.Contains(err.Error(), want) {
 			t.Errorf("error lacks %q: %v", want, err)
 		}

@@ -13,7 +13,7 @@ const docField = "datadir"
 // knownFields are the JSON keys of Pool. Keys are matched exactly: the
 // standard decoder's case-insensitive matching would let a typo such as
 // "Path" through silently.
-const knownFields = "name, path, snapshotPath, snapshotProvider, shared, reservedBytes, reservedPercent, legacyPath, mounted"
+const knownFields = "name, path, snapshotPath, snapshotProvider, shared, reservedBytes, reservedPercent, legacyPath, mounted, enforceSize, projectIDs"
 
 // Parse reads the --datadir JSON array, e.g.
 // [{"name":"legacy","path":"/var/hpvolumes"}], and returns every problem at
@@ -108,6 +108,11 @@ func decodeEntry(i int, entry json.RawMessage, p *Pool) []error {
 			err = decodeValue(field, obj[k], &p.LegacyPath, "a string")
 		case "mounted":
 			err = decodeValue(field, obj[k], &p.Mounted, "true or false")
+		case "enforceSize":
+			err = decodeValue(field, obj[k], &p.EnforceSize, "true or false")
+		case "projectIDs":
+			errs = append(errs, decodeIDRange(field, obj[k], &p.ProjectIDs)...)
+			continue
 		default:
 			err = fieldErr(field, "is not a known field; allowed fields are %s", knownFields)
 		}
@@ -153,4 +158,37 @@ func truncate(s string, n int) string {
 		return s
 	}
 	return s[:n] + "..."
+}
+
+// decodeIDRange reads {"first":N,"last":M} with the same exact keys as a
+// pool entry.
+func decodeIDRange(field string, raw json.RawMessage, r *IDRange) []error {
+	var obj map[string]json.RawMessage
+	if err := json.Unmarshal(raw, &obj); err != nil || obj == nil {
+		return []error{fieldErr(field, "must be an object like {\"first\":4000000,\"last\":4999999}, got %s", jsonKind(raw))}
+	}
+	var errs []error
+	for _, k := range []string{"first", "last"} {
+		v, ok := obj[k]
+		if !ok {
+			errs = append(errs, fieldErr(field+"."+k, "is required"))
+			continue
+		}
+		dst := &r.First
+		if k == "last" {
+			dst = &r.Last
+		}
+		errs = appendErr(errs, decodeValue(field+"."+k, v, dst, fmt.Sprintf("a whole number from 1 to %d", uint32(MaxProjectID))))
+	}
+	keys := make([]string, 0, len(obj))
+	for k := range obj {
+		if k != "first" && k != "last" {
+			keys = append(keys, k)
+		}
+	}
+	sort.Strings(keys)
+	for _, k := range keys {
+		errs = append(errs, fieldErr(field+"."+k, "is not a known field; allowed fields are first, last"))
+	}
+	return errs
 }

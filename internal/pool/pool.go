@@ -55,7 +55,55 @@ type Pool struct {
 	// pool only while hpp-mounter's marker (internal/poolmarker) is there,
 	// so volumes never land in the bare mount point on the OS disk.
 	Mounted bool `json:"mounted,omitempty"`
+	// EnforceSize is ours: every volume of the pool gets a project quota
+	// of its own (a project ID inherited by all it holds, and a hard block
+	// limit equal to its capacity), so a volume cannot grow past its size
+	// and offered capacity counts every volume's full size. The pool's
+	// filesystem must be XFS mounted with prjquota, or ext4 with the
+	// features project and quota mounted with prjquota; on any other the
+	// pool is not ready, with a message naming what to add. Off (the
+	// default) is the KubeVirt driver's behaviour: sizes are recorded,
+	// not enforced.
+	EnforceSize bool `json:"enforceSize,omitempty"`
+	// ProjectIDs is ours: the project IDs hpp may give this pool's
+	// volumes, so that it never takes one another user of project quotas
+	// on the same filesystem uses (IDs that already carry usage or limits
+	// are skipped too). Zero: DefaultProjectIDs. Only with EnforceSize;
+	// enforcing pools on one filesystem need ranges that do not overlap.
+	ProjectIDs IDRange `json:"projectIDs,omitzero"`
 }
+
+// IDRange is an inclusive range of project IDs, {"first":N,"last":M}.
+type IDRange struct {
+	First uint32 `json:"first"`
+	Last  uint32 `json:"last"`
+}
+
+// DefaultProjectIDs is the project ID range of an enforcing pool that sets
+// none: a million IDs, well away from the small numbers admins pick by
+// hand in /etc/projid.
+var DefaultProjectIDs = IDRange{First: 4_000_000, Last: 4_999_999}
+
+// MaxProjectID is the largest project ID hpp gives: XFS and ext4 store 32
+// bits, and 2^32-1 is (uint32)-1, which tools read as "none".
+const MaxProjectID = 1<<32 - 2
+
+// ProjectIDRange is the pool's effective project ID range.
+func (p Pool) ProjectIDRange() IDRange {
+	if p.ProjectIDs == (IDRange{}) {
+		return DefaultProjectIDs
+	}
+	return p.ProjectIDs
+}
+
+// Size returns how many IDs the range holds.
+func (r IDRange) Size() uint64 { return uint64(r.Last) - uint64(r.First) + 1 }
+
+// Contains reports whether id is in the range.
+func (r IDRange) Contains(id uint32) bool { return id >= r.First && id <= r.Last }
+
+// Overlaps reports whether the two ranges share an ID.
+func (r IDRange) Overlaps(o IDRange) bool { return r.First <= o.Last && o.First <= r.Last }
 
 // VolumePath is the directory of CSI volume id in this pool, <path>/<id>;
 // see ResolveIn.

@@ -36,6 +36,7 @@ func validateEntries(pools []Pool, skip map[int]bool) []error {
 		if !(p.ReservedPercent >= 0 && p.ReservedPercent < 100) {
 			errs = append(errs, fieldErr(prefix+".reservedPercent", "%v must be at least 0 and less than 100", p.ReservedPercent))
 		}
+		errs = append(errs, validateEnforcement(prefix, p)...)
 	}
 	errs = append(errs, crossCheck(pools, skip)...)
 	return append(errs, checkLegacyPaths(pools, skip)...)
@@ -194,3 +195,31 @@ func firstBad(s string) (string, bool) {
 }
 
 func validPath(p string) bool { return validatePath("", p) == nil }
+
+// validateEnforcement checks enforceSize and projectIDs. A shared pool
+// cannot enforce: every node would hand out project IDs on its own, and
+// project quotas are a property of the local filesystem, which a shared
+// pool's storage (NFS and the like) does not give each node.
+func validateEnforcement(prefix string, p Pool) []error {
+	var errs []error
+	if p.EnforceSize && p.Shared {
+		errs = append(errs, fieldErr(prefix+".enforceSize", "cannot be true on a shared pool: project quotas are set on the node's local XFS or ext4 filesystem, and the nodes of a shared pool would each hand out project IDs"))
+	}
+	r := p.ProjectIDs
+	if r == (IDRange{}) {
+		return errs
+	}
+	field := prefix + ".projectIDs"
+	if !p.EnforceSize {
+		return append(errs, fieldErr(field, "is set but enforceSize is not true; project IDs are only given to the volumes of an enforcing pool"))
+	}
+	switch {
+	case r.First == 0:
+		errs = append(errs, fieldErr(field+".first", "must be at least 1: project 0 is the filesystem's default project, which every file outside a project belongs to"))
+	case r.Last > MaxProjectID:
+		errs = append(errs, fieldErr(field+".last", "%d is above %d, the largest project ID (2^32-1 means none)", r.Last, uint32(MaxProjectID)))
+	case r.First > r.Last:
+		errs = append(errs, fieldErr(field, "first %d is greater than last %d", r.First, r.Last))
+	}
+	return errs
+}

@@ -30,6 +30,9 @@ type Image struct {
 	Entrypoint []string
 	Cmd        []string
 	Env        []string
+	// User is the image's USER ("1001", "65532:65532"); empty runs as root.
+	// A pod with runAsNonRoot and no runAsUser needs a numeric one.
+	User string
 }
 
 // ImageFile is one entry of the image's filesystem: a copy of a host file
@@ -91,6 +94,7 @@ func writeDockerArchive(img Image, out string) error {
 			"Entrypoint": img.Entrypoint,
 			"Cmd":        img.Cmd,
 			"Env":        append([]string{"PATH=/bin:/usr/bin:/sbin:/usr/sbin"}, img.Env...),
+			"User":       img.User,
 		},
 		"rootfs": map[string]any{"type": "layers", "diff_ids": []string{"sha256:" + hex.EncodeToString(layerSum[:])}},
 	})

@@ -19,7 +19,6 @@ var MounterTools = []string{"blkid", "mkfs.xfs"}
 // with every shared library ldd lists, at the same paths. No image builder
 // is needed; `make deps` installs the tools.
 func MounterImage(ctx context.Context, ref, binary string) (Image, error) {
-	cmd := hostCommander{}
 	img := Image{
 		Ref:        ref,
 		Entrypoint: []string{"/usr/bin/hpp-mounter"},
@@ -30,16 +29,27 @@ func MounterImage(ctx context.Context, ref, binary string) (Image, error) {
 			{Path: "/tmp"},
 		},
 	}
+	img, err := WithHostTools(ctx, img, MounterTools...)
+	if err != nil {
+		return Image{}, fmt.Errorf("mounter image: %w", err)
+	}
+	return img, img.Validate()
+}
+
+// WithHostTools adds this machine's tools to img at /usr/sbin/<tool>,
+// with every shared library ldd lists at the path the loader asks for.
+func WithHostTools(ctx context.Context, img Image, tools ...string) (Image, error) {
+	cmd := hostCommander{}
 	libs := map[string]bool{}
-	for _, tool := range MounterTools {
+	for _, tool := range tools {
 		p, err := exec.LookPath(tool)
 		if err != nil {
-			return Image{}, fmt.Errorf("mounter image: %s not found (install xfsprogs and util-linux: make deps): %w", tool, err)
+			return Image{}, fmt.Errorf("%s not found (install xfsprogs and util-linux: make deps): %w", tool, err)
 		}
 		img.Files = append(img.Files, ImageFile{Path: "/usr/sbin/" + tool, Source: p, Mode: 0o755})
 		out, err := cmd.Run(ctx, "ldd", p)
 		if err != nil {
-			return Image{}, fmt.Errorf("mounter image: %w", err)
+			return Image{}, err
 		}
 		for _, lib := range lddPaths(out) {
 			libs[lib] = true
@@ -55,7 +65,7 @@ func MounterImage(ctx context.Context, ref, binary string) (Image, error) {
 		// host's symlinks (/lib64/ld-linux..., merged /usr) are followed.
 		img.Files = append(img.Files, ImageFile{Path: filepath.Clean(l), Source: l})
 	}
-	return img, img.Validate()
+	return img, nil
 }
 
 // lddPaths returns the absolute library paths in ldd's output: the

@@ -50,7 +50,10 @@ func (e *env) render(ctx context.Context, t *testing.T, overlay, pool string) st
 		t.Fatal(err)
 	}
 	var k strings.Builder
-	fmt.Fprintf(&k, "apiVersion: kustomize.config.k8s.io/v1beta1\nkind: Kustomization\nresources:\n- %s\n", rel)
+	// The install namespace first: the overlays leave it out
+	// (deploy/README.md), and the test's removal deletes it too.
+	fmt.Fprintf(&k, "apiVersion: kustomize.config.k8s.io/v1beta1\nkind: Kustomization\nresources:\n- %s\n- %s\n",
+		filepath.Join(rel, "..", "..", "base", "namespace"), rel)
 	if _, err := os.Stat(filepath.Join(src, "images-in-env.yaml")); err == nil {
 		fmt.Fprintf(&k, "configurations:\n- %s\n", filepath.Join(rel, "images-in-env.yaml"))
 	}

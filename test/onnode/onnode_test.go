@@ -82,8 +82,9 @@ func skipReason() string {
 // startOnNodeCluster starts the local cluster the way users' nodes run
 // hpp (images built from this checkout, PodNetwork with kube-proxy, the
 // standard kubelet root, the audit log) and stops it when the test ends,
-// saving its logs to $HPP_ONNODE_LOGS if the test failed.
-func startOnNodeCluster(t *testing.T) *env {
+// saving its logs to $HPP_ONNODE_LOGS if the test failed. Extra images
+// are imported beside hpp's.
+func startOnNodeCluster(t *testing.T, extra ...cluster.Image) *env {
 	t.Helper()
 	ctx := t.Context()
 	cache := os.Getenv("HPP_CACHE")
@@ -94,7 +95,7 @@ func startOnNodeCluster(t *testing.T) *env {
 		}
 	}
 	bins := cluster.BinariesFromCache(cache)
-	images := componentImages(ctx, t, bins)
+	images := append(componentImages(ctx, t, bins), extra...)
 	started := time.Now()
 	c, err := cluster.Start(ctx, cluster.Options{
 		Binaries: bins, Images: images, HandleSignals: true,

@@ -70,7 +70,7 @@ func (p *templatePool) cleanupJob(node string) string {
 func (e *env) testPVCPools(t *testing.T) {
 	ctx := t.Context()
 	blockDev, _ := testutil.LoopDevice(t, testutil.MinXFSBytes)
-	fsDev, fsVol := e.nodeFilesystem(ctx, t)
+	fsDev, fsVol := e.nodeFilesystem(ctx, t, "fs")
 	pools := []*templatePool{
 		{name: "block", path: filepath.Join(e.pools, "pvc-block"), mode: corev1.PersistentVolumeBlock,
 			pv: "onnode-pool-block", dev: blockDev, root: "/"},
@@ -214,15 +214,15 @@ func (e *env) inNode(path string) string {
 
 // nodeFilesystem is the Filesystem local PV's disk: a loop device with
 // XFS, mounted inside the node's mount namespace (where kubelet looks for
-// the local PV's path) and only there. It returns the device and the PV's
+// the local PV's path) at <cluster>/disks/<name> and only there. It returns the device and the PV's
 // directory on it.
-func (e *env) nodeFilesystem(ctx context.Context, t *testing.T) (dev, vol string) {
+func (e *env) nodeFilesystem(ctx context.Context, t *testing.T, name string) (dev, vol string) {
 	t.Helper()
 	dev, _ = testutil.LoopDevice(t, testutil.MinXFSBytes)
 	if out, err := testutil.Run(ctx, "mkfs.xfs", "-q", dev); err != nil {
 		t.Fatalf("mkfs.xfs %s: %v: %s", dev, err, out)
 	}
-	disk := filepath.Join(e.c.Dir, "disks", "fs")
+	disk := filepath.Join(e.c.Dir, "disks", name)
 	if err := os.MkdirAll(disk, 0o755); err != nil {
 		t.Fatal(err)
 	}

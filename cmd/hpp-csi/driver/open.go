@@ -69,6 +69,11 @@ func (d *Driver) openOwnRoot(ctx context.Context, p *poolState) (*dirvol.Store, 
 	notReady := func(format string, args ...any) (*dirvol.Store, uint64, error) {
 		return nil, 0, &errPoolNotReady{pool: p.cfg.Name, reason: fmt.Sprintf(format, args...)}
 	}
+	if p.cfg.EnforceSize {
+		// Until the project quota layer is in, a pool that asks for
+		// enforcement is refused rather than silently unenforced.
+		return notReady("enforceSize: size enforcement is not in this build of hpp-csi yet; remove \"enforceSize\" from the pool or update hpp-csi")
+	}
 	parent := filepath.Dir(p.cfg.Path)
 	if _, err := d.deps.FS.DeviceOf(parent); err != nil {
 		if errors.Is(err, fs.ErrNotExist) {

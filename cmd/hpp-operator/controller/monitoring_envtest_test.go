@@ -70,7 +70,7 @@ func TestPrometheusObjectsFollowPrometheusOperator(t *testing.T) {
 			}
 		}
 	}
-	for _, name := range []string{"HPPOperatorDown", "HPPNotReady", "HPPSharingPoolPathWithOS", "HPPPoolFullSoon"} {
+	for _, name := range []string{"HPPOperatorDown", "HPPNotReady", "HPPSharingPoolPathWithOS", "HPPPoolFullSoon", "HPPVolumesStranded"} {
 		a, ok := alerts[name]
 		if !ok {
 			t.Errorf("PrometheusRule has no alert %s (has %v)", name, alerts)

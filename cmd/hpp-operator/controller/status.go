@@ -89,6 +89,8 @@ func (s *status) build(cr *hppv1.HostPathProvisioner, now metav1.Time) hppv1.Hos
 		TargetVersion:       s.version,
 		ObservedVersion:     cr.Status.ObservedVersion,
 		StoragePoolStatuses: s.pools,
+		// Written by the node-loss controller (nodegone.go), kept here.
+		StrandedVolumes: cr.Status.StrandedVolumes,
 	}
 	if s.available {
 		out.ObservedVersion = s.version

@@ -6,6 +6,7 @@ import (
 	"io"
 	"os"
 	"path/filepath"
+	"slices"
 	"testing"
 
 	apiextensionsv1 "k8s.io/apiextensions-apiserver/pkg/apis/apiextensions/v1"
@@ -78,7 +79,19 @@ func TestOverlaysApplyWithServerSideDryRun(t *testing.T) {
 	for _, name := range overlays(t) {
 		t.Run(name, func(t *testing.T) {
 			objs := buildOverlay(t, name)
+			// The overlays leave the Namespace out (deploy/base/namespace
+			// is applied on its own, so `kubectl delete -k` never takes it).
+			nsObjs := readManifests(t, filepath.Join(deployDir(), "base", "namespace", "namespace.yaml"))
 			for _, u := range objs {
+				if ns := u.GetNamespace(); ns != "" && !slices.ContainsFunc(nsObjs, func(n *unstructured.Unstructured) bool { return n.GetName() == ns }) {
+					n := &unstructured.Unstructured{}
+					n.SetAPIVersion("v1")
+					n.SetKind("Namespace")
+					n.SetName(ns)
+					nsObjs = append(nsObjs, n)
+				}
+			}
+			for _, u := range append(nsObjs, objs...) {
 				if u.GetKind() == "Namespace" {
 					if err := c.Apply(ctx, client.ApplyConfigurationFromUnstructured(u), client.FieldOwner("deploytest"), client.ForceOwnership); err != nil {
 						t.Fatalf("create %s: %v", id(u), err)

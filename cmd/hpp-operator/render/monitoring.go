@@ -120,8 +120,8 @@ type alert struct {
 	name, expr, forDuration, summary, severity, healthImpact string
 }
 
-// alerts: upstream's three, unchanged, and hpp's pool-full warning on the
-// node plugins' own pool metrics.
+// alerts: upstream's three, unchanged, hpp's pool-full warning on the
+// node plugins' own pool metrics, and its stranded-volumes warning.
 func alerts() []alert {
 	return []alert{
 		{"HPPOperatorDown", "kubevirt_hpp_operator_up == 0", "5m", "Hostpath Provisioner operator is down.", "warning", "critical"},
@@ -134,6 +134,11 @@ func alerts() []alert {
 		{"HPPPoolFullSoon",
 			"(hpp_pool_available_bytes / hpp_pool_capacity_bytes < 0.2) and (predict_linear(hpp_pool_available_bytes[6h], 24 * 3600) < 0)", "30m",
 			"A storage pool of the Hostpath Provisioner will be full within a day at its current rate; new volumes will not fit.", "warning", "warning"},
+		// The node-loss controller's count (controller/nodegone_report.go):
+		// volumes whose node was deleted or is long NotReady; their pods
+		// cannot start until the claims are released or the node returns.
+		{"HPPVolumesStranded", "sum by (node, reason) (kubevirt_hpp_stranded_volumes) > 0", "5m",
+			"Hostpath Provisioner volumes live on a node that is gone or NotReady; their pods cannot start there.", "warning", "warning"},
 	}
 }
 

@@ -24,6 +24,58 @@ type HostPathProvisionerStatus struct {
 	// +listType=atomic
 	// +optional
 	StoragePoolStatuses []StoragePoolStatus `json:"storagePoolStatuses,omitempty"`
+	// StrandedVolumes lists, per node, the hpp volumes whose node was
+	// deleted or has been NotReady past the grace period (an hpp addition,
+	// written by the operator's node-loss controller; see the operator's
+	// README, "When a node goes away").
+	// +listType=atomic
+	// +optional
+	StrandedVolumes []StrandedNode `json:"strandedVolumes,omitempty"`
+}
+
+// StrandedReason says why a node's volumes are stranded.
+type StrandedReason string
+
+const (
+	// StrandedNodeDeleted: the Node object is gone.
+	StrandedNodeDeleted StrandedReason = "NodeDeleted"
+	// StrandedNodeNotReady: the node has been NotReady past the grace
+	// period. Reported only: hpp releases nothing on a node that still
+	// exists.
+	StrandedNodeNotReady StrandedReason = "NodeNotReady"
+)
+
+// StrandedNode is one lost node and the volumes that live on its disk.
+type StrandedNode struct {
+	Node   string         `json:"node"`
+	Reason StrandedReason `json:"reason"`
+	// Since is when hpp first saw the Node deleted, or when its Ready
+	// condition last changed.
+	Since metav1.Time `json:"since"`
+	// Count is the number of volumes on the node; Volumes lists at most
+	// 100 of them.
+	Count int `json:"count"`
+	// +listType=atomic
+	// +optional
+	Volumes []StrandedVolume `json:"volumes,omitempty"`
+}
+
+// StrandedVolume is one volume on a lost node and what hpp does with it.
+type StrandedVolume struct {
+	PersistentVolume string `json:"persistentVolume"`
+	// Claim is the bound claim as namespace/name ("" when none).
+	// +optional
+	Claim string `json:"claim,omitempty"`
+	// Pool is the volume's storage pool ("" for a legacy volume).
+	// +optional
+	Pool string `json:"pool,omitempty"`
+	// Action: Kept (not opted in to release), Waiting (opted in; released
+	// at ReleaseAt), InUse (opted in, but a running pod uses the claim),
+	// Releasing (the claim is being deleted), Removing (the orphaned PV is
+	// being removed).
+	Action string `json:"action"`
+	// +optional
+	ReleaseAt *metav1.Time `json:"releaseAt,omitempty"`
 }
 
 // ConditionType is one of the condition types below.

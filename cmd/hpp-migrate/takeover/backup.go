@@ -1,0 +1,126 @@
+package takeover
+
+import (
+	"context"
+	"encoding/json"
+	"fmt"
+
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
+)
+
+// Backup is what the switch saved for the way back: upstream's install
+// objects as they were (operator Deployment, CRD, RBAC, webhook), and the
+// objects hpp's install applied.
+type Backup struct {
+	Objects []*unstructured.Unstructured
+	Applied []Ref
+}
+
+const (
+	backupObjectsKey = "objects.json"
+	backupAppliedKey = "applied.json"
+)
+
+// backupCandidates are the live objects of upstream's install.
+func backupCandidates(inv *Inventory) []*unstructured.Unstructured {
+	var out []*unstructured.Unstructured
+	for _, r := range Resources {
+		for _, o := range inv.Live[r.Kind] {
+			if isUpstreamInstallName(o.GetKind(), o.GetName()) && isUpstreams(o) || o.GetKind() == "CustomResourceDefinition" && o.GetName() == CRDName {
+				out = append(out, cleaned(o))
+			}
+		}
+	}
+	return out
+}
+
+// cleaned is o without what the API server sets.
+func cleaned(o *unstructured.Unstructured) *unstructured.Unstructured {
+	c := o.DeepCopy()
+	for _, f := range []string{"uid", "resourceVersion", "generation", "creationTimestamp", "managedFields", "selfLink", "deletionTimestamp", "deletionGracePeriodSeconds"} {
+		unstructured.RemoveNestedField(c.Object, "metadata", f)
+	}
+	unstructured.RemoveNestedField(c.Object, "status")
+	return c
+}
+
+// backup writes the backup Secret unless one exists: a resumed switch
+// keeps the first (upstream's objects are hpp's by then). The list of
+// applied objects is refreshed either way.
+func (r *Runner) backup(ctx context.Context, inv *Inventory) error {
+	applied := make([]Ref, 0, len(inv.Manifests))
+	for _, m := range inv.Manifests {
+		applied = append(applied, refOf(m))
+	}
+	appliedJSON, err := json.Marshal(applied)
+	if err != nil {
+		return err
+	}
+	live, err := r.get(rSecret, BackupSecret)
+	if err != nil {
+		return err
+	}
+	if live != nil {
+		if err := unstructured.SetNestedField(live.Object, b64(appliedJSON), "data", backupAppliedKey); err != nil {
+			return err
+		}
+		if _, err := r.res(rSecret).Update(ctx, live, metav1.UpdateOptions{}); err != nil {
+			return fmt.Errorf("update the backup Secret %s: %w", BackupSecret, err)
+		}
+		r.say("      backup %s kept (made by the first run)", BackupSecret)
+		return nil
+	}
+	objs := backupCandidates(inv)
+	objsJSON, err := json.Marshal(objs)
+	if err != nil {
+		return err
+	}
+	secret := &unstructured.Unstructured{Object: map[string]any{
+		"apiVersion": "v1", "kind": "Secret",
+		"metadata": map[string]any{"name": BackupSecret, "namespace": r.Namespace,
+			"labels": map[string]any{ManagedByLabel: "hpp-migrate"}},
+		"data": map[string]any{backupObjectsKey: b64(objsJSON), backupAppliedKey: b64(appliedJSON)},
+	}}
+	if _, err := r.res(rSecret).Create(ctx, secret, metav1.CreateOptions{}); err != nil && !apierrors.IsAlreadyExists(err) {
+		return fmt.Errorf("create the backup Secret %s: %w", BackupSecret, err)
+	}
+	for _, o := range objs {
+		r.say("      saved %s", refOf(o))
+	}
+	return nil
+}
+
+// ReadBackup reads the backup Secret of the namespace.
+func (r *Runner) ReadBackup(ctx context.Context) (*Backup, error) {
+	s, err := r.get(rSecret, BackupSecret)
+	if err != nil {
+		return nil, err
+	}
+	if s == nil {
+		return nil, fmt.Errorf("no Secret %s/%s: the way back needs the backup `hpp-migrate takeover` made (without it, reinstall upstream's operator from its deploy/)", r.Namespace, BackupSecret)
+	}
+	var b Backup
+	for key, into := range map[string]any{backupObjectsKey: &b.Objects, backupAppliedKey: &b.Applied} {
+		enc, _, _ := unstructured.NestedString(s.Object, "data", key)
+		raw, err := unb64(enc)
+		if err != nil {
+			return nil, fmt.Errorf("Secret %s key %s: %w", BackupSecret, key, err)
+		}
+		if err := json.Unmarshal(raw, into); err != nil {
+			return nil, fmt.Errorf("Secret %s key %s: %w", BackupSecret, key, err)
+		}
+	}
+	return &b, nil
+}
+
+// Find is the backed-up object of that kind and name, or nil.
+func (b *Backup) Find(kind, name string) *unstructured.Unstructured {
+	for _, o := range b.Objects {
+		if o.GetKind() == kind && o.GetName() == name {
+			return o
+		}
+	}
+	return nil
+}

@@ -1,0 +1,19 @@
+# The takeover tier (issue 21; test/onnode/takeover_*_test.go): upstream's
+# real KubeVirt operator, driver, mounter and sidecars (shared/upstream,
+# beside the checkout or its origin) installed on the local cluster's node,
+# then hpp-migrate takeover --plan, the switch, the way back and the
+# uninstall exactly as deploy/README.md writes them. Needs root; under
+# CI=true a missing upstream or root fails, otherwise it skips saying why.
+
+.PHONY: takeover-on-node
+takeover-on-node: ## switch a node running upstream's operator to hpp and back, as deploy/README.md says (root)
+ifeq ($(IS_ROOT),yes)
+	@$(MAKE) --no-print-directory deps cluster-binaries
+	@echo "==> takeover from upstream's operator on the real node (logs of a failure: _output/takeover-logs/)"
+	@cd $(ROOT)/test && HPP_TEST_TIER=takeover HPP_ONNODE_LOGS=$(ROOT)/_output/takeover-logs \
+	  go test -count=1 -timeout 30m -v -run '^TestTakeoverOnTheRealNode$$' ./onnode/
+else ifeq ($(CI),true)
+	@echo "==> takeover-on-node FAILED: CI=true and the local cluster needs root" >&2; exit 1
+else
+	@echo "==> takeover-on-node SKIPPED: the local cluster needs root (kubelet, containerd, mounts)"
+endif

@@ -1,0 +1,563 @@
+package onnode
+
+import (
+	"context"
+	"fmt"
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+	"time"
+
+	corev1 "k8s.io/api/core/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/types"
+
+	"github.com/hostpath-provisioner/hpp/test/cluster"
+	"github.com/hostpath-provisioner/hpp/test/e2e"
+)
+
+// The takeover tier (issue 21): upstream's real operator, driver, mounter
+// and sidecars (shared/upstream) installed as its deploy/ says, then
+// `hpp-migrate takeover --plan`, the switch, the way back and the
+// uninstall, each exactly as deploy/README.md writes them (the test reads
+// the commands from there). `make takeover-on-node` runs it (root).
+
+// longPool is a pool whose claim and mounter names upstream shortens with
+// its hash on node hpp-node (hpp-pool-653b815e).
+const longPool = "a-pool-name-of-exactly-fifty-characters-0123456789"
+
+// appNamespace holds the user's claims and pods.
+const appNamespace = "takeover-apps"
+
+// tkPool is one pool of upstream's CR.
+type tkPool struct {
+	name, path string
+	// disk is the name of the loop device's mount in the node for a
+	// pvcTemplate pool ("" for a directory pool); dev the device; vol
+	// the local PV's directory on it.
+	disk, dev, vol string
+	class          string
+}
+
+func (p *tkPool) template() bool { return p.disk != "" }
+
+// claimAtRest is a claim written once, before the switch, by a pod that
+// then exits.
+type claimAtRest struct {
+	pool *tkPool
+	name string
+	data string
+	uid  types.UID
+	pv   string
+}
+
+// takeoverRun is the state the phases share.
+type takeoverRun struct {
+	*env
+	upstream string
+	bin      string // hpp-migrate and kubectl, for the README's commands
+	pools    []*tkPool
+	atRest   []*claimAtRest
+	// poolClaims are upstream's pool claims (name -> uid); dsUID the CSI
+	// DaemonSet's uid; mounters upstream's mounter Deployments (name -> uid).
+	poolClaims map[string]types.UID
+	mounters   map[string]types.UID
+	dsUID      types.UID
+	tl         *timeline
+	watch      *watchers
+}
+
+func TestTakeoverOnTheRealNode(t *testing.T) {
+	root := repoRoot(t)
+	skip := func(reason string) {
+		if os.Getenv("CI") == "true" && os.Getenv("HPP_TEST_TIER") == "takeover" {
+			t.Fatalf("CI=true: %s", reason)
+		}
+		t.Skip(reason)
+	}
+	if tier := os.Getenv("HPP_TEST_TIER"); tier != "takeover" {
+		t.Skipf("runs with `make takeover-on-node` (HPP_TEST_TIER=takeover), this is tier %q", tier)
+	}
+	if os.Geteuid() != 0 {
+		skip("the local cluster needs root (kubelet, containerd, mounts)")
+	}
+	upstream, why := findUpstream(root)
+	if upstream == "" {
+		skip(why)
+	}
+	t.Logf("upstream system: %s", upstream)
+	ctx := t.Context()
+	bins := cluster.BinariesFromCache(cacheDir(t))
+	if bins.CSIProvisioner == "" {
+		t.Fatal("csi-provisioner binary not in the cache: run make cluster-binaries")
+	}
+	r := &takeoverRun{upstream: upstream, tl: newTimeline(t)}
+	r.env = startOnNodeCluster(t, upstreamImages(ctx, t, upstream, bins)...)
+	r.bin = r.commandDir(ctx, t)
+	defer r.tl.print()
+	r.tl.mark("cluster up")
+
+	r.installUpstream(ctx, t)
+	r.watch = r.startWatchers(ctx, t)
+	r.writeAtRest(ctx, t)
+	r.startWriter(ctx, t)
+	r.record(ctx, t)
+	r.tl.mark("upstream running: writer started, claims at rest written")
+
+	r.runSection(ctx, t, "Switch")
+	r.checkUnderHPP(ctx, t, "switch")
+
+	r.runSection(ctx, t, "Way back")
+	r.checkUnderUpstream(ctx, t, "way back")
+
+	// hpp again (the round trip ends where it started: the switch is
+	// repeatable), then its uninstall.
+	r.runSection(ctx, t, "Switch")
+	r.checkUnderHPP(ctx, t, "switch again")
+	r.stopWriter(ctx, t)
+	r.runSection(ctx, t, "Uninstall")
+	r.checkKept(ctx, t)
+	r.tl.mark("uninstalled: every pool claim, PV and data directory kept")
+}
+
+func cacheDir(t *testing.T) string {
+	if c := os.Getenv("HPP_CACHE"); c != "" {
+		return c
+	}
+	c, err := cluster.DefaultCacheDir()
+	if err != nil {
+		t.Fatal(err)
+	}
+	return c
+}
+
+// installUpstream installs upstream's system as its deploy/ says (kubectl
+// create of namespace.yaml, webhook.yaml with cert-manager's part played by
+// the test, operator.yaml in the namespace), its CR with a directory pool
+// and two pvcTemplate pools on loop-device local PVs, and a StorageClass
+// per pool; then waits for the CR's Available.
+func (r *takeoverRun) installUpstream(ctx context.Context, t *testing.T) {
+	t.Helper()
+	ns, err := os.ReadFile(filepath.Join(r.upstream, "deploy", "namespace.yaml"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	r.create(ctx, t, "upstream namespace.yaml", string(ns))
+	r.create(ctx, t, "upstream webhook.yaml (cert-manager's Secret and CA made by the test)", upstreamWebhookYAML(t, r.upstream))
+	r.create(ctx, t, "upstream operator.yaml", upstreamOperatorYAML(t, r.upstream), "-n", namespace)
+	r.waitDeploymentAvailable(ctx, t, operatorName)
+	r.tl.mark("upstream operator Available")
+
+	r.pools = []*tkPool{
+		{name: "local", path: filepath.Join(r.env.pools, "local")},
+		{name: "fast", path: filepath.Join(r.env.pools, "fast"), disk: "fast"},
+		{name: longPool, path: filepath.Join(r.env.pools, "long"), disk: "long"},
+	}
+	r.create(ctx, t, "StorageClass "+diskClass, fmt.Sprintf(`apiVersion: storage.k8s.io/v1
+kind: StorageClass
+metadata:
+  name: %s
+provisioner: kubernetes.io/no-provisioner
+volumeBindingMode: WaitForFirstConsumer
+`, diskClass))
+	var spec strings.Builder
+	for _, p := range r.pools {
+		fmt.Fprintf(&spec, "  - name: %s\n    path: %s\n", p.name, p.path)
+		if p.template() {
+			p.dev, p.vol = r.nodeFilesystem(ctx, t, p.disk)
+			pv := e2e.LocalPV("takeover-disk-"+p.disk, diskClass, p.vol, r.c.RealNode().Name, "300Mi", corev1.PersistentVolumeFilesystem)
+			pv.Spec.PersistentVolumeReclaimPolicy = corev1.PersistentVolumeReclaimRetain
+			if _, err := r.c.Client.CoreV1().PersistentVolumes().Create(ctx, pv, metav1.CreateOptions{}); err != nil {
+				t.Fatal(err)
+			}
+			fmt.Fprintf(&spec, `    pvcTemplate:
+      accessModes: [ReadWriteOnce]
+      storageClassName: %s
+      resources:
+        requests:
+          storage: 300Mi
+`, diskClass)
+		}
+		p.class = "takeover-" + p.disk
+		if p.disk == "" {
+			p.class = "takeover-local"
+		}
+		// As upstream's storageclass-wffc-csi.yaml, per pool.
+		r.create(ctx, t, "StorageClass "+p.class, fmt.Sprintf(`apiVersion: storage.k8s.io/v1
+kind: StorageClass
+metadata:
+  name: %s
+provisioner: kubevirt.io.hostpath-provisioner
+reclaimPolicy: Delete
+volumeBindingMode: WaitForFirstConsumer
+parameters:
+  storagePool: %s
+`, p.class, p.name))
+	}
+	if !r.nodeRootShared(t) {
+		r.shareNodeRoot(ctx, t)
+	}
+	// As upstream's hostpathprovisioner_pvctemplate_cr.yaml, with the
+	// three pools and a pull policy that needs no registry.
+	cr := fmt.Sprintf(`apiVersion: hostpathprovisioner.kubevirt.io/v1beta1
+kind: HostPathProvisioner
+metadata:
+  name: %s
+spec:
+  imagePullPolicy: IfNotPresent
+  storagePools:
+%s  workload:
+    nodeSelector:
+      kubernetes.io/os: linux
+`, crName, spec.String())
+	r.create(ctx, t, "upstream's HostPathProvisioner", cr)
+	r.waitCRAvailable(ctx, t, "upstream")
+	r.waitDaemonSetReady(ctx, t, csiDaemonSet)
+	r.waitRegistered(ctx, t)
+	r.tl.mark("upstream's CR Available, its CSI driver registered")
+}
+
+// create runs kubectl create -f - (upstream installs with create),
+// retrying while the webhook the install starts is not serving yet.
+func (r *takeoverRun) create(ctx context.Context, t *testing.T, what, manifests string, args ...string) {
+	t.Helper()
+	err := e2e.Poll(ctx, 2*time.Minute, "create "+what, func(ctx context.Context) (bool, string, error) {
+		out, err := r.kubectl(ctx, manifests, append([]string{"create", "-f", "-"}, args...)...)
+		if err != nil && !strings.Contains(out, "AlreadyExists") && !strings.Contains(out, "already exists") {
+			return false, "", e2e.Retry(err)
+		}
+		return true, "", nil
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Logf("created %s", what)
+}
+
+// waitCRAvailable waits for the CR's Available condition.
+func (r *takeoverRun) waitCRAvailable(ctx context.Context, t *testing.T, who string) {
+	t.Helper()
+	if _, err := r.kubectl(ctx, "", "wait", "--for=condition=Available", "--timeout=4m", "hostpathprovisioner/"+crName); err != nil {
+		status, _ := r.kubectl(ctx, "", "get", "hostpathprovisioner/"+crName, "-o", "jsonpath={.status}")
+		t.Fatalf("%s: %v\nstatus: %s\ninstall: %s", who, err, status, r.podStates(ctx))
+	}
+	r.tl.mark(who + ": CR Available")
+}
+
+// writeAtRest writes one claim per pool through a pod that exits; the
+// claims stay, at rest, through everything that follows.
+func (r *takeoverRun) writeAtRest(ctx context.Context, t *testing.T) {
+	t.Helper()
+	if err := r.c.CreateNamespace(ctx, appNamespace); err != nil {
+		t.Fatal(err)
+	}
+	for _, p := range r.pools {
+		c := &claimAtRest{pool: p, name: "at-rest-" + p.class, data: "written by upstream's driver into pool " + p.name}
+		r.atRest = append(r.atRest, c)
+		pod := e2e.Pod(appNamespace, "write-"+c.name, "echo '"+c.data+"' > /data/file && sync", e2e.PodVolume{Name: "data", Claim: c.name, Path: "/data"})
+		r.runClaimPod(ctx, t, e2e.PVC(appNamespace, c.name, p.class, "10Mi"), pod)
+		pvc, err := r.c.Client.CoreV1().PersistentVolumeClaims(appNamespace).Get(ctx, c.name, metav1.GetOptions{})
+		if err != nil {
+			t.Fatal(err)
+		}
+		c.uid, c.pv = pvc.UID, pvc.Spec.VolumeName
+		pv, err := r.c.Client.CoreV1().PersistentVolumes().Get(ctx, c.pv, metav1.GetOptions{})
+		if err != nil {
+			t.Fatal(err)
+		}
+		// What upstream's provisioner writes (issue 21: --default-fstype=xfs).
+		t.Logf("claim at rest %s in pool %s: PV %s, fsType %q, handle %s", c.name, p.name, c.pv, pv.Spec.CSI.FSType, pv.Spec.CSI.VolumeHandle)
+	}
+}
+
+// runClaimPod creates claim (if not nil) and pod, waits for the pod to
+// succeed and deletes it; it returns the pod's log.
+func (r *takeoverRun) runClaimPod(ctx context.Context, t *testing.T, claim *corev1.PersistentVolumeClaim, pod *corev1.Pod) string {
+	t.Helper()
+	c := r.c.Client
+	if claim != nil {
+		if _, err := c.CoreV1().PersistentVolumeClaims(claim.Namespace).Create(ctx, claim, metav1.CreateOptions{}); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if _, err := c.CoreV1().Pods(pod.Namespace).Create(ctx, pod, metav1.CreateOptions{}); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := e2e.WaitPodPhase(ctx, c, pod.Namespace, pod.Name, corev1.PodSucceeded, 3*time.Minute); err != nil {
+		t.Fatalf("%v\nevents: %s\ninstall: %s", err, e2e.Events(ctx, c, pod.Namespace, "Pod", pod.Name), r.podStates(ctx))
+	}
+	log, err := e2e.PodLogs(ctx, c, pod.Namespace, pod.Name)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := c.CoreV1().Pods(pod.Namespace).Delete(ctx, pod.Name, metav1.DeleteOptions{}); err != nil {
+		t.Fatal(err)
+	}
+	return log
+}
+
+// record notes what must keep its identity: the CSI DaemonSet, upstream's
+// pool claims and mounter Deployments.
+func (r *takeoverRun) record(ctx context.Context, t *testing.T) {
+	t.Helper()
+	ds, err := r.c.Client.AppsV1().DaemonSets(namespace).Get(ctx, csiDaemonSet, metav1.GetOptions{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	r.dsUID = ds.UID
+	r.poolClaims, r.mounters = map[string]types.UID{}, map[string]types.UID{}
+	claims, err := r.c.Client.CoreV1().PersistentVolumeClaims(namespace).List(ctx, metav1.ListOptions{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, c := range claims.Items {
+		r.poolClaims[c.Name] = c.UID
+	}
+	deps, err := r.c.Client.AppsV1().Deployments(namespace).List(ctx, metav1.ListOptions{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, d := range deps.Items {
+		if d.Name != operatorName {
+			r.mounters[d.Name] = d.UID
+		}
+	}
+	if len(r.poolClaims) != 2 || len(r.mounters) != 2 {
+		t.Fatalf("upstream made pool claims %v and mounters %v; want one each per pvcTemplate pool", r.poolClaims, r.mounters)
+	}
+	t.Logf("upstream's objects: CSI DaemonSet uid %s, pool claims %v, mounters %v", r.dsUID, r.poolClaims, r.mounters)
+}
+
+// checkUnderHPP: after a switch, hpp runs everything upstream ran, on the
+// objects upstream made.
+func (r *takeoverRun) checkUnderHPP(ctx context.Context, t *testing.T, phase string) {
+	t.Helper()
+	r.waitCRAvailable(ctx, t, phase)
+	r.waitNodePods(ctx, t, phase, csiImage, mounterImage)
+	r.checkPhase(ctx, t, phase)
+	r.checkNoOrphans(ctx, t, phase)
+}
+
+// checkUnderUpstream: after the way back, upstream's operator runs
+// everything again, on the same objects.
+func (r *takeoverRun) checkUnderUpstream(ctx context.Context, t *testing.T, phase string) {
+	t.Helper()
+	r.waitDeploymentAvailable(ctx, t, operatorName)
+	r.waitCRAvailable(ctx, t, phase)
+	r.waitNodePods(ctx, t, phase, upDriverImage, upOperatorImage)
+	r.checkPhase(ctx, t, phase)
+}
+
+// checkPhase: the claims at rest mount in new pods and show their data, a
+// new claim provisions in every pool, identities were kept, and the
+// watchers saw no write error, no gap over 2 s, at most one absence of
+// the driver from CSINode and no pool mount missing.
+func (r *takeoverRun) checkPhase(ctx context.Context, t *testing.T, phase string) {
+	t.Helper()
+	r.checkIdentities(ctx, t, phase)
+	slug := strings.ReplaceAll(phase, " ", "-")
+	for _, c := range r.atRest {
+		pod := e2e.Pod(appNamespace, "read-"+slug+"-"+c.pool.class, "cat /data/file", e2e.PodVolume{Name: "data", Claim: c.name, Path: "/data"})
+		if got := strings.TrimSpace(r.runClaimPod(ctx, t, nil, pod)); got != c.data {
+			t.Fatalf("%s: claim %s read %q in a new pod, want %q", phase, c.name, got, c.data)
+		}
+	}
+	r.tl.mark(fmt.Sprintf("%s: %d claims at rest mounted in new pods, data intact", phase, len(r.atRest)))
+	for _, p := range r.pools {
+		name := "new-" + slug + "-" + p.class
+		pod := e2e.Pod(appNamespace, name, "echo new > /data/file && cat /data/file", e2e.PodVolume{Name: "data", Claim: name, Path: "/data"})
+		if got := strings.TrimSpace(r.runClaimPod(ctx, t, e2e.PVC(appNamespace, name, p.class, "10Mi"), pod)); got != "new" {
+			t.Fatalf("%s: new claim in pool %s: pod read %q", phase, p.name, got)
+		}
+		if err := r.c.Client.CoreV1().PersistentVolumeClaims(appNamespace).Delete(ctx, name, metav1.DeleteOptions{}); err != nil {
+			t.Fatal(err)
+		}
+	}
+	r.tl.mark(fmt.Sprintf("%s: a new claim provisioned and written in each of the %d pools", phase, len(r.pools)))
+	r.watch.check(t, phase)
+}
+
+// checkIdentities: the CSI DaemonSet, the pool claims and mounter
+// Deployments upstream made are the same objects (uids).
+func (r *takeoverRun) checkIdentities(ctx context.Context, t *testing.T, phase string) {
+	t.Helper()
+	ds, err := r.c.Client.AppsV1().DaemonSets(namespace).Get(ctx, csiDaemonSet, metav1.GetOptions{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if ds.UID != r.dsUID {
+		t.Errorf("%s: CSI DaemonSet uid %s, want upstream's %s (replaced, not rolled)", phase, ds.UID, r.dsUID)
+	}
+	for name, uid := range r.poolClaims {
+		c, err := r.c.Client.CoreV1().PersistentVolumeClaims(namespace).Get(ctx, name, metav1.GetOptions{})
+		if err != nil || c.UID != uid {
+			t.Errorf("%s: pool claim %s: %v (uid %v, want %s)", phase, name, err, uidOf(c), uid)
+		}
+	}
+	for name, uid := range r.mounters {
+		d, err := r.c.Client.AppsV1().Deployments(namespace).Get(ctx, name, metav1.GetOptions{})
+		if err != nil || d.UID != uid {
+			t.Errorf("%s: mounter Deployment %s: %v (uid %v, want %s)", phase, name, err, uidOf(d), uid)
+		}
+	}
+	if t.Failed() {
+		t.FailNow()
+	}
+	t.Logf("%s: CSI DaemonSet, %d pool claims and %d mounters kept their uids", phase, len(r.poolClaims), len(r.mounters))
+}
+
+func uidOf(o metav1.Object) types.UID {
+	if o == nil || o.GetName() == "" {
+		return ""
+	}
+	return o.GetUID()
+}
+
+// waitNodePods waits until the CSI DaemonSet and the mounter Deployments
+// run the given images on all their pods (rolled out).
+func (r *takeoverRun) waitNodePods(ctx context.Context, t *testing.T, phase, driverImage, mounterImg string) {
+	t.Helper()
+	err := e2e.Poll(ctx, 4*time.Minute, phase+": node pods on "+driverImage+" and "+mounterImg, func(ctx context.Context) (bool, string, error) {
+		pods, err := r.c.Client.CoreV1().Pods(namespace).List(ctx, metav1.ListOptions{})
+		if err != nil {
+			return false, "", e2e.Retry(err)
+		}
+		var driver, mounters int
+		var state []string
+		for i := range pods.Items {
+			p := &pods.Items[i]
+			images := podImages(p)
+			state = append(state, p.Name+" "+strings.Join(images, ",")+" "+e2e.PodSummary(p))
+			if p.DeletionTimestamp != nil || !podReady(p) {
+				continue
+			}
+			for _, img := range images {
+				switch {
+				case img == driverImage && strings.HasPrefix(p.Name, csiDaemonSet+"-"):
+					driver++
+				case img == mounterImg && strings.HasPrefix(p.Name, "hpp-pool-"):
+					mounters++
+				}
+			}
+		}
+		if driver != 1 || mounters != 2 {
+			return false, strings.Join(state, "; "), nil
+		}
+		for _, p := range pods.Items {
+			stale := true
+			for _, img := range podImages(&p) {
+				stale = stale && img != driverImage && img != mounterImg
+			}
+			if stale && (strings.HasPrefix(p.Name, csiDaemonSet+"-") || strings.HasPrefix(p.Name, "hpp-pool-")) {
+				return false, strings.Join(state, "; "), nil
+			}
+		}
+		return true, "", nil
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	r.tl.mark(phase + ": CSI DaemonSet and mounters rolled to " + driverImage + ", " + mounterImg)
+}
+
+func podImages(p *corev1.Pod) []string {
+	var out []string
+	for _, c := range p.Spec.Containers {
+		out = append(out, c.Image)
+	}
+	return out
+}
+
+// upstreamManagers are the field managers of upstream's install: its
+// operator and `kubectl create`.
+var upstreamManagers = []string{"hostpath-provisioner-operator", "kubectl-create"}
+
+// checkNoOrphans: no object in the install namespace or of the install's
+// cluster-wide kinds is still owned, field by field, by upstream's
+// managers alone (objects hpp adopted carry hpp's managers), and nothing
+// labelled by upstream's operator is left unowned.
+func (r *takeoverRun) checkNoOrphans(ctx context.Context, t *testing.T, phase string) {
+	t.Helper()
+	kinds := "deployments,daemonsets,jobs,services,secrets,configmaps,serviceaccounts,roles,rolebindings,persistentvolumeclaims,networkpolicies"
+	out, err := r.kubectl(ctx, "", "get", kinds, "-n", namespace, "-o", "json")
+	if err != nil {
+		t.Fatal(err)
+	}
+	cluster, err := r.kubectl(ctx, "", "get", "clusterroles,clusterrolebindings,csidrivers,validatingwebhookconfigurations,customresourcedefinitions,hostpathprovisioners", "-o", "json")
+	if err != nil {
+		t.Fatal(err)
+	}
+	var orphans []string
+	for _, doc := range []string{out, cluster} {
+		for _, o := range listItems(t, doc) {
+			if left := upstreamOnly(o); left != "" {
+				orphans = append(orphans, left)
+			}
+		}
+	}
+	if len(orphans) > 0 {
+		t.Fatalf("%s: %d objects still owned by upstream's install alone:\n%s", phase, len(orphans), strings.Join(orphans, "\n"))
+	}
+	r.tl.mark(phase + ": no object left to upstream's field managers")
+}
+
+// waitGone waits until the pod is gone.
+func (r *takeoverRun) waitPodGone(ctx context.Context, t *testing.T, ns, name string) {
+	t.Helper()
+	if err := e2e.WaitGone(ctx, "pod "+name, 2*time.Minute, func(ctx context.Context) error {
+		_, err := r.c.Client.CoreV1().Pods(ns).Get(ctx, name, metav1.GetOptions{})
+		return err
+	}); err != nil {
+		t.Fatal(err)
+	}
+}
+
+// checkKept: after the uninstall every pool claim (same uid), every PV of
+// the claims at rest and every data directory is still there.
+func (r *takeoverRun) checkKept(ctx context.Context, t *testing.T) {
+	t.Helper()
+	for name, uid := range r.poolClaims {
+		c, err := r.c.Client.CoreV1().PersistentVolumeClaims(namespace).Get(ctx, name, metav1.GetOptions{})
+		if err != nil || c.UID != uid || c.DeletionTimestamp != nil {
+			t.Errorf("after the uninstall: pool claim %s: %v (uid %v, want %s)", name, err, uidOf(c), uid)
+		}
+	}
+	for _, c := range r.atRest {
+		pv, err := r.c.Client.CoreV1().PersistentVolumes().Get(ctx, c.pv, metav1.GetOptions{})
+		if err != nil || pv.DeletionTimestamp != nil {
+			t.Errorf("after the uninstall: PV %s of claim %s: %v", c.pv, c.name, err)
+			continue
+		}
+		file := r.dataFile(c.pool, pv.Spec.CSI.VolumeHandle)
+		b, err := os.ReadFile(file)
+		if err != nil || strings.TrimSpace(string(b)) != c.data {
+			t.Errorf("after the uninstall: %s: %q, %v; want %q", file, b, err, c.data)
+		}
+	}
+	ns, err := r.c.Client.CoreV1().Namespaces().Get(ctx, namespace, metav1.GetOptions{})
+	if err != nil || ns.DeletionTimestamp != nil {
+		t.Errorf("after the uninstall: namespace %s (it holds the pool claims): %v, deleting %v", namespace, err, ns.DeletionTimestamp != nil)
+	}
+	if t.Failed() {
+		t.FailNow()
+	}
+	t.Logf("after the uninstall: %d pool claims, %d PVs and their data kept; namespace %s kept", len(r.poolClaims), len(r.atRest), namespace)
+}
+
+// dataFile is a volume's file as this machine sees it: under the pool
+// directory for a directory pool, on the pool's disk (mounted in the node
+// at disks/<name>, unmounted from the pool path by now) for a template
+// pool. Upstream's layout on the disk: <disk>/csi/<volume> when the claim
+// is mounted at the pool path; <disk>/<volume> when at <path>/csi.
+func (r *takeoverRun) dataFile(p *tkPool, handle string) string {
+	if !p.template() {
+		return r.inNode(filepath.Join(p.path, "csi", handle, "file"))
+	}
+	for _, f := range []string{filepath.Join(p.vol, "csi", handle, "file"), filepath.Join(p.vol, handle, "file")} {
+		if _, err := os.Stat(r.inNode(f)); err == nil {
+			return r.inNode(f)
+		}
+	}
+	return r.inNode(filepath.Join(p.vol, "csi", handle, "file"))
+}
