@@ -184,8 +184,9 @@ func setByUser(managed []metav1.ManagedFieldsEntry, field []string) bool {
 const LastAppliedAnnotation = "hostpathprovisioner.kubevirt.io/lastAppliedConfiguration"
 
 func setLastApplied(desired *unstructured.Unstructured) error {
-	ann := desired.GetAnnotations()
+	ann := desired.GetAnnotations() // a copy
 	delete(ann, LastAppliedAnnotation)
+	desired.SetAnnotations(ann)
 	b, err := json.Marshal(desired.Object)
 	if err != nil {
 		return err
