@@ -155,7 +155,13 @@ func (r *Reconciler) render(p *pass) error {
 func (r *Reconciler) apply(ctx context.Context, p *pass) error {
 	a := &applier{reader: r.Client, live: r.APIReader, writer: r.Client, scheme: r.Scheme,
 		kept: func(obj *unstructured.Unstructured, fields []string) {
-			r.eventf(p.cr, corev1.EventTypeNormal, "ImmutableFieldsKept",
+			// A kept selector changes nothing the pods do; a kept
+			// CSIDriver field leaves out a feature of hpp's.
+			typ := corev1.EventTypeNormal
+			if !slices.Equal(fields, []string{"spec.selector"}) {
+				typ = corev1.EventTypeWarning
+			}
+			r.eventf(p.cr, typ, "ImmutableFieldsKept",
 				"%s %s keeps %s of the live object (immutable; kept rather than replaced, so nothing restarts at once)",
 				obj.GetKind(), obj.GetName(), strings.Join(fields, ", "))
 		}}
