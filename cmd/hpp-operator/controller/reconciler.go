@@ -106,8 +106,10 @@ func (r *Reconciler) Reconcile(ctx context.Context, req ctrl.Request) (ctrl.Resu
 func (r *Reconciler) run(ctx context.Context, p *pass) error {
 	if errs := hppv1.ValidateSpec(&p.cr.Spec); len(errs) > 0 {
 		// The CRD's rules and the webhook normally stop this; a CR written
-		// while neither was in place lands here and is not acted on.
+		// while neither was in place lands here and is not acted on; the
+		// status still says how the workloads are.
 		p.st.degrade("InvalidSpec", errs.ToAggregate().Error())
+		r.derive(ctx, p)
 		return nil
 	}
 	if err := r.observe(ctx, p); err != nil {
