@@ -89,6 +89,12 @@ func TestUpgradeFromAnOlderHPP(t *testing.T) {
 			t.Errorf("%s was deleted and recreated by the upgrade (uid %s → %s)", id, uid, obj.GetUID())
 		}
 	}
+	if f := mustGetCR(t, h, "hpp").Finalizers; !slices.Equal(f, []string{controller.Finalizer}) {
+		t.Errorf("finalizers %v, want only %s (upstream's name) in place of %s", f, controller.Finalizer, olderHPPFinalizer)
+	}
+	if d, err := h.mounter(pool.Name, node); err != nil || d.Spec.Selector.MatchLabels[render.MounterSelector] != d.Name {
+		t.Errorf("the older mounter's selector must be kept (immutable): %v %v", d.Spec.Selector, err)
+	}
 	got := mustGetCR(t, h, "hpp").Status
 	if got.ObservedVersion != h.cfg.Version || got.OperatorVersion != h.cfg.Version {
 		t.Errorf("status versions observed %s operator %s, want %s", got.ObservedVersion, got.OperatorVersion, h.cfg.Version)
@@ -104,6 +110,9 @@ func TestUpgradeFromAnOlderHPP(t *testing.T) {
 	h.finishJob(render.CleanupJobName(pool.Name, node), true)
 }
 
+// olderHPPFinalizer is the finalizer hpp set before it took upstream's.
+const olderHPPFinalizer = "hostpathprovisioner.kubevirt.io/cleanup"
+
 // applyOlderHPP writes what an older hpp operator left: the CR with its
 // finalizer and status, and the objects it rendered with older images and
 // version plus a flag and env var since removed, applied server-side by
@@ -111,7 +120,7 @@ func TestUpgradeFromAnOlderHPP(t *testing.T) {
 func applyOlderHPP(t *testing.T, admin client.Client, ns string, cr *hppv1.HostPathProvisioner, pool *hppv1.StoragePool, node, version string) map[string]types.UID {
 	t.Helper()
 	ctx := t.Context()
-	controllerutil.AddFinalizer(cr, controller.Finalizer)
+	controllerutil.AddFinalizer(cr, olderHPPFinalizer)
 	if err := admin.Create(ctx, cr); err != nil {
 		t.Fatal(err)
 	}
@@ -131,7 +140,11 @@ func applyOlderHPP(t *testing.T, admin client.Client, ns string, cr *hppv1.HostP
 	c.Args = append(c.Args, "--removed-flag=1")
 	c.Env = append(c.Env, corev1.EnvVar{Name: "REMOVED_ENV", Value: "1"})
 	claim := cfg.PoolClaim(pool, node)
-	objs = append(objs, claim, cfg.MounterDeployment(&cr.Spec, pool, node))
+	// The older hpp's mounter selected its pods by its own name.
+	mounter := cfg.MounterDeployment(&cr.Spec, pool, node)
+	mounter.Spec.Selector.MatchLabels = map[string]string{render.MounterSelector: mounter.Name}
+	delete(mounter.Spec.Template.Labels, render.PoolSelectorLabel)
+	objs = append(objs, claim, mounter)
 	uids := map[string]types.UID{}
 	for _, o := range objs {
 		if _, isClaim := o.(*corev1.PersistentVolumeClaim); !isClaim && o.GetNamespace() != "" {
