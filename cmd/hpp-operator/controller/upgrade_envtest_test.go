@@ -92,8 +92,10 @@ func TestUpgradeFromAnOlderHPP(t *testing.T) {
 	if f := mustGetCR(t, h, "hpp").Finalizers; !slices.Equal(f, []string{controller.Finalizer}) {
 		t.Errorf("finalizers %v, want only %s (upstream's name) in place of %s", f, controller.Finalizer, olderHPPFinalizer)
 	}
-	if d, err := h.mounter(pool.Name, node); err != nil || d.Spec.Selector.MatchLabels[render.MounterSelector] != d.Name {
-		t.Errorf("the older mounter's selector must be kept (immutable): %v %v", d.Spec.Selector, err)
+	if d, err := h.mounter(pool.Name, node); err != nil {
+		t.Error(err)
+	} else if d.Spec.Selector.MatchLabels[render.MounterSelector] != d.Name {
+		t.Errorf("the older mounter's selector %v must be kept (immutable)", d.Spec.Selector)
 	}
 	got := mustGetCR(t, h, "hpp").Status
 	if got.ObservedVersion != h.cfg.Version || got.OperatorVersion != h.cfg.Version {
