@@ -140,6 +140,7 @@ func (d *Driver) createResponse(p *poolState, vol dirvol.Volume) *csi.CreateVolu
 		CapacityBytes: vol.CapacityBytes,
 		VolumeContext: map[string]string{VolumeContextPool: p.name()},
 	}
+	d.volumeContextIdentity(p, v.VolumeContext)
 	if !p.shared() {
 		v.AccessibleTopology = []*csi.Topology{d.topology()}
 	}

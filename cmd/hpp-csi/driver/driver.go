@@ -128,6 +128,8 @@ type Driver struct {
 	pools []*poolState
 	locks *volumeLocks
 	stats *usageCache
+	// mismatches: volumes refused for another pool identity (poolid.go).
+	mismatches identityMismatches
 }
 
 // New builds a driver; it touches no disk until OpenPools.

@@ -82,7 +82,7 @@ func (d *Driver) NodePublishVolume(ctx context.Context, req *csi.NodePublishVolu
 		var p *poolState
 		p, vol, err = d.ensureEphemeral(ctx, req)
 		multiNode = err == nil && p.shared()
-	} else {
+	} else if err = d.checkPoolIdentity(id, req.GetVolumeContext()); err == nil {
 		var l located
 		l, multiNode, err = d.findForContext(ctx, id, req.GetVolumeContext())
 		vol = l.vol

@@ -92,6 +92,9 @@ func (d *Driver) openOwnRoot(ctx context.Context, p *poolState) (*dirvol.Store, 
 	if err != nil {
 		return notReady("%v", err)
 	}
+	if err := ensurePoolIdentity(p.cfg, d.cfg.NodeID); err != nil {
+		return notReady("%v", err)
+	}
 	dev, err := d.deps.FS.DeviceOf(p.cfg.Path)
 	if err != nil {
 		return notReady("%v", err)
