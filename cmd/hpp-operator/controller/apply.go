@@ -57,6 +57,9 @@ func (a *applier) apply(ctx context.Context, obj client.Object) (bool, error) {
 		if err := a.adopt(ctx, live); err != nil {
 			return false, err
 		}
+		if err := a.recreateStrategy(ctx, desired, live); err != nil {
+			return false, err
+		}
 		if liveFields, err = runtime.DefaultUnstructuredConverter.ToUnstructured(live); err != nil {
 			return false, err
 		}

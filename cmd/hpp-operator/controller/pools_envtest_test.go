@@ -61,15 +61,16 @@ func TestTemplatePoolMountersFollowNodes(t *testing.T) {
 		t.Errorf("mounter for a directory pool: %v", err)
 	}
 
-	// Names: upstream's, hashed to 63 characters when long.
+	// Names: upstream's, hashed to 63 characters when long (literal
+	// facts in render/names_test.go).
 	if got := render.MounterName("block", "node-a"); got != "hpp-pool-block-node-a" {
 		t.Errorf("mounter name %s", got)
 	}
 	longName := render.MounterName("block", long)
-	if len(longName) > 63 || !strings.HasPrefix(longName, "hpp-pool-block-") || longName == render.MounterName("block", long+"2") {
+	if len(longName) != len("hpp-pool-12345678") || !strings.HasPrefix(longName, "hpp-pool-") || longName == render.MounterName("block", long+"2") {
 		t.Errorf("long mounter name %q (%d characters)", longName, len(longName))
 	}
-	if got := render.CleanupJobName("block", long); len(got) > 63 || !strings.HasPrefix(got, "cleanup-pool-block-") {
+	if got := render.CleanupJobName("block", long); len(got) > 63 || !strings.HasPrefix(got, "cleanup-pool-") {
 		t.Errorf("long cleanup Job name %q", got)
 	}
 

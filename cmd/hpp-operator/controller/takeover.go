@@ -7,6 +7,7 @@ import (
 	"reflect"
 	"strings"
 
+	appsv1 "k8s.io/api/apps/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"k8s.io/apimachinery/pkg/runtime"
@@ -196,5 +197,26 @@ func setLastApplied(desired *unstructured.Unstructured) error {
 	}
 	ann[LastAppliedAnnotation] = string(b)
 	desired.SetAnnotations(ann)
+	return nil
+}
+
+// recreateStrategy moves a live Deployment to the Recreate strategy when
+// desired asks for it. Server-side apply cannot: the live rollingUpdate
+// parameters (defaulted when another installation created it) belong to
+// that installation's field manager, stay, and make Recreate invalid. One
+// JSON patch, once, with the resourceVersion (a concurrent change fails it
+// and the reconcile retries); the pods are not restarted by it.
+func (a *applier) recreateStrategy(ctx context.Context, desired *unstructured.Unstructured, live client.Object) error {
+	d, ok := live.(*appsv1.Deployment)
+	if !ok || d.Spec.Strategy.RollingUpdate == nil {
+		return nil
+	}
+	if typ, _, _ := unstructured.NestedString(desired.Object, "spec", "strategy", "type"); typ != string(appsv1.RecreateDeploymentStrategyType) {
+		return nil
+	}
+	patch := fmt.Sprintf(`[{"op":"test","path":"/metadata/resourceVersion","value":%q},{"op":"replace","path":"/spec/strategy","value":{"type":"Recreate"}}]`, d.ResourceVersion)
+	if err := a.writer.Patch(ctx, d, client.RawPatch(types.JSONPatchType, []byte(patch))); err != nil {
+		return fmt.Errorf("Deployment %s: strategy Recreate: %w", d.Name, err)
+	}
 	return nil
 }

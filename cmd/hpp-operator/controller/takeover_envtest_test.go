@@ -98,9 +98,8 @@ func TestTakeoverOfUpstreamObjects(t *testing.T) {
 		t.Fatal(err)
 	}
 	// Any change to the CR reconciles and applies again.
-	cr := mustGetCR(t, h, "hpp")
-	cr.Spec.ImagePullPolicy = corev1.PullAlways
-	if err := h.admin.Update(h.ctx, cr); err != nil {
+	pull := []byte(`{"spec":{"imagePullPolicy":"Always"}}`)
+	if err := h.admin.Patch(h.ctx, mustGetCR(t, h, "hpp"), client.RawPatch(types.MergePatchType, pull)); err != nil {
 		t.Fatal(err)
 	}
 	eventually(t, "the user's maxUnavailable kept across an apply", func() error {
@@ -194,6 +193,15 @@ func TestTakeoverKeepsLongNamedPool(t *testing.T) {
 			}
 		}
 	}
+	// Deletion waits for the pool's cleanup Job (upstream's name too):
+	// play the Job controller.
+	if err := h.admin.Delete(h.ctx, mustGetCR(t, h, "hpp")); err != nil {
+		t.Fatal(err)
+	}
+	if got := render.CleanupJobName(pool, node); got != "cleanup-pool-c1c5406a" {
+		t.Errorf("cleanup Job %s, want upstream's cleanup-pool-c1c5406a", got)
+	}
+	h.finishJob("cleanup-pool-c1c5406a", true)
 }
 
 // TestMissingPriorityClassDegradesInsteadOfBlockingPods.

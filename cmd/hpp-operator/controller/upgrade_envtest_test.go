@@ -126,10 +126,14 @@ func applyOlderHPP(t *testing.T, admin client.Client, ns string, cr *hppv1.HostP
 	if err := admin.Create(ctx, cr); err != nil {
 		t.Fatal(err)
 	}
-	cr.Status.ObservedVersion, cr.Status.OperatorVersion, cr.Status.TargetVersion = version, version, version
-	if err := admin.Status().Update(ctx, cr); err != nil {
-		t.Fatal(err)
-	}
+	// The operator may already be moving the finalizer: retry on conflict.
+	eventually(t, "older status written", func() error {
+		if err := admin.Get(ctx, client.ObjectKeyFromObject(cr), cr); err != nil {
+			return err
+		}
+		cr.Status.ObservedVersion, cr.Status.OperatorVersion, cr.Status.TargetVersion = version, version, version
+		return admin.Status().Update(ctx, cr)
+	})
 	cfg := render.DefaultConfig()
 	cfg.Namespace, cfg.Version = ns, version
 	cfg.Images.CSI, cfg.Images.Legacy, cfg.Images.Mounter = "localhost/hpp-csi:old", "localhost/hpp-legacy:old", "localhost/hpp-mounter:old"
