@@ -11,6 +11,7 @@ import (
 
 	"github.com/hostpath-provisioner/hpp/cmd/hpp-csi/driver"
 	"github.com/hostpath-provisioner/hpp/internal/cli"
+	"github.com/hostpath-provisioner/hpp/internal/contract"
 	"github.com/hostpath-provisioner/hpp/internal/logging"
 	"github.com/hostpath-provisioner/hpp/internal/pool"
 )
@@ -40,6 +41,7 @@ type options struct {
 	metricsTLSVersion       string
 	checkBindingMode        bool
 	kubeconfig              string
+	controllerOnly          bool
 
 	// filled by complete
 	socketPath string
@@ -57,7 +59,7 @@ func (o *options) addFlags(fs *pflag.FlagSet) {
 	o.logging.AddFlags(fs)
 	o.addCompatFlags(fs)
 	fs.StringVar(&o.endpoint, "endpoint", "unix:///csi/csi.sock", "CSI socket: unix:///path or /path (env CSI_ENDPOINT)")
-	fs.StringVar(&o.driverName, "drivername", driver.DefaultDriverName, "CSI driver name")
+	fs.StringVar(&o.driverName, "drivername", contract.DriverName, "CSI driver name")
 	fs.StringVar(&o.nodeID, "nodeid", "", "this node's name, as in its Node object (required; env NODE_NAME)")
 	fs.StringVar(&o.datadir, "datadir", "", `storage pools as JSON: [{"name":"legacy","path":"/var/hpvolumes/csi"}] (required; env PV_DIR). `+
 		`"path" is the directory that holds the volumes (relative: from the working directory); optional per pool: "shared" (true: storage every node mounts, volumes get no node topology), `+
@@ -78,7 +80,14 @@ func (o *options) addFlags(fs *pflag.FlagSet) {
 	fs.StringVar(&o.metricsTLSVersion, "metrics-tls-version", "VersionTLS13", "minimum TLS version of /metrics when served over TLS: VersionTLS10, VersionTLS11, VersionTLS12 or VersionTLS13")
 	fs.BoolVar(&o.checkBindingMode, "check-binding-mode", false, "refuse claims of Immediate StorageClasses with a message saying so (reads claims and StorageClasses from the API; needs csi-provisioner's --extra-create-metadata)")
 	fs.StringVar(&o.kubeconfig, "kubeconfig", "", "kubeconfig for --check-binding-mode (empty: in-cluster)")
+	fs.BoolVar(&o.controllerOnly, "controller-only", false, "serve only Identity and ControllerExpandVolume, for csi-resizer (one Deployment per cluster): "+
+		"no pools are opened, an expansion is passed to the node that holds the volume (NodeExpansionRequired); --nodeid and --datadir are not needed, node-only flags are refused")
 }
+
+// nodeOnlyFlags do nothing with --controller-only; giving one there is a
+// mistake worth an error rather than silence.
+var nodeOnlyFlags = []string{"datadir", "max-volumes", "reservation-aware-capacity", "stats-cache-ttl", "stats-timeout",
+	"pool-retry-interval", "kubelet-registration-path", "plugin-registration-dir", "check-binding-mode", "kubeconfig"}
 
 // complete applies environment fallbacks and validates everything, naming
 // every problem in one error.
@@ -100,7 +109,13 @@ func (o *options) complete(fs *pflag.FlagSet) error {
 	if o.socketPath, err = driver.ParseEndpoint(o.endpoint); err != nil {
 		errs = append(errs, err)
 	}
-	if o.datadir == "" {
+	if o.controllerOnly {
+		for _, name := range nodeOnlyFlags {
+			if fs.Changed(name) {
+				errs = append(errs, fmt.Errorf("--%s: not used with --controller-only (it serves expansion only, on no node)", name))
+			}
+		}
+	} else if o.datadir == "" {
 		errs = append(errs, errors.New("--datadir: required (JSON list of pools; env PV_DIR)"))
 	} else if o.pools, err = parsePools(o.datadir); err != nil {
 		errs = append(errs, fmt.Errorf("--datadir: %w", err))
@@ -138,6 +153,7 @@ func (o *options) driverConfig() driver.Config {
 		ReservationAware:  o.reservationAware,
 		StatsCacheTTL:     o.statsCacheTTL,
 		StatsTimeout:      o.statsTimeout,
+		ControllerOnly:    o.controllerOnly,
 	}
 }
 

@@ -8,6 +8,7 @@ import (
 	"testing"
 
 	"github.com/hostpath-provisioner/hpp/internal/cli"
+	"github.com/hostpath-provisioner/hpp/internal/contract"
 	"github.com/hostpath-provisioner/hpp/internal/pool"
 )
 
@@ -31,7 +32,7 @@ func TestUpstreamArgumentList(t *testing.T) {
 		t.Fatalf("exit %d: %s", code, out)
 	}
 	cfg := o.driverConfig()
-	if cfg.DriverName != "kubevirt.io.hostpath-provisioner" || cfg.NodeID != "node-1" || cfg.VendorVersion != "latest" || o.socketPath != "/csi/csi.sock" {
+	if cfg.DriverName != contract.DriverName || cfg.NodeID != "node-1" || cfg.VendorVersion != "latest" || o.socketPath != "/csi/csi.sock" {
 		t.Fatalf("config = %+v socket %q", cfg, o.socketPath)
 	}
 	if want := []pool.Pool{{Name: "legacy", Path: "/csi-data-dir"}}; !reflect.DeepEqual(cfg.Pools.All(), want) {
@@ -128,5 +129,23 @@ func TestGoFlagArgs(t *testing.T) {
 	want := []string{"--nodeid", "-odd-node", "--v=3", "-h", "--help", "--endpoint=/x", "--version", "-unknown", "--", "-v"}
 	if !reflect.DeepEqual(got, want) {
 		t.Fatalf("goFlagArgs = %q, want %q", got, want)
+	}
+}
+
+// --controller-only (csi-resizer's endpoint) needs neither --nodeid nor
+// --datadir, and refuses the flags that would do nothing there.
+func TestControllerOnlyFlags(t *testing.T) {
+	o, code, out := parse(t, "--controller-only", "--endpoint=unix:///csi/csi.sock", "--v=3")
+	if code != 0 {
+		t.Fatalf("exit %d: %s", code, out)
+	}
+	if cfg := o.driverConfig(); !cfg.ControllerOnly || len(cfg.Pools.All()) != 0 {
+		t.Fatalf("config = %+v, want controller-only without pools", cfg)
+	}
+	_, code, out = parse(t, "--controller-only", `--datadir=[{"name":"a","path":"/a"}]`, "--check-binding-mode")
+	for _, want := range []string{"--datadir: not used with --controller-only", "--check-binding-mode: not used with --controller-only"} {
+		if code != 2 || !strings.Contains(out, want) {
+			t.Errorf("exit %d, output %q: want 2 and %q", code, out, want)
+		}
 	}
 }

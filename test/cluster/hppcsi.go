@@ -14,12 +14,12 @@ import (
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/utils/ptr"
+
+	"github.com/hostpath-provisioner/hpp/internal/contract"
 )
 
-// The hpp-csi compatibility names (DESIGN.md §1).
+// The hpp-csi compatibility names (DESIGN.md §1) are in internal/contract.
 const (
-	DriverName  = "kubevirt.io.hostpath-provisioner"
-	TopologyKey = "topology.hostpath.csi/node"
 	// CSINamespace is where csi-provisioner puts its CSIStorageCapacity
 	// objects (its NAMESPACE).
 	CSINamespace = "hpp-system"
@@ -90,7 +90,7 @@ func (cfg HPPCSIConfig) validate() error {
 // and the namespace for csi-provisioner's capacity objects.
 func (c *Cluster) InstallCSIDriver(ctx context.Context) error {
 	obj := &storagev1.CSIDriver{
-		ObjectMeta: metav1.ObjectMeta{Name: DriverName},
+		ObjectMeta: metav1.ObjectMeta{Name: contract.DriverName},
 		Spec: storagev1.CSIDriverSpec{
 			AttachRequired:  ptr.To(false),
 			PodInfoOnMount:  ptr.To(true),
@@ -102,7 +102,7 @@ func (c *Cluster) InstallCSIDriver(ctx context.Context) error {
 		},
 	}
 	if _, err := c.Client.StorageV1().CSIDrivers().Create(ctx, obj, metav1.CreateOptions{}); err != nil && !apierrors.IsAlreadyExists(err) {
-		return fmt.Errorf("csidriver %s: %w", DriverName, err)
+		return fmt.Errorf("csidriver %s: %w", contract.DriverName, err)
 	}
 	return c.CreateNamespace(ctx, CSINamespace)
 }
@@ -113,7 +113,7 @@ func (n *Node) csiSocket() string {
 	if n.Simulated {
 		return filepath.Join(n.dir, "csi", "csi.sock")
 	}
-	return filepath.Join(n.c.kubeletDir(), "plugins", DriverName, "csi.sock")
+	return filepath.Join(n.c.kubeletDir(), "plugins", contract.DriverName, "csi.sock")
 }
 
 // CSISocket is the node's hpp-csi socket path.
@@ -125,14 +125,15 @@ func (c *Cluster) AddSimulatedCSINode(ctx context.Context, name string, opts Sim
 	if opts.Labels == nil {
 		opts.Labels = map[string]string{}
 	}
-	opts.Labels[TopologyKey] = name
-	opts.CSIDrivers = append(opts.CSIDrivers, CSINodeDriver{Name: DriverName, NodeID: name, TopologyKeys: []string{TopologyKey}})
+	opts.Labels[contract.TopologyKey] = name
+	opts.CSIDrivers = append(opts.CSIDrivers, CSINodeDriver{Name: contract.DriverName, NodeID: name, TopologyKeys: []string{contract.TopologyKey}})
 	return c.AddSimulatedNode(ctx, name, opts)
 }
 
 // StartHPPCSI starts hpp-csi ("hpp-csi@<node>") and csi-provisioner
 // ("csi-provisioner@<node>") on the node and waits until the driver
-// serves (/healthz) and, on the real node, kubelet has registered it.
+// serves (/healthz) and, on the real node, kubelet has registered it. On
+// the real node it also starts the cluster's csi-resizer (resizer.go).
 func (n *Node) StartHPPCSI(ctx context.Context, cfg HPPCSIConfig) error {
 	if err := cfg.validate(); err != nil {
 		return err
@@ -190,6 +191,13 @@ func (n *Node) StartHPPCSI(ctx context.Context, cfg HPPCSIConfig) error {
 	if err := n.StartCSIProvisioner(cfg.ProvisionerArgs...); err != nil {
 		return err
 	}
+	// Expansion: kubelet expands on the real node only (simulated nodes
+	// run no pods), and the cluster needs one csi-resizer for all nodes.
+	if !n.Simulated {
+		if err := n.c.startCSIResizer(ctx, cfg.Binary); err != nil {
+			return err
+		}
+	}
 	n.c.opts.Logf("hpp-csi and csi-provisioner running on node %s (pools %s)", n.Name, pools)
 	return nil
 }
@@ -233,13 +241,13 @@ func (n *Node) StartCSIProvisioner(extraArgs ...string) error {
 
 // waitCSINode waits until kubelet lists hpp-csi in the node's CSINode.
 func (n *Node) waitCSINode(ctx context.Context) error {
-	return poll(ctx, time.Minute, 250*time.Millisecond, "CSINode "+n.Name+" with "+DriverName, func(ctx context.Context) (bool, error) {
+	return poll(ctx, time.Minute, 250*time.Millisecond, "CSINode "+n.Name+" with "+contract.DriverName, func(ctx context.Context) (bool, error) {
 		cn, err := n.c.Client.StorageV1().CSINodes().Get(ctx, n.Name, metav1.GetOptions{})
 		if err != nil {
 			return false, tryAgain(err)
 		}
 		for _, d := range cn.Spec.Drivers {
-			if d.Name == DriverName {
+			if d.Name == contract.DriverName {
 				return true, nil
 			}
 		}

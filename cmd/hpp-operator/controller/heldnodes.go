@@ -8,6 +8,8 @@ import (
 
 	corev1 "k8s.io/api/core/v1"
 	"sigs.k8s.io/controller-runtime/pkg/client"
+
+	"github.com/hostpath-provisioner/hpp/internal/contract"
 )
 
 // heldNodes are the nodes outside spec.workload's placement that still
@@ -48,7 +50,7 @@ func findHeldNodes(ctx context.Context, c client.Reader, placement nodeSet) (hel
 			if held[node] == nil {
 				held[node] = map[string]int{}
 			}
-			held[node][pv.Spec.CSI.VolumeAttributes["storagePool"]]++
+			held[node][pv.Spec.CSI.VolumeAttributes[contract.ParamStoragePool]]++
 		}
 	}
 	return held, nil

@@ -25,6 +25,7 @@ import (
 
 	"github.com/hostpath-provisioner/hpp/cmd/hpp-operator/render"
 	hppv1 "github.com/hostpath-provisioner/hpp/internal/api/v1beta1"
+	"github.com/hostpath-provisioner/hpp/internal/contract"
 )
 
 // Finalizer holds the CR until the operator has removed what it made. It
@@ -104,14 +105,18 @@ func (r *Reconciler) Reconcile(ctx context.Context, req ctrl.Request) (ctrl.Resu
 
 // run is one pass: observe, render, apply, derive (pass.go).
 func (r *Reconciler) run(ctx context.Context, p *pass) error {
-	if errs := hppv1.ValidateSpec(&p.cr.Spec); len(errs) > 0 {
+	blocking, strict := hppv1.ValidateStored(&p.cr.Spec)
+	if len(blocking) > 0 {
 		// The CRD's rules and the webhook normally stop this; a CR written
 		// while neither was in place lands here and is not acted on; the
 		// status still says how the workloads are.
-		p.st.degrade("InvalidSpec", errs.ToAggregate().Error())
+		p.st.degrade("InvalidSpec", blocking.ToAggregate().Error())
 		r.derive(ctx, p)
 		return nil
 	}
+	// A CR upstream's operator accepted keeps running; what hpp would
+	// refuse on a change is reported, not enforced.
+	p.st.warnSpec(strict)
 	if err := r.observe(ctx, p); err != nil {
 		return err
 	}
@@ -222,7 +227,7 @@ func (r *Reconciler) observeWorkloads(ctx context.Context, cr *hppv1.HostPathPro
 // is "legacy" (render/pathconfig.go), as upstream reports it.
 func statusPools(spec *hppv1.HostPathProvisionerSpec) []hppv1.StoragePool {
 	if spec.IsLegacy() {
-		return []hppv1.StoragePool{{Name: render.PathConfigPool, Path: spec.PathConfig.Path}}
+		return []hppv1.StoragePool{{Name: contract.DefaultPool, Path: spec.PathConfig.Path}}
 	}
 	return spec.StoragePools
 }

@@ -16,6 +16,7 @@ import (
 
 	"github.com/hostpath-provisioner/hpp/cmd/hpp-operator/render"
 	hppv1 "github.com/hostpath-provisioner/hpp/internal/api/v1beta1"
+	"github.com/hostpath-provisioner/hpp/internal/contract"
 )
 
 // TestTakeoverOfUpstreamObjects: objects the upstream operator left (same
@@ -131,13 +132,13 @@ func TestTakeoverKeepsLongNamedPool(t *testing.T) {
 	h := startWith(t, ns, options{setup: func(admin client.Client) {
 		createNode(t, admin, node, map[string]string{corev1.LabelHostname: node})
 		claim := &corev1.PersistentVolumeClaim{
-			ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: upstreamName, Labels: map[string]string{render.PoolLabel: pool + "-hpp"}},
+			ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: upstreamName, Labels: map[string]string{contract.PoolLabel: pool + "-hpp"}},
 			Spec: corev1.PersistentVolumeClaimSpec{AccessModes: []corev1.PersistentVolumeAccessMode{corev1.ReadWriteOnce},
 				Resources: corev1.VolumeResourceRequirements{Requests: corev1.ResourceList{corev1.ResourceStorage: resource.MustParse("1Gi")}}},
 		}
 		sel := map[string]string{"hpp-pool": pool}
 		mounter := &appsv1.Deployment{
-			ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: upstreamName, Labels: map[string]string{"k8s-app": "hostpath-provisioner", render.PoolLabel: pool + "-hpp"}},
+			ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: upstreamName, Labels: map[string]string{"k8s-app": "hostpath-provisioner", contract.PoolLabel: pool + "-hpp"}},
 			Spec: appsv1.DeploymentSpec{
 				Selector: &metav1.LabelSelector{MatchLabels: sel},
 				Template: corev1.PodTemplateSpec{ObjectMeta: metav1.ObjectMeta{Labels: sel}, Spec: corev1.PodSpec{
