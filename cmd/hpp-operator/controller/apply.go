@@ -57,10 +57,18 @@ func (a *applier) apply(ctx context.Context, obj client.Object) (bool, error) {
 		if err := a.adopt(ctx, live); err != nil {
 			return false, err
 		}
+		if err := a.recreateStrategy(ctx, desired, live); err != nil {
+			return false, err
+		}
 		if liveFields, err = runtime.DefaultUnstructuredConverter.ToUnstructured(live); err != nil {
 			return false, err
 		}
 		kept = keepImmutable(desired, liveFields)
+		kept = append(kept, keepLiveSelector(desired, liveFields)...)
+		keepUserSet(desired, live)
+	}
+	if err := setLastApplied(desired); err != nil {
+		return false, err
 	}
 	sum, err := digest(desired)
 	if err != nil {

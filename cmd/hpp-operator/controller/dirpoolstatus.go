@@ -7,6 +7,7 @@ import (
 	"strings"
 
 	corev1 "k8s.io/api/core/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	"github.com/hostpath-provisioner/hpp/cmd/hpp-operator/render"
@@ -20,14 +21,13 @@ import (
 // pod, which still serves the other pools; hpp-csi then refuses creates
 // in it with the reason, and reports no capacity for it.
 func (r *Reconciler) csiPodNodes(ctx context.Context) (map[string]*corev1.Pod, error) {
-	pods := &corev1.PodList{}
-	if err := r.Client.List(ctx, pods, client.InNamespace(r.Config.Namespace),
-		client.MatchingLabels{render.AppLabel: render.CSIDaemonSetName}); err != nil {
+	pods, err := r.nodePods(ctx, render.CSIDaemonSetName)
+	if err != nil {
 		return nil, err
 	}
 	out := map[string]*corev1.Pod{}
-	for i := range pods.Items {
-		p := &pods.Items[i]
+	for i := range pods {
+		p := &pods[i]
 		if p.Spec.NodeName == "" || !p.DeletionTimestamp.IsZero() {
 			continue
 		}
@@ -55,6 +55,28 @@ func dirPoolNodes(pods map[string]*corev1.Pod) []hppv1.PoolNodeStatus {
 	}
 	slices.SortFunc(nodes, func(a, b hppv1.PoolNodeStatus) int { return strings.Compare(a.Name, b.Name) })
 	return nodes
+}
+
+// nodePods are the pods of a node DaemonSet, found by their controller
+// rather than by label: a DaemonSet taken over keeps upstream's selector,
+// and upstream gave both of its DaemonSets' pods the same k8s-app value.
+func (r *Reconciler) nodePods(ctx context.Context, daemonSet string) ([]corev1.Pod, error) {
+	pods := &corev1.PodList{}
+	if err := r.Client.List(ctx, pods, client.InNamespace(r.Config.Namespace)); err != nil {
+		return nil, fmt.Errorf("list node pods: %w", err)
+	}
+	out := pods.Items[:0]
+	for _, p := range pods.Items {
+		if ofDaemonSet(&p, daemonSet) {
+			out = append(out, p)
+		}
+	}
+	return out, nil
+}
+
+func ofDaemonSet(o metav1.Object, name string) bool {
+	c := metav1.GetControllerOf(o)
+	return c != nil && c.Kind == "DaemonSet" && c.Name == name
 }
 
 func podReady(p *corev1.Pod) bool {

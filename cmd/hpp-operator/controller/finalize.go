@@ -33,7 +33,7 @@ const CleanupTimeout = 10 * time.Minute
 // CSIDriver stays while PVs of the driver exist: kubelet needs it to
 // unmount them. No data directory is ever touched.
 func (r *Reconciler) finalize(ctx context.Context, log logr.Logger, cr *hppv1.HostPathProvisioner) (ctrl.Result, error) {
-	if !controllerutil.ContainsFinalizer(cr, Finalizer) && !controllerutil.ContainsFinalizer(cr, UpstreamFinalizer) {
+	if !controllerutil.ContainsFinalizer(cr, Finalizer) && !controllerutil.ContainsFinalizer(cr, oldFinalizer) {
 		return ctrl.Result{}, nil
 	}
 	err := r.cleanup(ctx, log, cr)
@@ -59,10 +59,10 @@ func (r *Reconciler) finalize(ctx context.Context, log logr.Logger, cr *hppv1.Ho
 			CleanupTimeout, err, r.Config.Namespace, render.ManagedByLabel, r.Config.ManagedBy, clusterKinds, render.ManagedByLabel, r.Config.ManagedBy)
 		log.Error(err, "cleanup abandoned")
 	}
-	crReady.Set(0)
+	r.setReady(false)
 	patch := client.MergeFrom(cr.DeepCopy())
 	controllerutil.RemoveFinalizer(cr, Finalizer)
-	controllerutil.RemoveFinalizer(cr, UpstreamFinalizer) // deleted before hpp first reconciled it
+	controllerutil.RemoveFinalizer(cr, oldFinalizer) // set by an earlier hpp
 	if err := r.Client.Patch(ctx, cr, patch); err != nil && !apierrors.IsNotFound(err) {
 		return ctrl.Result{}, fmt.Errorf("remove finalizer: %w", err)
 	}
@@ -123,16 +123,15 @@ func (r *Reconciler) cleanup(ctx context.Context, log logr.Logger, cr *hppv1.Hos
 	return r.releaseCSIDriver(ctx, cr)
 }
 
-// nodePodsLeft counts the pods of the node DaemonSets, by their stable
-// app label (from the cache).
+// nodePodsLeft counts the pods of the node DaemonSets (from the cache).
 func (r *Reconciler) nodePodsLeft(ctx context.Context) (int, error) {
 	n := 0
-	for _, app := range []string{render.CSIDaemonSetName, render.LegacyDaemonSetName} {
-		pods := &corev1.PodList{}
-		if err := r.Client.List(ctx, pods, client.InNamespace(r.Config.Namespace), client.MatchingLabels{render.AppLabel: app}); err != nil {
-			return 0, fmt.Errorf("list node pods: %w", err)
+	for _, ds := range []string{render.CSIDaemonSetName, render.LegacyDaemonSetName} {
+		pods, err := r.nodePods(ctx, ds)
+		if err != nil {
+			return 0, err
 		}
-		n += len(pods.Items)
+		n += len(pods)
 	}
 	return n, nil
 }

@@ -6,11 +6,9 @@ import (
 	"maps"
 	"slices"
 
-	appsv1 "k8s.io/api/apps/v1"
 	corev1 "k8s.io/api/core/v1"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
-	"github.com/hostpath-provisioner/hpp/cmd/hpp-operator/render"
 	"github.com/hostpath-provisioner/hpp/internal/contract"
 )
 
@@ -58,40 +56,8 @@ func findHeldNodes(ctx context.Context, c client.Reader, placement nodeSet) (hel
 	return held, nil
 }
 
-// keepCSIOn widens the CSI DaemonSet's placement to the held nodes. The
-// workload's nodeSelector is ANDed with its affinity terms, and the terms
-// are ORed, so the selector moves into every term and one more term names
-// the held nodes (by metadata.name, as pods are pinned elsewhere).
-func keepCSIOn(ds *appsv1.DaemonSet, held heldNodes) {
-	if len(held) == 0 {
-		return
-	}
-	pod := &ds.Spec.Template.Spec
-	if pod.Affinity == nil {
-		pod.Affinity = &corev1.Affinity{}
-	}
-	if pod.Affinity.NodeAffinity == nil {
-		pod.Affinity.NodeAffinity = &corev1.NodeAffinity{}
-	}
-	na := pod.Affinity.NodeAffinity
-	if na.RequiredDuringSchedulingIgnoredDuringExecution == nil {
-		// No required terms: one term made of the nodeSelector alone (an
-		// empty term would match no node).
-		na.RequiredDuringSchedulingIgnoredDuringExecution = &corev1.NodeSelector{NodeSelectorTerms: []corev1.NodeSelectorTerm{{}}}
-	}
-	terms := na.RequiredDuringSchedulingIgnoredDuringExecution.NodeSelectorTerms
-	for _, key := range slices.Sorted(maps.Keys(pod.NodeSelector)) {
-		req := corev1.NodeSelectorRequirement{Key: key, Operator: corev1.NodeSelectorOpIn, Values: []string{pod.NodeSelector[key]}}
-		for i := range terms {
-			terms[i].MatchExpressions = append(terms[i].MatchExpressions, req)
-		}
-	}
-	pod.NodeSelector = nil
-	terms = append(terms, corev1.NodeSelectorTerm{MatchFields: []corev1.NodeSelectorRequirement{{
-		Key: "metadata.name", Operator: corev1.NodeSelectorOpIn, Values: slices.Sorted(maps.Keys(held)),
-	}}})
-	na.RequiredDuringSchedulingIgnoredDuringExecution.NodeSelectorTerms = terms
-}
+// nodes are the held nodes, sorted.
+func (h heldNodes) nodes() []string { return slices.Sorted(maps.Keys(h)) }
 
 // report puts every held node in the status of the pools it holds volumes
 // of, with the reason the driver stays there.
@@ -103,21 +69,4 @@ func (h heldNodes) report(st *status) {
 				node, h[node][pool], pool))
 		}
 	}
-}
-
-// holdCSIDaemonSet applies keepCSIOn to the CSI DaemonSet among the
-// objects to apply, and reports the held nodes.
-func (r *Reconciler) holdCSIDaemonSet(ctx context.Context, placement nodeSet, want []client.Object, st *status) error {
-	held, err := findHeldNodes(ctx, r.Client, placement)
-	if err != nil {
-		return err
-	}
-	for _, obj := range want {
-		if ds, ok := obj.(*appsv1.DaemonSet); ok && ds.Name == render.CSIDaemonSetName {
-			keepCSIOn(ds, held)
-		}
-	}
-	st.held = held
-	held.report(st)
-	return nil
 }

@@ -10,6 +10,7 @@ import (
 	appsv1 "k8s.io/api/apps/v1"
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/utils/ptr"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	"github.com/hostpath-provisioner/hpp/cmd/hpp-operator/internal/testenv"
@@ -27,7 +28,6 @@ func TestNodeSelectorChangeKeepsDriverWhereVolumesAre(t *testing.T) {
 	sel := map[string]string{"hpp": "yes"}
 	addNode(t, h, "held-1", sel)
 	addNode(t, h, "stay-1", sel)
-	h.readyCSIPod("stay-1")
 	pv := testenv.DriverPV("pvc-held", "local", "held-1")
 	if err := h.admin.Create(h.ctx, pv); err != nil {
 		t.Fatal(err)
@@ -37,6 +37,7 @@ func TestNodeSelectorChangeKeepsDriverWhereVolumesAre(t *testing.T) {
 	if err := h.admin.Create(h.ctx, cr); err != nil {
 		t.Fatal(err)
 	}
+	h.readyCSIPod("stay-1")
 	eventually(t, "DaemonSet with the plain placement", func() error {
 		ds := h.csiDaemonSet()
 		if ds.Spec.Template.Spec.NodeSelector["hpp"] != "yes" || ds.Spec.Template.Spec.Affinity != nil {
@@ -118,9 +119,15 @@ func heldPlacement(ds *appsv1.DaemonSet, held []string) error {
 // neither): a ready hpp-csi pod on the node.
 func (h *harness) readyCSIPod(node string) {
 	h.t.Helper()
+	ds := &appsv1.DaemonSet{}
+	eventually(h.t, "DaemonSet "+render.CSIDaemonSetName, func() error {
+		return h.get(client.ObjectKey{Namespace: h.cfg.Namespace, Name: render.CSIDaemonSetName}, ds)
+	})
 	p := &corev1.Pod{
 		ObjectMeta: metav1.ObjectMeta{Namespace: h.cfg.Namespace, Name: render.CSIDaemonSetName + "-" + node,
-			Labels: map[string]string{render.AppLabel: render.CSIDaemonSetName}},
+			Labels: ds.Spec.Template.Labels,
+			// The operator finds node pods by their controller.
+			OwnerReferences: []metav1.OwnerReference{{APIVersion: "apps/v1", Kind: "DaemonSet", Name: ds.Name, UID: ds.UID, Controller: ptr.To(true)}}},
 		Spec: corev1.PodSpec{NodeName: node, Containers: []corev1.Container{{Name: "hpp-csi", Image: "hpp-csi"}}},
 	}
 	if err := h.admin.Create(h.ctx, p); err != nil {

@@ -19,44 +19,32 @@ import (
 	"github.com/hostpath-provisioner/hpp/internal/contract"
 )
 
-// reconcilePools makes, for every pvcTemplate pool and every node the CSI
-// driver runs on, the pool PVC and the mounter Deployment, and retires the
-// mounters that are no longer wanted (node left, pool removed, mode
-// switched) with a cleanup Job. pools is nil for a pathConfig CR.
-func (r *Reconciler) reconcilePools(ctx context.Context, log logr.Logger, cfg render.Config, cr *hppv1.HostPathProvisioner, pools []hppv1.StoragePool, set nodeSet, a *applier, st *status) error {
-	if err := r.ensureOverlayClasses(ctx, cfg, cr, pools, st); err != nil {
+// reconcilePools writes what render built for the pvcTemplate pools: the
+// overlay StorageClasses, for every pool and node the claim and the
+// mounter Deployment, and retires the mounters no longer wanted (node
+// left, pool removed, mode switched) with a cleanup Job.
+func (r *Reconciler) reconcilePools(ctx context.Context, p *pass, a *applier) error {
+	if err := r.ensureOverlayClasses(ctx, p.cfg, p.cr, p.pools, p.st); err != nil {
 		return err
 	}
-	wanted := map[string]bool{}
-	for i := range pools {
-		p := &pools[i]
-		if !render.IsTemplatePool(p) {
-			continue
-		}
-		if render.IsSharedPool(p) {
-			if err := r.ensureClaim(ctx, log, cfg.PoolClaim(p, "")); err != nil {
-				return err
-			}
-		}
-		nodes, err := r.poolNodes(ctx, p.Name, set)
-		if err != nil {
-			return err
-		}
-		st.setPoolNodes(p.Name, nodes)
-		for _, node := range nodes {
-			if !render.IsSharedPool(p) {
-				if err := r.ensureClaim(ctx, log, cfg.PoolClaim(p, node)); err != nil {
-					return err
-				}
-			}
-			dep := cfg.MounterDeployment(&cr.Spec, p, node)
-			wanted[dep.Name] = true
-			if err := r.applyOwned(ctx, log, cr, a, dep, st); err != nil {
+	for i := range p.pools {
+		if pool := &p.pools[i]; render.IsSharedPool(pool) {
+			if err := r.ensureClaim(ctx, p.log, p.cfg.PoolClaim(pool, "")); err != nil {
 				return err
 			}
 		}
 	}
-	return r.retireMounters(ctx, log, cfg, cr, pools, wanted, st)
+	for _, m := range p.mounters {
+		if m.claim != nil {
+			if err := r.ensureClaim(ctx, p.log, m.claim); err != nil {
+				return err
+			}
+		}
+		if err := r.applyOwned(ctx, p, a, m.deployment); err != nil {
+			return err
+		}
+	}
+	return r.retireMounters(ctx, p)
 }
 
 // poolNodes returns, sorted, the nodes a pool is mounted on: where the CSI
@@ -169,27 +157,27 @@ func controlledBy[T any, P interface {
 	return out
 }
 
-// retireMounters removes the mounter Deployments not in wanted, each after
-// its cleanup Job exists. A node that left the CR's placement but still
-// exists and holds volumes of the pool keeps its mounter (untouched, so it
-// is not rescheduled away): unmounting would strand those volumes, so it is
-// reported instead.
-func (r *Reconciler) retireMounters(ctx context.Context, log logr.Logger, cfg render.Config, cr *hppv1.HostPathProvisioner, pools []hppv1.StoragePool, wanted map[string]bool, st *status) error {
-	deps, err := r.poolDeployments(ctx, cr)
+// retireMounters removes the mounter Deployments render did not build,
+// each after its cleanup Job exists. A node that left the CR's placement
+// but still exists and holds volumes of the pool keeps its mounter
+// (untouched, so it is not rescheduled away): unmounting would strand
+// those volumes, so it is reported instead (derive).
+func (r *Reconciler) retireMounters(ctx context.Context, p *pass) error {
+	deps, err := r.poolDeployments(ctx, p.cr)
 	if err != nil {
 		return err
 	}
+	wanted := p.wantedMounters()
 	for i := range deps {
 		d := &deps[i]
 		if wanted[d.Name] {
 			continue
 		}
 		pool, _, node := mounterOrigin(d)
-		inSpec := slices.ContainsFunc(pools, func(p hppv1.StoragePool) bool { return p.Name == pool && render.IsTemplatePool(&p) })
-		if inSpec && st.held[node][pool] > 0 {
-			continue // reported with the held nodes (heldnodes.go)
+		if p.inSpec(pool) && p.holds(node, pool) {
+			continue
 		}
-		if inSpec {
+		if p.inSpec(pool) {
 			// Retiring unmounts the pool: confirm from the API server that
 			// no volume is there, since the cache may not hold a PV just
 			// created.
@@ -201,22 +189,18 @@ func (r *Reconciler) retireMounters(ctx context.Context, log logr.Logger, cfg re
 				continue // reported once the cache holds it (the PV's creation reconciles again)
 			}
 		}
-		if err := r.retireMounter(ctx, log, cfg, cr, d); err != nil {
+		if err := r.retireMounter(ctx, p.log, p.cfg, p.cr, d); err != nil {
 			return err
 		}
 	}
-	return r.tidyCleanupJobs(ctx, log, cr, st)
+	return r.tidyCleanupJobs(ctx, p.log, p.cr, p.st)
 }
 
 // poolVolumesOnNodeLive counts, from the API server, the PVs of the pool
 // pinned to the node.
 func (r *Reconciler) poolVolumesOnNodeLive(ctx context.Context, pool, node string) (int, error) {
 	pvs := &corev1.PersistentVolumeList{}
-	live := r.APIReader
-	if live == nil { // a Reconciler not set up with a manager (unit tests)
-		live = r.Client
-	}
-	if err := live.List(ctx, pvs); err != nil {
+	if err := r.liveReader().List(ctx, pvs); err != nil {
 		return 0, fmt.Errorf("list PVs before unmounting pool %q on node %s: %w", pool, node, err)
 	}
 	n := 0

@@ -2,6 +2,7 @@ package controller_test
 
 import (
 	"fmt"
+	"reflect"
 	"slices"
 	"strings"
 	"testing"
@@ -61,15 +62,16 @@ func TestTemplatePoolMountersFollowNodes(t *testing.T) {
 		t.Errorf("mounter for a directory pool: %v", err)
 	}
 
-	// Names: upstream's, hashed to 63 characters when long.
+	// Names: upstream's, hashed to 63 characters when long (literal
+	// facts in render/names_test.go).
 	if got := render.MounterName("block", "node-a"); got != "hpp-pool-block-node-a" {
 		t.Errorf("mounter name %s", got)
 	}
 	longName := render.MounterName("block", long)
-	if len(longName) > 63 || !strings.HasPrefix(longName, "hpp-pool-block-") || longName == render.MounterName("block", long+"2") {
+	if len(longName) != len("hpp-pool-12345678") || !strings.HasPrefix(longName, "hpp-pool-") || longName == render.MounterName("block", long+"2") {
 		t.Errorf("long mounter name %q (%d characters)", longName, len(longName))
 	}
-	if got := render.CleanupJobName("block", long); len(got) > 63 || !strings.HasPrefix(got, "cleanup-pool-block-") {
+	if got := render.CleanupJobName("block", long); len(got) > 63 || !strings.HasPrefix(got, "cleanup-pool-") {
 		t.Errorf("long cleanup Job name %q", got)
 	}
 
@@ -458,13 +460,14 @@ func TestNodeLeavingWithVolumesKeepsItsMounter(t *testing.T) {
 }
 
 // Takeover: the upstream operator's mounter Deployment of the same name
-// selects by pool name only; its selector is immutable, so it is replaced
-// by hpp's.
-func TestUpstreamMounterIsReplaced(t *testing.T) {
+// is adopted in place: same uid, its selector kept (immutable; deleting it
+// would restart the mounter), hpp's image and arguments rolled in, no
+// cleanup Job (the pool stays mounted).
+func TestUpstreamMounterIsAdoptedInPlace(t *testing.T) {
 	h := start(t, "hpp-pools-takeover")
 	ns := h.cfg.Namespace
 	addNode(t, h, "tk-1", nil)
-	upstreamLabels := map[string]string{"hpp-pool": "blk"}
+	upstreamLabels := map[string]string{"hpp-pool": "blk", "app.kubernetes.io/version": "v0.20.0"}
 	upstream := &appsv1.Deployment{
 		ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: "hpp-pool-blk-tk-1",
 			Labels: map[string]string{"k8s-app": "hostpath-provisioner", contract.PoolLabel: "blk-hpp"}},
@@ -482,15 +485,31 @@ func TestUpstreamMounterIsReplaced(t *testing.T) {
 	if err := h.admin.Create(h.ctx, cr); err != nil {
 		t.Fatal(err)
 	}
-	eventually(t, "hpp's mounter in place of upstream's", func() error {
+	eventually(t, "upstream's mounter runs hpp's image, selector and uid kept", func() error {
 		d, err := h.mounter("blk", "tk-1")
 		if err != nil {
 			return err
 		}
-		if got := d.Spec.Selector.MatchLabels[render.MounterSelector]; got != "hpp-pool-blk-tk-1" {
-			return fmt.Errorf("selector %v", d.Spec.Selector.MatchLabels)
+		if d.UID != upstream.UID {
+			return fmt.Errorf("uid %s, upstream's %s: replaced", d.UID, upstream.UID)
+		}
+		if !reflect.DeepEqual(d.Spec.Selector.MatchLabels, upstreamLabels) {
+			return fmt.Errorf("selector %v, want upstream's %v", d.Spec.Selector.MatchLabels, upstreamLabels)
+		}
+		if img := d.Spec.Template.Spec.Containers[0].Image; img != h.cfg.Images.Mounter {
+			return fmt.Errorf("image %s", img)
+		}
+		if got := d.Spec.Template.Labels; got["app.kubernetes.io/version"] != "v0.20.0" || got[render.MounterSelector] != d.Name {
+			return fmt.Errorf("pod labels %v: the selector's and hpp's", got)
 		}
 		return nil
 	})
-	h.waitEvent("DeploymentReplaced", "hpp-pool-blk-tk-1 had an immutable selector of another installation")
+	h.waitEvent("ImmutableFieldsKept", "Deployment hpp-pool-blk-tk-1 keeps spec.selector")
+	jobs := &batchv1.JobList{}
+	if err := h.admin.List(h.ctx, jobs, client.InNamespace(ns)); err != nil {
+		t.Fatal(err)
+	}
+	if len(jobs.Items) != 0 {
+		t.Errorf("an adopted mounter got a cleanup Job (the pool would be unmounted): %s", jobs.Items[0].Name)
+	}
 }

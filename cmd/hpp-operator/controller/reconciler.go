@@ -7,18 +7,17 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"strings"
+	"sync"
 	"time"
 
 	"github.com/go-logr/logr"
 	secv1 "github.com/openshift/api/security/v1"
+	"github.com/prometheus/client_golang/prometheus"
 	appsv1 "k8s.io/api/apps/v1"
-	corev1 "k8s.io/api/core/v1"
 	schedulingv1 "k8s.io/api/scheduling/v1"
 	storagev1 "k8s.io/api/storage/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
-	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"k8s.io/apimachinery/pkg/runtime"
 	ctrl "sigs.k8s.io/controller-runtime"
 	"sigs.k8s.io/controller-runtime/pkg/client"
@@ -29,8 +28,15 @@ import (
 	"github.com/hostpath-provisioner/hpp/internal/contract"
 )
 
-// Finalizer holds the CR until the operator has removed what it made.
-const Finalizer = "hostpathprovisioner.kubevirt.io/cleanup"
+// Finalizer holds the CR until the operator has removed what it made. It
+// is upstream's own finalizer name: either operator then releases a CR the
+// other ran, so neither can leave a CR that nothing ever lets go (issue
+// 21: the way back to upstream's operator).
+const Finalizer = "finalizer.delete.hostpath-provisioner"
+
+// oldFinalizer is the finalizer earlier hpp versions set; a CR that has it
+// gets Finalizer instead.
+const oldFinalizer = "hostpathprovisioner.kubevirt.io/cleanup"
 
 // EventRecorder is the part of client-go's events.EventRecorder used here.
 type EventRecorder interface {
@@ -49,6 +55,11 @@ type Reconciler struct {
 	Config    render.Config
 	Recorder  EventRecorder
 	Log       logr.Logger
+	// ready is the readiness gauge (metrics.go), set up with the manager.
+	ready prometheus.Gauge
+	// swept: the CRs (by uid) whose cluster-scoped leftovers of upstream's
+	// operator were looked for (leftovers.go).
+	swept *sync.Map
 }
 
 // Reconcile brings the cluster to the CR's desired state.
@@ -67,30 +78,24 @@ func (r *Reconciler) Reconcile(ctx context.Context, req ctrl.Request) (ctrl.Resu
 	if !cr.DeletionTimestamp.IsZero() {
 		return r.finalize(ctx, log, cr)
 	}
-	if !controllerutil.ContainsFinalizer(cr, Finalizer) || controllerutil.ContainsFinalizer(cr, UpstreamFinalizer) {
+	if !controllerutil.ContainsFinalizer(cr, Finalizer) || controllerutil.ContainsFinalizer(cr, oldFinalizer) {
 		patch := client.MergeFrom(cr.DeepCopy())
 		controllerutil.AddFinalizer(cr, Finalizer)
-		// A CR taken over from the upstream operator holds its finalizer,
-		// which nothing would ever remove: the CR could not be deleted.
-		controllerutil.RemoveFinalizer(cr, UpstreamFinalizer)
+		controllerutil.RemoveFinalizer(cr, oldFinalizer)
 		if err := r.Client.Patch(ctx, cr, patch); err != nil {
 			return ctrl.Result{}, fmt.Errorf("add finalizer: %w", err)
 		}
 	}
 
-	st := newStatus(cr, r.Config.Version)
-	st.checkDowngrade(cr.Status.ObservedVersion)
-	applyErr := r.applyAll(ctx, log, cr, st)
-	if applyErr == nil {
-		r.observeWorkloads(ctx, cr, st)
+	p := &pass{cr: cr, log: log, st: newStatus(cr, r.Config.Version)}
+	runErr := r.run(ctx, p)
+	if err := r.writeStatus(ctx, cr, p.st); err != nil {
+		return ctrl.Result{}, errors.Join(runErr, err)
 	}
-	if err := r.writeStatus(ctx, cr, st); err != nil {
-		return ctrl.Result{}, errors.Join(applyErr, err)
+	if runErr != nil {
+		return ctrl.Result{}, runErr
 	}
-	if applyErr != nil {
-		return ctrl.Result{}, applyErr
-	}
-	if st.progressing() {
+	if p.st.progressing() {
 		// DaemonSet status changes also trigger a reconcile; this only
 		// bounds how stale the status can get if an event is missed.
 		return ctrl.Result{RequeueAfter: time.Minute}, nil
@@ -98,119 +103,52 @@ func (r *Reconciler) Reconcile(ctx context.Context, req ctrl.Request) (ctrl.Resu
 	return ctrl.Result{}, nil
 }
 
-// applyAll applies the objects of the CR's mode and removes those of the
-// other mode (a CR switched from pathConfig to storagePools, or back).
-func (r *Reconciler) applyAll(ctx context.Context, log logr.Logger, cr *hppv1.HostPathProvisioner, st *status) error {
-	blocking, strict := hppv1.ValidateStored(&cr.Spec)
+// run is one pass: observe, render, apply, derive (pass.go).
+func (r *Reconciler) run(ctx context.Context, p *pass) error {
+	blocking, strict := hppv1.ValidateStored(&p.cr.Spec)
 	if len(blocking) > 0 {
 		// The CRD's rules and the webhook normally stop this; a CR written
-		// while neither was in place lands here and is not acted on.
-		st.degrade("InvalidSpec", blocking.ToAggregate().Error())
+		// while neither was in place lands here and is not acted on; the
+		// status still says how the workloads are.
+		p.st.degrade("InvalidSpec", blocking.ToAggregate().Error())
+		r.derive(ctx, p)
 		return nil
 	}
 	// A CR upstream's operator accepted keeps running; what hpp would
 	// refuse on a change is reported, not enforced.
-	st.warnSpec(strict)
-	cfg, err := r.checkPriorityClass(ctx, st)
-	if err != nil {
+	p.st.warnSpec(strict)
+	if err := r.observe(ctx, p); err != nil {
 		return err
 	}
-	// A pathConfig CR runs the legacy provisioner and, as upstream's
-	// operator does, the CSI driver beside it: its pool "legacy" is
-	// <path>/csi, and the PVs hpp-migrate moves from the legacy provisioner
-	// are served in place from <path> (render/pathconfig.go). A pools CR
-	// runs the CSI driver only.
-	want, err := cfg.CSIObjects(&cr.Spec)
-	if err != nil {
+	if err := r.render(p); err != nil {
 		return err
 	}
-	var gone []client.Object
-	if cr.Spec.IsLegacy() {
-		want = append(cfg.LegacyObjects(&cr.Spec), want...)
-	} else {
-		gone = r.legacyObjects()
-	}
-	// Where the CSI driver runs, once per reconcile: the held nodes and
-	// the pvcTemplate pools both follow it.
-	placement, err := csiNodes(ctx, r.Client, &cr.Spec.Workload)
-	if err != nil {
-		return fmt.Errorf("list nodes: %w", err)
-	}
-	if err := r.holdCSIDaemonSet(ctx, placement, want, st); err != nil {
+	if err := r.apply(ctx, p); err != nil {
 		return err
 	}
-	want = append(want, cfg.MonitoringObjects()...)
-	// SCCs first: OpenShift admits a node pod only if its SCC exists.
-	want = append(cfg.SCCs(&cr.Spec), want...)
-	a := &applier{reader: r.Client, live: r.APIReader, writer: r.Client, scheme: r.Scheme,
-		kept: func(obj *unstructured.Unstructured, fields []string) {
-			r.eventf(cr, corev1.EventTypeWarning, "ImmutableFieldsKept",
-				"%s %s keeps %s of another installation (immutable); delete it while no pod uses the driver and the operator recreates it with hpp's values",
-				obj.GetKind(), obj.GetName(), strings.Join(fields, ", "))
-		}}
-	for _, obj := range want {
-		if err := r.applyOwned(ctx, log, cr, a, obj, st); err != nil {
-			return err
-		}
-	}
-	var pools []hppv1.StoragePool
-	if !cr.Spec.IsLegacy() {
-		pools = cr.Spec.StoragePools
-	}
-	if err := r.reconcilePools(ctx, log, cfg, cr, pools, placement, a, st); err != nil {
-		if !errors.Is(err, errRetry) {
-			st.degrade("ApplyFailed", err.Error())
-		}
-		return err
-	}
-	for _, obj := range gone {
-		if err := r.deleteIfPresent(ctx, log, obj); err != nil {
-			return err
-		}
-	}
+	r.derive(ctx, p)
 	return nil
 }
 
 // applyOwned applies obj with the CR as its owner (the CSIDriver excepted:
-// it must outlive the CR while PVs of the driver exist, see finalize).
-func (r *Reconciler) applyOwned(ctx context.Context, log logr.Logger, cr *hppv1.HostPathProvisioner, a *applier, obj client.Object, st *status) error {
+// it must outlive the CR while PVs of the driver exist, see finalize). A
+// DaemonSet or Deployment of another installation keeps its selector
+// (applier.go): it is never deleted and recreated, so its pods roll.
+func (r *Reconciler) applyOwned(ctx context.Context, p *pass, a *applier, obj client.Object) error {
 	if _, isDriver := obj.(*storagev1.CSIDriver); !isDriver {
-		if err := controllerutil.SetControllerReference(cr, obj, r.Scheme); err != nil {
+		if err := controllerutil.SetControllerReference(p.cr, obj, r.Scheme); err != nil {
 			return err
 		}
 	}
 	wrote, err := a.apply(ctx, obj)
-	if isWorkload(obj) && apierrors.IsInvalid(err) && strings.Contains(err.Error(), "selector") {
-		// A DaemonSet or Deployment of the same name with another selector
-		// (the upstream operator's, which held a version label or only the
-		// pool name) cannot be updated in place: replace it. Pods restart;
-		// volumes stay mounted and their data is untouched.
-		kind := obj.GetObjectKind().GroupVersionKind().Kind // render sets TypeMeta
-		r.eventf(cr, corev1.EventTypeNormal, kind+"Replaced",
-			"%s %s/%s had an immutable selector of another installation; replacing it", kind, obj.GetNamespace(), obj.GetName())
-		old := obj.DeepCopyObject().(client.Object)
-		if derr := r.Client.Delete(ctx, old, client.PropagationPolicy(metav1.DeletePropagationBackground)); derr != nil && !apierrors.IsNotFound(derr) {
-			return derr
-		}
-		st.progress("Replacing", fmt.Sprintf("replacing %s %s/%s", kind, obj.GetNamespace(), obj.GetName()))
-		return fmt.Errorf("replacing %s %s/%s: %w", kind, obj.GetNamespace(), obj.GetName(), errRetry)
-	}
 	if err != nil {
-		st.degrade("ApplyFailed", err.Error())
+		p.st.degrade("ApplyFailed", err.Error())
 		return err
 	}
 	if wrote {
-		log.Info("applied", "kind", obj.GetObjectKind().GroupVersionKind().Kind, "name", obj.GetName())
+		p.log.Info("applied", "kind", obj.GetObjectKind().GroupVersionKind().Kind, "name", obj.GetName())
 	}
 	return nil
-}
-
-func isWorkload(obj client.Object) bool {
-	switch obj.(type) {
-	case *appsv1.DaemonSet, *appsv1.Deployment:
-		return true
-	}
-	return false
 }
 
 // errRetry marks a reconcile that made progress and must run again.

@@ -2,6 +2,7 @@ package controller
 
 import (
 	"context"
+	"sync"
 
 	secv1 "github.com/openshift/api/security/v1"
 	promv1 "github.com/prometheus-operator/prometheus-operator/pkg/apis/monitoring/v1"
@@ -69,9 +70,12 @@ func CacheOptions(cfg render.Config) cache.Options {
 
 // SetupWithManager registers the reconciler and its watches.
 func (r *Reconciler) SetupWithManager(mgr ctrl.Manager) error {
-	if err := registerMetrics(); err != nil {
+	ready, err := registerReadyGauge()
+	if err != nil {
 		return err
 	}
+	r.ready = ready
+	r.swept = &sync.Map{}
 	if r.APIReader == nil {
 		r.APIReader = mgr.GetAPIReader()
 	}
@@ -156,13 +160,12 @@ var nodePlacementChanged = predicate.Funcs{
 }
 
 // nodePodDeleted passes the deletion of a node DaemonSet's pod (by its
-// stable app label); pods are cached for the finalizer anyway.
+// controller); pods are cached for the finalizer anyway.
 var nodePodDeleted = predicate.Funcs{
 	CreateFunc:  func(event.CreateEvent) bool { return false },
 	UpdateFunc:  func(event.UpdateEvent) bool { return false },
 	GenericFunc: func(event.GenericEvent) bool { return false },
 	DeleteFunc: func(e event.DeleteEvent) bool {
-		app := e.Object.GetLabels()[render.AppLabel]
-		return app == render.CSIDaemonSetName || app == render.LegacyDaemonSetName
+		return ofDaemonSet(e.Object, render.CSIDaemonSetName) || ofDaemonSet(e.Object, render.LegacyDaemonSetName)
 	},
 }

@@ -9,7 +9,6 @@ import (
 	"k8s.io/apimachinery/pkg/api/equality"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/util/validation/field"
-	utilversion "k8s.io/apimachinery/pkg/util/version"
 
 	hppv1 "github.com/hostpath-provisioner/hpp/internal/api/v1beta1"
 )
@@ -27,8 +26,6 @@ type status struct {
 	pools     []hppv1.StoragePoolStatus
 	available bool
 	poolState
-	// held: nodes outside the placement that keep the driver (heldnodes.go).
-	held heldNodes
 	// specWarning: what hpp would refuse on a change (SpecWarning).
 	specWarning string
 }
@@ -52,18 +49,6 @@ func newStatus(cr *hppv1.HostPathProvisioner, version string) *status {
 			hppv1.ConditionDegraded:    {corev1.ConditionFalse, "AsExpected", ""},
 		},
 	}
-}
-
-// checkDowngrade reports (without stopping anything) an operator older
-// than the one that last rolled the CR out: it rolls the DaemonSets back to
-// its own version, which the user should know about.
-func (s *status) checkDowngrade(observed string) {
-	was, err1 := utilversion.ParseSemantic(observed)
-	now, err2 := utilversion.ParseSemantic(s.version)
-	if err1 != nil || err2 != nil || !now.LessThan(was) {
-		return
-	}
-	s.degrade("Downgrade", fmt.Sprintf("the CR was rolled out by hpp-operator %s; this operator is the older %s and rolls the node pods back to it", observed, s.version))
 }
 
 func (s *status) degrade(reason, msg string) {
@@ -147,11 +132,7 @@ func (s *status) build(cr *hppv1.HostPathProvisioner, now metav1.Time) hppv1.Hos
 // each condition that changed status (transitions only).
 func (r *Reconciler) writeStatus(ctx context.Context, cr *hppv1.HostPathProvisioner, s *status) error {
 	next := s.build(cr, metav1.Now())
-	if s.available {
-		crReady.Set(1)
-	} else {
-		crReady.Set(0)
-	}
+	r.setReady(s.available)
 	if equality.Semantic.DeepEqual(cr.Status, next) {
 		return nil
 	}

@@ -2,10 +2,13 @@ package controller
 
 import (
 	"context"
+	"encoding/json"
 	"fmt"
 	"reflect"
 	"strings"
 
+	appsv1 "k8s.io/api/apps/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/apimachinery/pkg/runtime/schema"
@@ -22,10 +25,6 @@ import (
 const UpstreamFieldManager = "hostpath-provisioner-operator"
 
 var upstreamManagers = sets.New(UpstreamFieldManager)
-
-// UpstreamFinalizer is the upstream operator's finalizer on the CR; hpp
-// replaces it with its own (Reconcile).
-const UpstreamFinalizer = "finalizer.delete.hostpath-provisioner"
 
 // adopt hands the fields the upstream operator owns on live over to hpp's
 // field manager. Server-side apply removes only fields its own manager
@@ -89,4 +88,135 @@ func kindOf(s *runtime.Scheme, obj client.Object) string {
 		return gvks[0].Kind
 	}
 	return fmt.Sprintf("%T", obj)
+}
+
+// keepLiveSelector keeps the live selector of a DaemonSet or Deployment
+// that another installation (upstream's operator, an earlier hpp) made with
+// another one: a selector is immutable, and deleting the object to change
+// it stops every pod at once (issue 21: every node's CSI plugin gone, a
+// pool's mounter replaced). The pods' template gets the selector's labels,
+// as it must to match; the pods then roll as any template change rolls
+// them, one node at a time.
+func keepLiveSelector(desired *unstructured.Unstructured, live map[string]any) []string {
+	if desired.GroupVersionKind().Group != "apps" || (desired.GetKind() != "DaemonSet" && desired.GetKind() != "Deployment") {
+		return nil
+	}
+	ls, found, err := unstructured.NestedMap(live, "spec", "selector")
+	if err != nil || !found {
+		return nil
+	}
+	ds, _, _ := unstructured.NestedMap(desired.Object, "spec", "selector")
+	if reflect.DeepEqual(ls, ds) {
+		return nil
+	}
+	if err := unstructured.SetNestedMap(desired.Object, ls, "spec", "selector"); err != nil {
+		return nil
+	}
+	match, _, _ := unstructured.NestedStringMap(ls, "matchLabels")
+	labels, _, _ := unstructured.NestedStringMap(desired.Object, "spec", "template", "metadata", "labels")
+	if labels == nil {
+		labels = map[string]string{}
+	}
+	for k, v := range match {
+		labels[k] = v
+	}
+	_ = unstructured.SetNestedStringMap(desired.Object, labels, "spec", "template", "metadata", "labels")
+	return []string{"spec.selector"}
+}
+
+// userFields are fields hpp sets but leaves to a user who changed them on
+// the live object: how many nodes a node DaemonSet may roll at once.
+var userFields = map[schema.GroupKind][][]string{
+	{Group: "apps", Kind: "DaemonSet"}: {{"spec", "updateStrategy", "rollingUpdate", "maxUnavailable"}},
+}
+
+// keepUserSet sets in desired the live value of every userFields field
+// that a field manager other than hpp's and upstream's operator owns: a
+// user's kubectl edit or patch.
+func keepUserSet(desired *unstructured.Unstructured, live client.Object) {
+	for _, f := range userFields[desired.GroupVersionKind().GroupKind()] {
+		if !setByUser(live.GetManagedFields(), f) {
+			continue
+		}
+		liveMap, err := runtime.DefaultUnstructuredConverter.ToUnstructured(live)
+		if err != nil {
+			return
+		}
+		if v, found, err := unstructured.NestedFieldCopy(liveMap, f...); err == nil && found {
+			_ = unstructured.SetNestedField(desired.Object, v, f...)
+		}
+	}
+}
+
+// setByUser reports whether a manager other than hpp's and upstream's
+// operator owns the field.
+func setByUser(managed []metav1.ManagedFieldsEntry, field []string) bool {
+	for _, m := range managed {
+		if m.Manager == FieldOwner || upstreamManagers.Has(m.Manager) || m.FieldsV1 == nil || m.Subresource != "" {
+			continue
+		}
+		var tree map[string]any
+		if json.Unmarshal(m.FieldsV1.Raw, &tree) != nil {
+			continue
+		}
+		node, ok := any(tree), true
+		for _, k := range field {
+			var next map[string]any
+			if next, ok = node.(map[string]any); !ok {
+				break
+			}
+			node, ok = next["f:"+k]
+			if !ok {
+				break
+			}
+		}
+		if ok {
+			return true
+		}
+	}
+	return false
+}
+
+// LastAppliedAnnotation is where upstream's operator keeps the object it
+// last wrote; it three-way merges against it and refuses an object that
+// has none ("missing last applied config"). hpp writes it too, with the
+// object it applies, so that upstream's operator can take the cluster back
+// (issue 21) and moves each object from hpp's values to its own.
+const LastAppliedAnnotation = "hostpathprovisioner.kubevirt.io/lastAppliedConfiguration"
+
+func setLastApplied(desired *unstructured.Unstructured) error {
+	ann := desired.GetAnnotations() // a copy
+	delete(ann, LastAppliedAnnotation)
+	desired.SetAnnotations(ann)
+	b, err := json.Marshal(desired.Object)
+	if err != nil {
+		return err
+	}
+	if ann == nil {
+		ann = map[string]string{}
+	}
+	ann[LastAppliedAnnotation] = string(b)
+	desired.SetAnnotations(ann)
+	return nil
+}
+
+// recreateStrategy moves a live Deployment to the Recreate strategy when
+// desired asks for it. Server-side apply cannot: the live rollingUpdate
+// parameters (defaulted when another installation created it) belong to
+// that installation's field manager, stay, and make Recreate invalid. One
+// JSON patch, once, with the resourceVersion (a concurrent change fails it
+// and the reconcile retries); the pods are not restarted by it.
+func (a *applier) recreateStrategy(ctx context.Context, desired *unstructured.Unstructured, live client.Object) error {
+	d, ok := live.(*appsv1.Deployment)
+	if !ok || d.Spec.Strategy.RollingUpdate == nil {
+		return nil
+	}
+	if typ, _, _ := unstructured.NestedString(desired.Object, "spec", "strategy", "type"); typ != string(appsv1.RecreateDeploymentStrategyType) {
+		return nil
+	}
+	patch := fmt.Sprintf(`[{"op":"test","path":"/metadata/resourceVersion","value":%q},{"op":"replace","path":"/spec/strategy","value":{"type":"Recreate"}}]`, d.ResourceVersion)
+	if err := a.writer.Patch(ctx, d, client.RawPatch(types.JSONPatchType, []byte(patch))); err != nil {
+		return fmt.Errorf("Deployment %s: strategy Recreate: %w", d.Name, err)
+	}
+	return nil
 }

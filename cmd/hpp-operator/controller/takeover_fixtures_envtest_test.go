@@ -9,6 +9,7 @@ import (
 
 	secv1 "github.com/openshift/api/security/v1"
 	appsv1 "k8s.io/api/apps/v1"
+	batchv1 "k8s.io/api/batch/v1"
 	corev1 "k8s.io/api/core/v1"
 	rbacv1 "k8s.io/api/rbac/v1"
 	storagev1 "k8s.io/api/storage/v1"
@@ -26,15 +27,15 @@ const upstreamCR = "hostpath-provisioner"
 
 // TestTakeoverOfUpstreamStoragePoolsInstall: hpp-operator starts on a
 // cluster holding what the upstream operator made for a storagePools CR.
-// Replaced: the CSI DaemonSet (its selector k8s-app=hostpath-provisioner is
-// immutable and not hpp's). Adopted in place: the ServiceAccount, the
+// Nothing is replaced. Adopted in place: the CSI DaemonSet (its selector
+// k8s-app=hostpath-provisioner kept: immutable), the ServiceAccount, the
 // ClusterRole/Binding and Role/Binding (their rules become hpp's: no
 // leases, no volumeattachments patch), the CSIDriver (its immutable
 // volumeLifecycleModes kept, with an event) and the metrics Service. The
 // PV upstream's driver provisioned and the user's StorageClass are not
 // touched, and remain valid for hpp.
 func TestTakeoverOfUpstreamStoragePoolsInstall(t *testing.T) {
-	h, up := takeOverUpstream(t, "hpp-up-pools", "storagepools", nil, "DaemonSet/"+render.CSIDaemonSetName)
+	h, up := takeOverUpstream(t, "hpp-up-pools", "storagepools", nil)
 
 	drv := &storagev1.CSIDriver{}
 	if err := h.get(client.ObjectKey{Name: contract.DriverName}, drv); err != nil {
@@ -70,17 +71,18 @@ func TestTakeoverOfUpstreamSCC(t *testing.T) {
 // TestTakeoverOfUpstreamPathConfigInstall: the legacy DaemonSet has the
 // same selector as hpp's and is adopted in place (same uid: no pod
 // restart forced by a delete), losing upstream's INSTALLER_* env vars and
-// version labels; the CSI DaemonSet beside it is replaced; the legacy PV
-// and its StorageClass are untouched.
+// version labels; the CSI DaemonSet beside it too, its selector kept; the
+// legacy PV and its StorageClass are untouched.
 func TestTakeoverOfUpstreamPathConfigInstall(t *testing.T) {
-	h, up := takeOverUpstream(t, "hpp-up-legacy", "pathconfig", nil, "DaemonSet/"+render.CSIDaemonSetName)
+	h, up := takeOverUpstream(t, "hpp-up-legacy", "pathconfig", nil)
 	checkPVsUntouched(t, h, up)
 	assertSteadyStateWritesNothing(t, h, upstreamCR)
 }
 
 // TestTakeoverOfUpstreamPVCTemplateInstall: the pool's PVC (its data) is
 // reused, same uid and unchanged; the mounter Deployment of the same name
-// is replaced (its selector hpp-pool=<pool> is immutable).
+// is adopted in place (its selector hpp-pool=<pool> is upstream's and
+// hpp's), so the pool is never unmounted and no cleanup Job runs.
 func TestTakeoverOfUpstreamPVCTemplateInstall(t *testing.T) {
 	mounter := render.MounterName("fast", "node1")
 	// The node must exist before the operator starts: without it the
@@ -88,8 +90,14 @@ func TestTakeoverOfUpstreamPVCTemplateInstall(t *testing.T) {
 	addNode1 := func(admin client.Client) {
 		createNode(t, admin, "node1", map[string]string{corev1.LabelHostname: "node1"})
 	}
-	h, up := takeOverUpstream(t, "hpp-up-template", "pvctemplate", addNode1, "DaemonSet/"+render.CSIDaemonSetName, "Deployment/"+mounter)
-	h.waitEvent("DeploymentReplaced", mounter+" had an immutable selector of another installation")
+	h, up := takeOverUpstream(t, "hpp-up-template", "pvctemplate", addNode1)
+	jobs := &batchv1.JobList{}
+	if err := h.admin.List(h.ctx, jobs, client.InNamespace(h.cfg.Namespace)); err != nil {
+		t.Fatal(err)
+	}
+	if len(jobs.Items) != 0 {
+		t.Errorf("cleanup Job %s for an adopted mounter %s: the pool would be unmounted", jobs.Items[0].Name, mounter)
+	}
 
 	claim := up.find(t, "PersistentVolumeClaim", render.PoolClaimName("fast", "node1"))
 	live := &corev1.PersistentVolumeClaim{}
@@ -169,8 +177,8 @@ func takeOver(t *testing.T, h *harness, up *upstreamInstall) {
 			if err != nil {
 				return err
 			}
-			if _, ok := d.Spec.Selector.MatchLabels[render.MounterSelector]; !ok {
-				return fmt.Errorf("selector %v", d.Spec.Selector.MatchLabels)
+			if img := d.Spec.Template.Spec.Containers[0].Image; img != h.cfg.Images.Mounter {
+				return fmt.Errorf("image %s", img)
 			}
 			return nil
 		})
@@ -241,9 +249,9 @@ func checkObjectTakenOver(t *testing.T, h *harness, up *upstreamInstall, d clien
 	}
 	switch l := live.(type) {
 	case *appsv1.DaemonSet:
-		samePodShape(t, id, d.(*appsv1.DaemonSet).Spec.Template, l.Spec.Template)
+		samePodShape(t, id, withSelector(d.(*appsv1.DaemonSet).Spec.Template, l.Spec.Selector), l.Spec.Template)
 	case *appsv1.Deployment:
-		samePodShape(t, id, d.(*appsv1.Deployment).Spec.Template, l.Spec.Template)
+		samePodShape(t, id, withSelector(d.(*appsv1.Deployment).Spec.Template, l.Spec.Selector), l.Spec.Template)
 	case *rbacv1.ClusterRole:
 		if w := d.(*rbacv1.ClusterRole).Rules; !reflect.DeepEqual(l.Rules, w) {
 			t.Errorf("%s rules %v, want hpp's %v", id, l.Rules, w)
@@ -270,6 +278,16 @@ func checkObjectTakenOver(t *testing.T, h *harness, up *upstreamInstall, d clien
 			t.Errorf("%s selector %v ports %v, want hpp's %v %v", id, l.Spec.Selector, l.Spec.Ports, w.Selector, w.Ports)
 		}
 	}
+}
+
+// withSelector is the pod template hpp renders, with the labels of the
+// live selector it keeps (applier: a selector is immutable).
+func withSelector(t corev1.PodTemplateSpec, sel *metav1.LabelSelector) corev1.PodTemplateSpec {
+	t = *t.DeepCopy()
+	for k, v := range sel.MatchLabels {
+		t.Labels[k] = v
+	}
+	return t
 }
 
 // samePodShape: the pods run exactly hpp's containers, env vars, volumes

@@ -89,6 +89,14 @@ func TestUpgradeFromAnOlderHPP(t *testing.T) {
 			t.Errorf("%s was deleted and recreated by the upgrade (uid %s → %s)", id, uid, obj.GetUID())
 		}
 	}
+	if f := mustGetCR(t, h, "hpp").Finalizers; !slices.Equal(f, []string{controller.Finalizer}) {
+		t.Errorf("finalizers %v, want only %s (upstream's name) in place of %s", f, controller.Finalizer, olderHPPFinalizer)
+	}
+	if d, err := h.mounter(pool.Name, node); err != nil {
+		t.Error(err)
+	} else if d.Spec.Selector.MatchLabels[render.MounterSelector] != d.Name {
+		t.Errorf("the older mounter's selector %v must be kept (immutable)", d.Spec.Selector)
+	}
 	got := mustGetCR(t, h, "hpp").Status
 	if got.ObservedVersion != h.cfg.Version || got.OperatorVersion != h.cfg.Version {
 		t.Errorf("status versions observed %s operator %s, want %s", got.ObservedVersion, got.OperatorVersion, h.cfg.Version)
@@ -104,6 +112,9 @@ func TestUpgradeFromAnOlderHPP(t *testing.T) {
 	h.finishJob(render.CleanupJobName(pool.Name, node), true)
 }
 
+// olderHPPFinalizer is the finalizer hpp set before it took upstream's.
+const olderHPPFinalizer = "hostpathprovisioner.kubevirt.io/cleanup"
+
 // applyOlderHPP writes what an older hpp operator left: the CR with its
 // finalizer and status, and the objects it rendered with older images and
 // version plus a flag and env var since removed, applied server-side by
@@ -111,14 +122,18 @@ func TestUpgradeFromAnOlderHPP(t *testing.T) {
 func applyOlderHPP(t *testing.T, admin client.Client, ns string, cr *hppv1.HostPathProvisioner, pool *hppv1.StoragePool, node, version string) map[string]types.UID {
 	t.Helper()
 	ctx := t.Context()
-	controllerutil.AddFinalizer(cr, controller.Finalizer)
+	controllerutil.AddFinalizer(cr, olderHPPFinalizer)
 	if err := admin.Create(ctx, cr); err != nil {
 		t.Fatal(err)
 	}
-	cr.Status.ObservedVersion, cr.Status.OperatorVersion, cr.Status.TargetVersion = version, version, version
-	if err := admin.Status().Update(ctx, cr); err != nil {
-		t.Fatal(err)
-	}
+	// The operator may already be moving the finalizer: retry on conflict.
+	eventually(t, "older status written", func() error {
+		if err := admin.Get(ctx, client.ObjectKeyFromObject(cr), cr); err != nil {
+			return err
+		}
+		cr.Status.ObservedVersion, cr.Status.OperatorVersion, cr.Status.TargetVersion = version, version, version
+		return admin.Status().Update(ctx, cr)
+	})
 	cfg := render.DefaultConfig()
 	cfg.Namespace, cfg.Version = ns, version
 	cfg.Images.CSI, cfg.Images.Legacy, cfg.Images.Mounter = "localhost/hpp-csi:old", "localhost/hpp-legacy:old", "localhost/hpp-mounter:old"
@@ -131,7 +146,11 @@ func applyOlderHPP(t *testing.T, admin client.Client, ns string, cr *hppv1.HostP
 	c.Args = append(c.Args, "--removed-flag=1")
 	c.Env = append(c.Env, corev1.EnvVar{Name: "REMOVED_ENV", Value: "1"})
 	claim := cfg.PoolClaim(pool, node)
-	objs = append(objs, claim, cfg.MounterDeployment(&cr.Spec, pool, node))
+	// The older hpp's mounter selected its pods by its own name.
+	mounter := cfg.MounterDeployment(&cr.Spec, pool, node)
+	mounter.Spec.Selector.MatchLabels = map[string]string{render.MounterSelector: mounter.Name}
+	delete(mounter.Spec.Template.Labels, render.PoolSelectorLabel)
+	objs = append(objs, claim, mounter)
 	uids := map[string]types.UID{}
 	for _, o := range objs {
 		if _, isClaim := o.(*corev1.PersistentVolumeClaim); !isClaim && o.GetNamespace() != "" {

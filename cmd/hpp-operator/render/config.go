@@ -12,6 +12,8 @@ import (
 	"fmt"
 	"path"
 
+	"github.com/hostpath-provisioner/hpp/internal/contract"
+
 	corev1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/util/validation"
 )
@@ -104,6 +106,28 @@ type Config struct {
 	// (security.openshift.io/v1), found at the operator's start. The node
 	// pods then get SCCs of their own and the required-scc annotation.
 	OpenShift bool
+
+	// Observed by the operator at each reconcile (zero in deploy/):
+	// HeldNodes are nodes outside spec.workload's placement that still
+	// hold volumes of the driver: the CSI DaemonSet stays there too.
+	HeldNodes []string
+	// PluginDir is the host directory of the driver's socket, where
+	// kubelet dials it; "" is hpp's <KubeletDir>/plugins/<driver>. An
+	// install taken over keeps the one kubelet has registered (upstream's
+	// UpstreamPluginDir): kubelet keeps dialling the registered socket.
+	PluginDir string
+}
+
+// UpstreamPluginDir is the plugin directory (under the kubelet root) of
+// upstream's CSI DaemonSet.
+const UpstreamPluginDir = "plugins/csi-hostpath"
+
+// pluginDir is the host directory of the driver's socket.
+func (c *Config) pluginDir() string {
+	if c.PluginDir != "" {
+		return c.PluginDir
+	}
+	return path.Join(c.KubeletDir, "plugins", contract.DriverName)
 }
 
 // DefaultConfig returns the configuration with every default filled in.

@@ -73,7 +73,7 @@ func (c *Config) CSIDaemonSet(spec *hppv1.HostPathProvisionerSpec) (*appsv1.Daem
 		return nil, err
 	}
 	pp := pullPolicy(spec.ImagePullPolicy)
-	pluginDir := path.Join(c.KubeletDir, "plugins", contract.DriverName)
+	pluginDir := c.pluginDir()
 	podsDir := path.Join(c.KubeletDir, "pods")
 	bidi := corev1.MountPropagationBidirectional
 	h2c := corev1.MountPropagationHostToContainer
@@ -147,23 +147,34 @@ func (c *Config) CSIDaemonSet(spec *hppv1.HostPathProvisionerSpec) (*appsv1.Daem
 	}
 
 	labels := c.labels(CSIDaemonSetName)
-	return &appsv1.DaemonSet{
+	ds := &appsv1.DaemonSet{
 		TypeMeta:   metav1.TypeMeta{APIVersion: "apps/v1", Kind: "DaemonSet"},
 		ObjectMeta: metav1.ObjectMeta{Name: CSIDaemonSetName, Namespace: c.Namespace, Labels: labels},
 		Spec: appsv1.DaemonSetSpec{
-			Selector: &metav1.LabelSelector{MatchLabels: map[string]string{AppLabel: CSIDaemonSetName}},
-			UpdateStrategy: appsv1.DaemonSetUpdateStrategy{
-				Type:          appsv1.RollingUpdateDaemonSetStrategyType,
-				RollingUpdate: &appsv1.RollingUpdateDaemonSet{MaxUnavailable: ptr.To(intstr.FromString("10%"))},
-			},
+			Selector:       &metav1.LabelSelector{MatchLabels: map[string]string{AppLabel: CSIDaemonSetName}},
+			UpdateStrategy: oneNodeAtATime(),
 			Template: corev1.PodTemplateSpec{
 				// The metrics Service selects the pods by PrometheusLabel
 				// (a template label, never in the selector).
-				ObjectMeta: metav1.ObjectMeta{Labels: withLabel(labels, PrometheusLabel, "true"), Annotations: c.podAnnotations(CSISCCName)},
-				Spec:       c.nodePodSpec(spec, CSIServiceAccount, containers, volumes),
+				ObjectMeta: metav1.ObjectMeta{Labels: withLabel(labels, PrometheusLabel, "true"),
+					Annotations: c.podAnnotations(CSISCCName)},
+				Spec: c.nodePodSpec(spec, CSIServiceAccount, containers, volumes),
 			},
 		},
-	}, nil
+	}
+	keepOn(ds, c.HeldNodes)
+	return ds, nil
+}
+
+// oneNodeAtATime rolls a node DaemonSet one node at a time: a node whose
+// plugin restarts cannot mount or unmount volumes meanwhile, so more at
+// once is the user's choice (the reconciler keeps a maxUnavailable the
+// user set on the live object).
+func oneNodeAtATime() appsv1.DaemonSetUpdateStrategy {
+	return appsv1.DaemonSetUpdateStrategy{
+		Type:          appsv1.RollingUpdateDaemonSetStrategyType,
+		RollingUpdate: &appsv1.RollingUpdateDaemonSet{MaxUnavailable: ptr.To(intstr.FromInt32(1))},
+	}
 }
 
 func (c *Config) provisionerContainer(pp corev1.PullPolicy) corev1.Container {

@@ -7,7 +7,6 @@ import (
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/util/intstr"
-	"k8s.io/utils/ptr"
 
 	hppv1 "github.com/hostpath-provisioner/hpp/internal/api/v1beta1"
 )
@@ -41,11 +40,8 @@ func (c *Config) LegacyDaemonSet(spec *hppv1.HostPathProvisionerSpec) *appsv1.Da
 		TypeMeta:   metav1.TypeMeta{APIVersion: "apps/v1", Kind: "DaemonSet"},
 		ObjectMeta: metav1.ObjectMeta{Name: LegacyDaemonSetName, Namespace: c.Namespace, Labels: labels},
 		Spec: appsv1.DaemonSetSpec{
-			Selector: &metav1.LabelSelector{MatchLabels: map[string]string{AppLabel: LegacyDaemonSetName}},
-			UpdateStrategy: appsv1.DaemonSetUpdateStrategy{
-				Type:          appsv1.RollingUpdateDaemonSetStrategyType,
-				RollingUpdate: &appsv1.RollingUpdateDaemonSet{MaxUnavailable: ptr.To(intstr.FromString("10%"))},
-			},
+			Selector:       &metav1.LabelSelector{MatchLabels: map[string]string{AppLabel: LegacyDaemonSetName}},
+			UpdateStrategy: oneNodeAtATime(),
 			Template: corev1.PodTemplateSpec{
 				ObjectMeta: metav1.ObjectMeta{Labels: labels, Annotations: c.podAnnotations(LegacySCCName)},
 				Spec: c.nodePodSpec(spec, LegacyServiceAccount, []corev1.Container{ctr},

@@ -21,6 +21,12 @@ import (
 // what a cleanup Job needs, so a pool removed from the CR can still be
 // unmounted.
 const (
+	// PoolSelectorLabel is upstream's mounter selector, hpp-pool=<pool>,
+	// kept so that upstream's operator can update a mounter hpp made
+	// (it writes the whole spec; a selector is immutable).
+	PoolSelectorLabel = "hpp-pool"
+	// MounterSelector names a mounter's Deployment in its pods' labels
+	// (hpp's; the pods of one Deployment are listed by it).
 	MounterSelector    = "hostpathprovisioner.kubevirt.io/mounter"
 	PoolNameAnnotation = "hostpathprovisioner.kubevirt.io/pool"
 	PoolPathAnnotation = "hostpathprovisioner.kubevirt.io/pool-path"
@@ -149,9 +155,10 @@ func (c *Config) MounterDeployment(spec *hppv1.HostPathProvisionerSpec, p *hppv1
 	}
 	pod := c.pinnedPodSpec(spec, node, ctr, data)
 	pod.Tolerations = append(pod.Tolerations, nodePodTolerations...)
-	selector := map[string]string{MounterSelector: name}
+	selector := map[string]string{PoolSelectorLabel: p.Name}
 	podLabels := c.poolLabels(p.Name)
 	podLabels[MounterSelector] = name
+	podLabels[PoolSelectorLabel] = p.Name
 	return &appsv1.Deployment{
 		TypeMeta: metav1.TypeMeta{APIVersion: "apps/v1", Kind: "Deployment"},
 		ObjectMeta: metav1.ObjectMeta{Name: name, Namespace: c.Namespace, Labels: c.poolLabels(p.Name),

@@ -1,4 +1,4 @@
-package controller
+package render
 
 import (
 	"fmt"
@@ -8,9 +8,9 @@ import (
 	corev1 "k8s.io/api/core/v1"
 )
 
-// keepCSIOn must keep the workload's placement (nodeSelector AND each
+// keepOn must keep the workload's placement (nodeSelector AND each
 // affinity term) and add the held nodes as a term of their own.
-func TestKeepCSIOnAddsHeldNodesBesideThePlacement(t *testing.T) {
+func TestKeepOnAddsHeldNodesBesideThePlacement(t *testing.T) {
 	zone := corev1.NodeSelectorRequirement{Key: "zone", Operator: corev1.NodeSelectorOpIn, Values: []string{"a"}}
 	rack := corev1.NodeSelectorRequirement{Key: "rack", Operator: corev1.NodeSelectorOpExists}
 	ds := &appsv1.DaemonSet{}
@@ -19,7 +19,7 @@ func TestKeepCSIOnAddsHeldNodesBesideThePlacement(t *testing.T) {
 	pod.Affinity = &corev1.Affinity{NodeAffinity: &corev1.NodeAffinity{RequiredDuringSchedulingIgnoredDuringExecution: &corev1.NodeSelector{
 		NodeSelectorTerms: []corev1.NodeSelectorTerm{{MatchExpressions: []corev1.NodeSelectorRequirement{zone}}, {MatchExpressions: []corev1.NodeSelectorRequirement{rack}}},
 	}}}
-	keepCSIOn(ds, heldNodes{"n2": {"p": 1}, "n1": {"p": 3}})
+	keepOn(ds, []string{"n2", "n1"})
 
 	sel := []corev1.NodeSelectorRequirement{
 		{Key: "disk", Operator: corev1.NodeSelectorOpIn, Values: []string{"ssd"}},
@@ -37,7 +37,7 @@ func TestKeepCSIOnAddsHeldNodesBesideThePlacement(t *testing.T) {
 
 	untouched := &appsv1.DaemonSet{}
 	untouched.Spec.Template.Spec.NodeSelector = map[string]string{"hpp": "yes"}
-	keepCSIOn(untouched, nil)
+	keepOn(untouched, nil)
 	if untouched.Spec.Template.Spec.Affinity != nil || len(untouched.Spec.Template.Spec.NodeSelector) != 1 {
 		t.Errorf("no held node changed the placement: %+v", untouched.Spec.Template.Spec)
 	}
