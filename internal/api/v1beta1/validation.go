@@ -72,6 +72,10 @@ func validatePools(fp *field.Path, pools []StoragePool) field.ErrorList {
 		if p.PVCTemplate != nil {
 			errs = append(errs, validatePVCTemplate(ip.Child("pvcTemplate"), p.PVCTemplate)...)
 		}
+		if p.EnforceSize && p.PVCTemplate != nil && slices.Contains(p.PVCTemplate.AccessModes, corev1.ReadWriteMany) {
+			errs = append(errs, field.Invalid(ip.Child("enforceSize"), true,
+				"a shared (ReadWriteMany) pool cannot enforce sizes: project quotas belong to a node's local XFS or ext4 filesystem, and every node would hand out its own project IDs"))
+		}
 	}
 	// Two pools in one directory, or one inside the other, would count and
 	// clean each other's volumes.
