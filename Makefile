@@ -72,7 +72,7 @@ include $(wildcard $(ROOT)/mk/*.mk)
 
 .PHONY: test
 # The conformance tier (mk/conformance.mk) runs last; HPP_CONFORMANCE=0 leaves it out.
-test: deps lint build build-standalone unit fuzz sanity csi-tests quota-vm-tests mounter-tests migrate-tests e2e operator-on-node takeover-on-node $(if $(filter 0,$(HPP_CONFORMANCE)),,conformance) ## everything that can run on this machine (what CI runs)
+test: deps lint build build-standalone unit fuzz sanity csi-tests quota-tests quota-vm-tests mounter-tests migrate-tests e2e operator-on-node takeover-on-node $(if $(filter 0,$(HPP_CONFORMANCE)),,conformance) ## everything that can run on this machine (what CI runs)
 	@echo "make test: all tiers passed"
 
 .PHONY: images

@@ -10,6 +10,7 @@ import (
 
 	"github.com/hostpath-provisioner/hpp/cmd/hpp-csi/driver"
 	"github.com/hostpath-provisioner/hpp/cmd/hpp-csi/kubeapi"
+	"github.com/hostpath-provisioner/hpp/internal/prjquota"
 	"github.com/hostpath-provisioner/hpp/internal/selinux"
 	"github.com/hostpath-provisioner/hpp/internal/version"
 )
@@ -31,6 +32,9 @@ func run(ctx context.Context, o *options) error {
 		FS:      driver.OSHostFS{},
 		Logger:  log,
 		Metrics: metrics,
+		Quota:   prjquota.NewLinux(),
+		// Nil unless built with the tag hpp_killpoints (crash tests).
+		QuotaStep: killPoint(),
 	}
 	if o.checkBindingMode {
 		binding, err := kubeapi.New(o.kubeconfig)

@@ -18,8 +18,8 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 
 	hppv1 "github.com/hostpath-provisioner/hpp/internal/api/v1beta1"
+	"github.com/hostpath-provisioner/hpp/internal/contract"
 
-	"github.com/hostpath-provisioner/hpp/test/cluster"
 	"github.com/hostpath-provisioner/hpp/test/e2e"
 )
 
@@ -180,7 +180,7 @@ func (e *env) nodePodsReady(ctx context.Context, node string) (bool, string, err
 		return false, "", e2e.Retry(err)
 	}
 	for _, d := range cn.Spec.Drivers {
-		if d.Name == cluster.DriverName {
+		if d.Name == contract.DriverName {
 			return true, "", nil
 		}
 	}
@@ -308,7 +308,7 @@ func (e *env) operatorReconciles(ctx context.Context, t *testing.T) int {
 	if err != nil || len(pods.Items) != 1 || pods.Items[0].Status.PodIP == "" {
 		t.Fatalf("operator pod: %v (%d pods)", err, len(pods.Items))
 	}
-	url := "http://" + pods.Items[0].Status.PodIP + ":8080/metrics"
+	url := "https://" + pods.Items[0].Status.PodIP + ":8443/metrics"
 	families, err := scrapeMetrics(ctx, url)
 	if err != nil {
 		t.Fatal(err)

@@ -4,6 +4,10 @@
 // The "sanity" pool takes snapshots (snapshotProvider "reflink", area in
 // its default place), so the snapshot, restore and clone specs run.
 //
+// ControllerExpandVolume and NodeExpandVolume both run (the node call
+// raises the project quota of pools with enforceSize, and only records the
+// size elsewhere).
+//
 // Specs the suite skips for hpp-csi, and why (each is a capability hpp-csi
 // does not claim, so the suite skips it itself):
 //   - SNAPSHOT_ACCESSIBILITY_CONSTRAINTS: a snapshot is reachable wherever
@@ -11,9 +15,6 @@
 //   - ControllerModifyVolume / ModifyVolume: no mutable parameters.
 //   - ControllerPublish/Unpublish (incl. readonly, node attach limit):
 //     hostpath volumes are already on the node; nothing to attach.
-//   - NodeExpandVolume: expansion is controller-only (a hostpath volume has
-//     no quota to grow; NodeExpansionRequired is false). ControllerExpandVolume
-//     runs.
 //   - NodeStageVolume / NodeUnstageVolume: publish bind mounts directly.
 //   - GroupController (volume group snapshots): not supported.
 //   - "No MaxVolumesPerNode" / "testnodevolumeattachlimit not enabled": the
@@ -37,6 +38,7 @@ import (
 	"github.com/kubernetes-csi/csi-test/v5/pkg/sanity"
 	"google.golang.org/grpc"
 
+	"github.com/hostpath-provisioner/hpp/internal/contract"
 	"github.com/hostpath-provisioner/hpp/internal/testutil"
 	"github.com/hostpath-provisioner/hpp/test/csitest"
 )
@@ -64,7 +66,7 @@ func TestSanity(t *testing.T) {
 	cfg.TargetPath = filepath.Join(work, "target")
 	cfg.StagingPath = filepath.Join(work, "staging")
 	cfg.TestVolumeSize = 16 << 20
-	cfg.TestVolumeParameters = map[string]string{"storagePool": "sanity"}
+	cfg.TestVolumeParameters = map[string]string{contract.ParamStoragePool: "sanity"}
 	cfg.TestVolumeAccessType = "mount"
 	cfg.DialOptions = append(cfg.DialOptions, grpc.WithUnaryInterceptor(addNodeTopology))
 	sanity.Test(t, cfg)
@@ -73,7 +75,7 @@ func TestSanity(t *testing.T) {
 // addNodeTopology gives topology-less CreateVolume calls this node's segment.
 func addNodeTopology(ctx context.Context, method string, req, reply any, cc *grpc.ClientConn, invoker grpc.UnaryInvoker, opts ...grpc.CallOption) error {
 	if cv, ok := req.(*csi.CreateVolumeRequest); ok && cv.GetAccessibilityRequirements() == nil {
-		seg := &csi.Topology{Segments: map[string]string{"topology.hostpath.csi/node": nodeID}}
+		seg := &csi.Topology{Segments: map[string]string{contract.TopologyKey: nodeID}}
 		cv.AccessibilityRequirements = &csi.TopologyRequirement{Requisite: []*csi.Topology{seg}, Preferred: []*csi.Topology{seg}}
 	}
 	return invoker(ctx, method, req, reply, cc, opts...)

@@ -9,6 +9,7 @@ import (
 	"google.golang.org/protobuf/types/known/wrapperspb"
 
 	"github.com/hostpath-provisioner/hpp/internal/capacity"
+	"github.com/hostpath-provisioner/hpp/internal/contract"
 	"github.com/hostpath-provisioner/hpp/internal/dirvol"
 )
 
@@ -27,6 +28,17 @@ func (d *Driver) poolCapacity(ctx context.Context, p *poolState, store *dirvol.S
 		return poolCapacity{}, fmt.Errorf("statfs of pool %q at %s: %w", p.name(), p.cfg.Path, err)
 	}
 	c := poolCapacity{stats: st, offered: capacity.Offered(st, p.headroom)}
+	if p.cfg.EnforceSize {
+		// Every enforced volume may still write up to its limit: that is
+		// taken, whatever the flag says.
+		committed, err := p.committed()
+		if err != nil {
+			return poolCapacity{}, fmt.Errorf("project quota usage of pool %q: %w", p.name(), err)
+		}
+		c.reserved = committed + d.legacyReserved(p)
+		c.offered = max(0, c.offered-c.reserved)
+		return c, nil
+	}
 	if d.cfg.ReservationAware && store != nil {
 		// The store keeps the sum up to date (creates, deletes and the
 		// usage measured by NodeGetVolumeStats), so this costs the same
@@ -68,7 +80,7 @@ func (d *Driver) checkRoom(ctx context.Context, p *poolState, store *dirvol.Stor
 
 func (d *Driver) GetCapacity(ctx context.Context, req *csi.GetCapacityRequest) (*csi.GetCapacityResponse, error) {
 	if seg := req.GetAccessibleTopology().GetSegments(); seg != nil {
-		if node, ok := seg[TopologyKey]; !ok || node != d.cfg.NodeID {
+		if node, ok := seg[contract.TopologyKey]; !ok || node != d.cfg.NodeID {
 			// Another node's segment: this node offers nothing there.
 			return &csi.GetCapacityResponse{}, nil
 		}

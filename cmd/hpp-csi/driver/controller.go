@@ -7,6 +7,7 @@ import (
 	"github.com/container-storage-interface/spec/lib/go/csi"
 	"go.uber.org/zap"
 
+	"github.com/hostpath-provisioner/hpp/internal/contract"
 	"github.com/hostpath-provisioner/hpp/internal/dirvol"
 )
 
@@ -138,7 +139,7 @@ func (d *Driver) createResponse(p *poolState, vol dirvol.Volume) *csi.CreateVolu
 	v := &csi.Volume{
 		VolumeId:      vol.ID,
 		CapacityBytes: vol.CapacityBytes,
-		VolumeContext: map[string]string{VolumeContextPool: p.name()},
+		VolumeContext: map[string]string{contract.ParamStoragePool: p.name()},
 	}
 	d.volumeContextIdentity(p, v.VolumeContext)
 	if !p.shared() {
@@ -164,10 +165,9 @@ func (d *Driver) DeleteVolume(ctx context.Context, req *csi.DeleteVolumeRequest)
 	if err != nil {
 		return nil, err
 	}
-	if err := l.store.Delete(ctx, id); err != nil {
-		return nil, toStatus("deleting volume directory", err)
+	if err := d.deleteVolume(ctx, l, "volume"); err != nil {
+		return nil, err
 	}
-	d.stats.forget(l.vol.Path)
 	d.log.Info("volume deleted", zap.String("volume", id), zap.String("pool", l.pool.name()), zap.String("path", l.vol.Path))
 	return &csi.DeleteVolumeResponse{}, nil
 }
@@ -208,7 +208,7 @@ func (d *Driver) ControllerGetVolume(ctx context.Context, req *csi.ControllerGet
 	}
 	v := d.createResponse(l.pool, l.vol).GetVolume()
 	if l.inLegacy() {
-		v.VolumeContext[VolumeContextLayout] = LayoutLegacy
+		v.VolumeContext[contract.VolumeContextLayout] = contract.LayoutLegacy
 	}
 	return &csi.ControllerGetVolumeResponse{
 		Volume: v,

@@ -120,6 +120,8 @@ func (d *Driver) ControllerListVolumeHealth(ctx context.Context, req *csi.Contro
 			problems := append([]problem(nil), poolProblems...)
 			if v.missing {
 				problems = append(problems, missingDirProblem(p, v.Volume))
+			} else {
+				problems = append(problems, unenforcedProblem(located{pool: p, root: p.own, store: store, vol: v.Volume})...)
 			}
 			if len(problems) > 0 {
 				abnormal = append(abnormal, listed{pool: p, vol: v.Volume})

@@ -27,6 +27,8 @@ func (d *Driver) NodeGetCapabilities(context.Context, *csi.NodeGetCapabilitiesRe
 		csi.NodeServiceCapability_RPC_SINGLE_NODE_MULTI_WRITER,
 		csi.NodeServiceCapability_RPC_GET_VOLUME_HEALTH,
 		csi.NodeServiceCapability_RPC_GET_STORAGE_HEALTH,
+		// Enforcing pools raise a volume's limit on the node (expand.go).
+		csi.NodeServiceCapability_RPC_EXPAND_VOLUME,
 	}
 	resp := &csi.NodeGetCapabilitiesResponse{}
 	for _, t := range types {

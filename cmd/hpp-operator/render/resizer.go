@@ -13,6 +13,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	hppv1 "github.com/hostpath-provisioner/hpp/internal/api/v1beta1"
+	"github.com/hostpath-provisioner/hpp/internal/contract"
 )
 
 // ResizerName names the expansion controller's Deployment, its
@@ -44,11 +45,11 @@ var (
 // and leaves the growth to the node plugin (NodeExpandVolume).
 func (c *Config) ResizerObjects(spec *hppv1.HostPathProvisionerSpec) []client.Object {
 	return []client.Object{
-		c.serviceAccount(ResizerName, "csi-resizer"),
-		c.clusterRole(ResizerName, "csi-resizer", resizerClusterRules),
-		c.clusterRoleBinding(ResizerName, "csi-resizer", ResizerName),
-		c.role(ResizerName, "csi-resizer", resizerNamespaceRules),
-		c.roleBinding(ResizerName, "csi-resizer", ResizerName),
+		c.serviceAccount(ResizerName),
+		c.clusterRole(ResizerName, resizerClusterRules),
+		c.clusterRoleBinding(ResizerName, ResizerName),
+		c.role(ResizerName, resizerNamespaceRules),
+		c.roleBinding(ResizerName, ResizerName),
 		c.ResizerDeployment(spec),
 	}
 }
@@ -73,7 +74,7 @@ func (c *Config) ResizerDeployment(spec *hppv1.HostPathProvisionerSpec) *appsv1.
 		Image:           c.Images.CSI,
 		ImagePullPolicy: pp,
 		Args: []string{
-			"--drivername=" + DriverName,
+			"--drivername=" + contract.DriverName,
 			"--v=" + strconv.Itoa(c.Verbosity),
 			"--endpoint=" + csiSocket,
 			"--version=" + c.Version,
@@ -110,7 +111,7 @@ func (c *Config) ResizerDeployment(spec *hppv1.HostPathProvisionerSpec) *appsv1.
 		TerminationMessagePolicy: corev1.TerminationMessageFallbackToLogsOnError,
 	}
 	w := spec.Workload.DeepCopy()
-	labels := c.labels(ResizerName, "csi-resizer")
+	labels := c.labels(ResizerName)
 	return &appsv1.Deployment{
 		TypeMeta:   metav1.TypeMeta{APIVersion: "apps/v1", Kind: "Deployment"},
 		ObjectMeta: metav1.ObjectMeta{Name: ResizerName, Namespace: c.Namespace, Labels: labels},
