@@ -83,7 +83,7 @@ func (o *options) runMount(ctx context.Context) error {
 		}
 	}
 	exec := mounter.OSExec{Timeout: commandTimeout}
-	m := mounter.New(mounter.Config{Source: o.source, HostRoot: o.hostPath, Target: o.mountPath, Pool: o.poolName, Node: o.nodeName},
+	m := mounter.New(mounter.Config{Source: o.source, HostRoot: o.hostPath, Target: o.mountPath, Pool: o.poolName, Node: o.nodeName, EnforceSize: o.enforceSize},
 		mounter.LinuxSys{}, mounter.BlkidProber{Exec: exec}, mounter.MkfsXFS{Exec: exec}, log)
 	log.Info("hpp-mounter starting", zap.String("storagePoolPath", o.source), zap.String("mountPath", o.mountPath),
 		zap.String("hostPath", o.hostPath), zap.String("pool", o.poolName), zap.Bool("keepMount", o.keepMount))

@@ -26,6 +26,7 @@ type options struct {
 	interval       time.Duration
 	healthAddress  string
 	terminationLog string
+	enforceSize    bool
 
 	// refusal is what Run refused with (exit code 3), if it did.
 	refusal error
@@ -48,6 +49,7 @@ func (o *options) addFlags(cmd *cobra.Command) {
 	fs.BoolVar(&o.keepMount, "keep-mount", false, "on SIGTERM leave the pool mounted (rolling update of the mounter)")
 	fs.DurationVar(&o.interval, "check-interval", 10*time.Second, "how often the mount is checked")
 	fs.StringVar(&o.healthAddress, "health-address", ":8081", "address of /healthz and /readyz; empty disables")
+	fs.BoolVar(&o.enforceSize, "enforce-size", false, "the pool enforces volume sizes with project quotas: a block PVC's XFS is mounted with prjquota (a filesystem PVC keeps the mount options of its StorageClass)")
 	fs.StringVar(&o.terminationLog, "termination-log", "/dev/termination-log", "file that gets a refusal's message (shown in the pod status)")
 }
 

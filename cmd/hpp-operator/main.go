@@ -44,7 +44,7 @@ type options struct {
 // variables (DESIGN.md §1 "operator env"), read here and nowhere else.
 type environment struct {
 	// Images of what the operator deploys.
-	csiImage, legacyImage, provisionerImage, registrarImage, livenessImage, snapshotImage string
+	csiImage, legacyImage, provisionerImage, registrarImage, livenessImage, snapshotImage, resizerImage string
 	// mounterImage (MOUNTER_IMAGE) and operatorImage (OPERATOR_IMAGE):
 	// upstream runs its pool mounters from OPERATOR_IMAGE; hpp's mounter is
 	// its own image, so MOUNTER_IMAGE wins and OPERATOR_IMAGE is the
@@ -72,6 +72,7 @@ func readEnvironment(getenv func(string) string) environment {
 		registrarImage:      getenv("NODE_DRIVER_REG_IMAGE"),
 		livenessImage:       getenv("LIVENESS_PROBE_IMAGE"),
 		snapshotImage:       getenv("CSI_SNAPSHOT_IMAGE"),
+		resizerImage:        getenv("CSI_RESIZER_IMAGE"),
 		mounterImage:        getenv("MOUNTER_IMAGE"),
 		operatorImage:       getenv("OPERATOR_IMAGE"),
 		healthMonitorImage:  getenv("CSI_HEALTH_MONITOR_IMAGE"),

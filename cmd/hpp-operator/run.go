@@ -46,6 +46,7 @@ func renderConfig(o *options) (render.Config, error) {
 	set(&cfg.Images.NodeDriverRegistrar, e.registrarImage)
 	set(&cfg.Images.LivenessProbe, e.livenessImage)
 	set(&cfg.Images.Snapshotter, e.snapshotImage)
+	set(&cfg.Images.Resizer, e.resizerImage)
 	mounter, _ := e.mounter()
 	set(&cfg.Images.Mounter, mounter)
 	set(&cfg.MonitoringNamespace, e.monitoringNamespace)

@@ -16,6 +16,7 @@ func TestRenderConfigFromEnvironment(t *testing.T) {
 		"PROVISIONER_IMAGE":                 "r/hpp-legacy:1",
 		"CSI_SIG_STORAGE_PROVISIONER_IMAGE": "r/csi-provisioner:6",
 		"MOUNTER_IMAGE":                     "r/hpp-mounter:1",
+		"CSI_RESIZER_IMAGE":                 "r/csi-resizer:2",
 		"VERBOSITY":                         "5",
 	}
 	o := &options{namespace: "hpp", kubeletDir: "/var/lib/k0s/kubelet"}
@@ -24,7 +25,7 @@ func TestRenderConfigFromEnvironment(t *testing.T) {
 		t.Fatal(err)
 	}
 	if cfg.Images.CSI != "r/hpp-csi:1" || cfg.Images.Legacy != "r/hpp-legacy:1" || cfg.Images.Provisioner != "r/csi-provisioner:6" ||
-		cfg.Images.Mounter != "r/hpp-mounter:1" || cfg.Verbosity != 5 || cfg.KubeletDir != "/var/lib/k0s/kubelet" || cfg.Namespace != "hpp" {
+		cfg.Images.Mounter != "r/hpp-mounter:1" || cfg.Images.Resizer != "r/csi-resizer:2" || cfg.Verbosity != 5 || cfg.KubeletDir != "/var/lib/k0s/kubelet" || cfg.Namespace != "hpp" {
 		t.Errorf("config %+v", cfg)
 	}
 	env["VERBOSITY"] = "loud"

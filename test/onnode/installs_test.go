@@ -39,6 +39,8 @@ func (e *env) testCSIOnly(t *testing.T) {
 	e.writeThroughClaim(ctx, t, "hostpath-csi", func(pv *corev1.PersistentVolume) string {
 		return filepath.Join(pool, "csi", pv.Spec.CSI.VolumeHandle)
 	})
+	e.waitDeploymentAvailable(ctx, t, resizerName)
+	e.expandInUse(ctx, t, "hostpath-csi")
 	e.remove(ctx, t, "overlay csi-only", manifests)
 }
 

@@ -59,6 +59,8 @@ func (e *env) render(ctx context.Context, t *testing.T, overlay, pool string) st
 	}
 	name, tag, _ := strings.Cut(provisionerImage, ":")
 	fmt.Fprintf(&k, "images:\n- name: %s\n  newName: %s\n  newTag: %s\n", upstreamProvName, name, tag)
+	name, tag, _ = strings.Cut(resizerImage, ":")
+	fmt.Fprintf(&k, "- name: %s\n  newName: %s\n  newTag: %s\n", upstreamResName, name, tag)
 	if err := os.WriteFile(filepath.Join(dir, "kustomization.yaml"), []byte(k.String()), 0o644); err != nil {
 		t.Fatal(err)
 	}
@@ -73,8 +75,10 @@ func (e *env) render(ctx context.Context, t *testing.T, overlay, pool string) st
 		}
 		out = strings.ReplaceAll(out, upstreamPath, pool)
 	}
-	if strings.Contains(out, upstreamProvName) {
-		t.Fatalf("overlay %s: %s left after kustomize images:", overlay, upstreamProvName)
+	for _, upstream := range []string{upstreamProvName, upstreamResName} {
+		if strings.Contains(out, upstream) {
+			t.Fatalf("overlay %s: %s left after kustomize images:", overlay, upstream)
+		}
 	}
 	return out
 }

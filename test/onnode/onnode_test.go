@@ -23,6 +23,7 @@ const (
 	namespace    = "hostpath-provisioner"
 	csiDaemonSet = "hostpath-provisioner-csi"
 	legacyDS     = "hostpath-provisioner"
+	resizerName  = "hostpath-provisioner-csi-resizer"
 	operatorName = "hostpath-provisioner-operator"
 	crName       = "hostpath-provisioner"
 	// upstreamPath is the host directory deploy/ uses for volumes; the
@@ -40,6 +41,8 @@ const (
 	operatorImage    = "localhost/hpp/hpp-operator:latest"
 	provisionerImage = "localhost/hpp/csi-provisioner:" + cluster.CSIProvisionerVersion
 	upstreamProvName = "registry.k8s.io/sig-storage/csi-provisioner"
+	resizerImage     = "localhost/hpp/csi-resizer:" + cluster.CSIResizerVersion
+	upstreamResName  = "registry.k8s.io/sig-storage/csi-resizer"
 )
 
 // env is the running cluster and what the subtests share.
@@ -160,6 +163,11 @@ func componentImages(ctx context.Context, t *testing.T, bins cluster.Binaries) [
 	// Upstream's image runs /csi-provisioner.
 	img, err := cluster.ComponentImage(provisionerImage, bins.CSIProvisioner, "/csi-provisioner")
 	if err != nil {
+		t.Fatal(err)
+	}
+	images = append(images, img)
+	// Upstream's csi-resizer image runs /csi-resizer.
+	if img, err = cluster.ComponentImage(resizerImage, bins.CSIResizer, "/csi-resizer"); err != nil {
 		t.Fatal(err)
 	}
 	images = append(images, img)

@@ -94,8 +94,9 @@ func (m *Mounter) mountBlock(ctx context.Context, target string) error {
 		return refused("device %s holds %s, not an XFS filesystem: hpp-mounter formats only devices without any signature and mounts only XFS; the device was left untouched (wipe it by hand if its content is not needed)",
 			dev, sig)
 	}
-	m.log.Info("mounting the pool device", zap.String("device", dev), zap.String("target", m.cfg.Target))
-	return m.sys.MountXFS(dev, target)
+	m.log.Info("mounting the pool device", zap.String("device", dev), zap.String("target", m.cfg.Target),
+		zap.String("options", m.cfg.xfsMountData()))
+	return m.sys.MountXFS(dev, target, m.cfg.xfsMountData())
 }
 
 // verifyMounted checks, after a mount, that the top of the target's mount

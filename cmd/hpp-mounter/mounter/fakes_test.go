@@ -59,9 +59,9 @@ func (f *fakeSys) Bind(source, target string) error {
 	return fmt.Errorf("bind: %s is not a mount in the fake", source)
 }
 
-func (f *fakeSys) MountXFS(device, target string) error {
-	f.calls = append(f.calls, "mount "+device+" "+target)
-	f.push(&mountinfo.Info{Major: f.source.Major, Minor: f.source.Minor, Root: "/", Mountpoint: target, FSType: "xfs", Source: device})
+func (f *fakeSys) MountXFS(device, target, data string) error {
+	f.calls = append(f.calls, strings.TrimSpace("mount "+device+" "+target+" "+data))
+	f.push(&mountinfo.Info{Major: f.source.Major, Minor: f.source.Minor, Root: "/", Mountpoint: target, FSType: "xfs", Source: device, VFSOptions: data})
 	return nil
 }
 

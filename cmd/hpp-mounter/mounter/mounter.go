@@ -25,6 +25,21 @@ type Config struct {
 	Target string
 	// Pool and Node go into the marker.
 	Pool, Node string
+	// EnforceSize: the pool enforces volume sizes with project quotas
+	// (--enforce-size), so the XFS it mounts from a block PVC is mounted
+	// with prjquota. A filesystem PVC is bind mounted as kubelet mounted
+	// it: its mount options are its StorageClass's, and hpp-csi reports
+	// the pool not ready if they lack prjquota.
+	EnforceSize bool
+}
+
+// xfsMountData is the XFS mount options: prjquota for an enforcing pool
+// (XFS turns quota accounting on only at mount time, never on remount).
+func (c Config) xfsMountData() string {
+	if c.EnforceSize {
+		return "prjquota"
+	}
+	return ""
 }
 
 // target is the pool's mount point as seen from this container.
@@ -52,7 +67,9 @@ type Sys interface {
 	StatSource(path string) (SourceInfo, error)
 	MkdirAll(path string) error
 	Bind(source, target string) error
-	MountXFS(device, target string) error
+	// MountXFS mounts the XFS on device at target with the mount options
+	// data ("" for none).
+	MountXFS(device, target, data string) error
 	Unmount(target string) error
 	// Marker writes the pool marker at the root of dir unless present;
 	// CheckMarker says whether it is there.

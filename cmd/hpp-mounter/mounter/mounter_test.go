@@ -3,6 +3,7 @@ package mounter
 import (
 	"context"
 	"reflect"
+	"slices"
 	"testing"
 
 	"github.com/moby/sys/mountinfo"
@@ -185,5 +186,25 @@ func TestPeelUnmountsTheWholeStack(t *testing.T) {
 	sys.push(mnt(hostT, 0, 1, "/", "tmpfs", "a"))
 	if err := Peel(sys, host, target, zap.NewNop()); err == nil {
 		t.Error("Peel of a busy mount succeeded")
+	}
+}
+
+// An enforcing pool's XFS is mounted with prjquota (quota accounting is
+// switched on only at mount time); any other pool with no options.
+func TestBlockMountOptionsFollowEnforcement(t *testing.T) {
+	for _, enforce := range []bool{false, true} {
+		sys := newFakeSys(SourceInfo{Kind: KindBlock, Major: 7, Minor: 3})
+		ex := &fakeExec{answers: map[string][]answer{blkid: {{out: "TYPE=xfs\nUUID=1\n"}}}}
+		m := New(Config{Source: dev, HostRoot: host, Target: target, EnforceSize: enforce}, sys, BlkidProber{Exec: ex}, MkfsXFS{Exec: ex}, zap.NewNop())
+		if _, err := m.Ensure(context.Background()); err != nil {
+			t.Fatal(err)
+		}
+		want := "mount " + dev + " " + hostT
+		if enforce {
+			want += " prjquota"
+		}
+		if !slices.Contains(sys.calls, want) {
+			t.Errorf("enforce %v: calls %q, want %q", enforce, sys.calls, want)
+		}
 	}
 }

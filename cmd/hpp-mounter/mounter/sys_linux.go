@@ -51,10 +51,15 @@ func (LinuxSys) Bind(source, target string) error {
 	return nil
 }
 
-func (LinuxSys) MountXFS(device, target string) error {
-	err := unix.Mount(device, target, "xfs", 0, "")
+func (LinuxSys) MountXFS(device, target, data string) error {
+	err := unix.Mount(device, target, "xfs", 0, data)
 	if errors.Is(err, unix.ENODEV) {
 		return fmt.Errorf("mount %s (xfs) on %s: %w: the node's kernel has no XFS support", device, target, err)
+	}
+	if err != nil && data != "" {
+		// EINVAL here is mostly a kernel without XFS quota support
+		// (CONFIG_XFS_QUOTA) refusing the option.
+		return fmt.Errorf("mount %s (xfs, %s) on %s: %w: the pool enforces sizes (enforceSize), which needs the node's kernel to support XFS project quotas", device, data, target, err)
 	}
 	if err != nil {
 		return fmt.Errorf("mount %s (xfs) on %s: %w", device, target, err)

@@ -91,6 +91,9 @@ func (r *Reconciler) cleanup(ctx context.Context, log logr.Logger, cr *hppv1.Hos
 			return err
 		}
 	}
+	if err := r.deleteIfOwned(ctx, log, cr, &appsv1.Deployment{ObjectMeta: objMeta(render.ResizerName, ns)}); err != nil {
+		return err
+	}
 	// Node pods outlive their DaemonSet by their grace period, and their
 	// csi-provisioner keeps writing CSIStorageCapacity objects until it
 	// stops: permissions go only once no node pod is left (seen on the
@@ -110,6 +113,11 @@ func (r *Reconciler) cleanup(ctx context.Context, log logr.Logger, cr *hppv1.Hos
 		&rbacv1.ClusterRole{ObjectMeta: objMeta(render.LegacyDaemonSetName, "")},
 		&corev1.ServiceAccount{ObjectMeta: objMeta(render.CSIServiceAccount, ns)},
 		&corev1.ServiceAccount{ObjectMeta: objMeta(render.LegacyServiceAccount, ns)},
+		&rbacv1.RoleBinding{ObjectMeta: objMeta(render.ResizerName, ns)},
+		&rbacv1.Role{ObjectMeta: objMeta(render.ResizerName, ns)},
+		&rbacv1.ClusterRoleBinding{ObjectMeta: objMeta(render.ResizerName, "")},
+		&rbacv1.ClusterRole{ObjectMeta: objMeta(render.ResizerName, "")},
+		&corev1.ServiceAccount{ObjectMeta: objMeta(render.ResizerName, ns)},
 	}
 	// The monitoring objects and SCCs are removed as rendered: one list of
 	// names.
@@ -123,7 +131,9 @@ func (r *Reconciler) cleanup(ctx context.Context, log logr.Logger, cr *hppv1.Hos
 	return r.releaseCSIDriver(ctx, cr)
 }
 
-// nodePodsLeft counts the pods of the node DaemonSets (from the cache).
+// nodePodsLeft counts the pods of the node DaemonSets (by their owner, as
+// adopted pods carry upstream's labels) and of csi-resizer's Deployment (its
+// leader election writes until it stops; by its app label), from the cache.
 func (r *Reconciler) nodePodsLeft(ctx context.Context) (int, error) {
 	n := 0
 	for _, ds := range []string{render.CSIDaemonSetName, render.LegacyDaemonSetName} {
@@ -133,7 +143,11 @@ func (r *Reconciler) nodePodsLeft(ctx context.Context) (int, error) {
 		}
 		n += len(pods)
 	}
-	return n, nil
+	resizer := &corev1.PodList{}
+	if err := r.Client.List(ctx, resizer, client.InNamespace(r.Config.Namespace), client.MatchingLabels{render.AppLabel: render.ResizerName}); err != nil {
+		return 0, fmt.Errorf("list csi-resizer pods: %w", err)
+	}
+	return n + len(resizer.Items), nil
 }
 
 // deleteIfOwned deletes an object the CR owns; anything else of the same

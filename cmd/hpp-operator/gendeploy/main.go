@@ -63,6 +63,7 @@ func run(dir string) error {
 	// Image names are placeholders that overlays set with kustomize images:.
 	cfg.Images.Provisioner = "csi-provisioner"
 	cfg.Images.Snapshotter = "csi-snapshotter"
+	cfg.Images.Resizer = "csi-resizer"
 	cfg.ManagedBy = "kustomize"
 	csi, err := cfg.CSIObjects(exampleSpec())
 	if err != nil {

@@ -58,6 +58,7 @@ type Images struct {
 	NodeDriverRegistrar string // NODE_DRIVER_REG_IMAGE: optional sidecar
 	LivenessProbe       string // LIVENESS_PROBE_IMAGE: optional sidecar
 	Snapshotter         string // CSI_SNAPSHOT_IMAGE: with the Snapshotting gate
+	Resizer             string // CSI_RESIZER_IMAGE: csi-resizer (hpp's own variable)
 	Mounter             string // MOUNTER_IMAGE: pvcTemplate pools
 }
 
@@ -146,6 +147,7 @@ func DefaultConfig() Config {
 			Legacy:      "hpp-legacy",
 			Provisioner: "registry.k8s.io/sig-storage/csi-provisioner:v6.3.0",
 			Snapshotter: "registry.k8s.io/sig-storage/csi-snapshotter:v8.7.0",
+			Resizer:     "registry.k8s.io/sig-storage/csi-resizer:v2.3.0",
 			Mounter:     "hpp-mounter",
 		},
 	}
@@ -161,7 +163,7 @@ func (c *Config) Validate() error {
 		errs = append(errs, fmt.Errorf("kubelet directory: %q must be a clean absolute path", c.KubeletDir))
 	}
 	for _, img := range [][2]string{{"CSI_PROVISIONER_IMAGE", c.Images.CSI},
-		{"PROVISIONER_IMAGE", c.Images.Legacy}, {"CSI_SIG_STORAGE_PROVISIONER_IMAGE", c.Images.Provisioner}} {
+		{"PROVISIONER_IMAGE", c.Images.Legacy}, {"CSI_SIG_STORAGE_PROVISIONER_IMAGE", c.Images.Provisioner}, {"CSI_RESIZER_IMAGE", c.Images.Resizer}} {
 		if img[1] == "" {
 			errs = append(errs, fmt.Errorf("%s: required", img[0]))
 		}

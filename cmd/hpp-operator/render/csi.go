@@ -39,6 +39,9 @@ type datadirPool struct {
 	// Mounted: hpp-mounter mounts the pool (pvcTemplate); hpp-csi uses it
 	// only while the mounter's marker is there (cmd/hpp-mounter/README.md).
 	Mounted bool `json:"mounted,omitempty"`
+	// EnforceSize is hpp's own: project quotas per volume (the CR's
+	// storagePools[].enforceSize).
+	EnforceSize bool `json:"enforceSize,omitempty"`
 }
 
 // poolMount is where a pool's host directory appears in the driver's
@@ -51,7 +54,7 @@ func Datadir(pools []hppv1.StoragePool) (string, error) {
 	out := make([]datadirPool, 0, len(pools))
 	for _, p := range pools {
 		d := datadirPool{Name: p.Name, Path: path.Join(poolMount(p.Name), "csi"),
-			SnapshotPath: datadirSnapshotPath(p), SnapshotProvider: p.SnapshotProvider}
+			SnapshotPath: datadirSnapshotPath(p), SnapshotProvider: p.SnapshotProvider, EnforceSize: p.EnforceSize}
 		if p.PVCTemplate != nil {
 			d.Mounted = true
 			for _, m := range p.PVCTemplate.AccessModes {

@@ -32,7 +32,8 @@ func (c *Config) CSIDriver() *storagev1.CSIDriver {
 }
 
 // CSIObjects are the objects of the CSI driver, in apply order (identities
-// and permissions before the pods that use them).
+// and permissions before the pods that use them), csi-resizer's
+// (resizer.go) last.
 func (c *Config) CSIObjects(spec *hppv1.HostPathProvisionerSpec) ([]client.Object, error) {
 	ds, err := c.CSIDaemonSet(spec)
 	if err != nil {
@@ -42,7 +43,7 @@ func (c *Config) CSIObjects(spec *hppv1.HostPathProvisionerSpec) ([]client.Objec
 	if spec.HasFeature(hppv1.FeatureSnapshotting) {
 		rules = append(slices.Clone(rules), snapshotRules...)
 	}
-	return []client.Object{
+	objs := []client.Object{
 		c.serviceAccount(CSIServiceAccount),
 		c.clusterRole(CSIServiceAccount, rules),
 		c.clusterRoleBinding(CSIServiceAccount, CSIServiceAccount),
@@ -50,7 +51,8 @@ func (c *Config) CSIObjects(spec *hppv1.HostPathProvisionerSpec) ([]client.Objec
 		c.roleBinding(CSIServiceAccount, CSIServiceAccount),
 		c.CSIDriver(),
 		ds,
-	}, nil
+	}
+	return append(objs, c.ResizerObjects(spec)...), nil
 }
 
 // LegacyObjects are the objects of the legacy provisioner, in apply order.

@@ -134,13 +134,18 @@ func (c *Config) MounterDeployment(spec *hppv1.HostPathProvisionerSpec, p *hppv1
 	if isBlock(p) {
 		source = blockSource
 	}
-	ctr := c.mounterContainer(spec, []string{
+	args := []string{
 		"--storagePoolPath=" + source,
 		"--mountPath=" + path.Join(p.Path, "csi"),
 		"--hostPath=" + hostRoot,
 		"--pool-name=" + p.Name,
 		"--health-address=:" + strconv.Itoa(mounterHealthPort),
-	})
+	}
+	if p.EnforceSize {
+		// prjquota on the XFS it mounts (cmd/hpp-mounter/README.md).
+		args = append(args, "--enforce-size")
+	}
+	ctr := c.mounterContainer(spec, args)
 	ctr.Ports = []corev1.ContainerPort{{Name: "health", ContainerPort: mounterHealthPort, Protocol: corev1.ProtocolTCP}}
 	ctr.ReadinessProbe = &corev1.Probe{ProbeHandler: corev1.ProbeHandler{HTTPGet: &corev1.HTTPGetAction{
 		Path: "/readyz", Port: intstr.FromString("health")}}, PeriodSeconds: 5}

@@ -117,6 +117,20 @@ type StoragePool struct {
 	// OverlayClassName names the overlay class used for the pool's volumes.
 	// +optional
 	OverlayClassName string `json:"overlayClassName,omitempty"`
+	// EnforceSize (hpp's own field; default false, upstream's behaviour)
+	// makes every volume of the pool unable to grow past its size: each
+	// volume directory gets its own project quota with a hard limit equal
+	// to its capacity, so a write past it fails with "Disk quota
+	// exceeded", df in the pod shows the volume's size, and offered
+	// capacity counts every volume's full size (no overcommit). The pool's
+	// filesystem must be XFS mounted with prjquota, or ext4 with the
+	// features project and quota mounted with prjquota; a pvcTemplate pool
+	// is formatted and mounted that way by the operator's mounter. A pool
+	// whose filesystem cannot enforce is reported not ready, naming the
+	// mount option or feature to add: never silently unenforced. Not for
+	// shared (ReadWriteMany) pools.
+	// +optional
+	EnforceSize bool `json:"enforceSize,omitempty"`
 }
 
 // NodePlacement is where the operator's pods run.

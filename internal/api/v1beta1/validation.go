@@ -108,6 +108,11 @@ func validatePools(f *findings, fp *field.Path, pools []StoragePool) {
 		if p.PVCTemplate != nil {
 			validatePVCTemplate(f, ip.Child("pvcTemplate"), p.PVCTemplate)
 		}
+		if p.EnforceSize && p.PVCTemplate != nil && slices.Contains(p.PVCTemplate.AccessModes, corev1.ReadWriteMany) {
+			// hpp's own field: refused on every CR that sets it so.
+			f.block(field.Invalid(ip.Child("enforceSize"), true,
+				"a shared (ReadWriteMany) pool cannot enforce sizes: project quotas belong to a node's local XFS or ext4 filesystem, and every node would hand out its own project IDs"))
+		}
 	}
 	// Two pools in one directory would count and clean each other's
 	// volumes (upstream's webhook refuses it too); one inside the other is

@@ -153,3 +153,23 @@ func TestValidateSpecPVCTemplate(t *testing.T) {
 		t.Errorf("got\n%s\nwant\n%s", strings.Join(got, "\n"), strings.Join(want, "\n"))
 	}
 }
+
+// enforceSize is accepted on node-local pools (directory or ReadWriteOnce
+// pvcTemplate) and refused on a shared one, naming the field.
+func TestValidateSpecEnforceSize(t *testing.T) {
+	size := corev1.VolumeResourceRequirements{Requests: corev1.ResourceList{corev1.ResourceStorage: resource.MustParse("1Gi")}}
+	ok := pools(
+		StoragePool{Name: "dir", Path: "/a", EnforceSize: true},
+		StoragePool{Name: "rwo", Path: "/b", EnforceSize: true, PVCTemplate: &corev1.PersistentVolumeClaimSpec{
+			AccessModes: []corev1.PersistentVolumeAccessMode{corev1.ReadWriteOnce}, Resources: size}},
+	)
+	if got := errStrings(t, ok); len(got) != 0 {
+		t.Errorf("enforcing node-local pools refused: %q", got)
+	}
+	got := errStrings(t, pools(StoragePool{Name: "rwx", Path: "/a", EnforceSize: true, PVCTemplate: &corev1.PersistentVolumeClaimSpec{
+		AccessModes: []corev1.PersistentVolumeAccessMode{corev1.ReadWriteMany}, Resources: size}}))
+	want := `spec.storagePools[0].enforceSize: Invalid value: true: a shared (ReadWriteMany) pool cannot enforce sizes: project quotas belong to a node's local XFS or ext4 filesystem, and every node would hand out its own project IDs`
+	if len(got) != 1 || got[0] != want {
+		t.Errorf("got %q, want %q", got, want)
+	}
+}
