@@ -18,14 +18,14 @@ func (p Probe) problem(dir string) error {
 	case "xfs":
 		switch {
 		case p.NoQuotactl != nil:
-			return fmt.Errorf("enforceSize: %s is XFS, but this kernel has no XFS quota support (quotactl: %v); use a kernel built with CONFIG_XFS_QUOTA", dir, p.NoQuotactl)
+			return fmt.Errorf("enforceSize: %s is XFS, but this kernel has no XFS quota support (quotactl: %w); use a kernel built with CONFIG_XFS_QUOTA", dir, p.NoQuotactl)
 		case !p.Accounting || !p.Enforcing:
 			return fmt.Errorf("enforceSize: %s is XFS without project quotas enforced; mount it with the prjquota option (in /etc/fstab or the mount unit: XFS turns quotas on only at mount, not on remount)", dir)
 		}
 	case "ext4":
 		switch {
 		case p.NoQuotactl != nil:
-			return fmt.Errorf("enforceSize: %s is ext4, but this kernel has no quota support for it (quotactl: %v); use a kernel built with CONFIG_QUOTA and CONFIG_QFMT_V2", dir, p.NoQuotactl)
+			return fmt.Errorf("enforceSize: %s is ext4, but this kernel has no quota support for it (quotactl: %w); use a kernel built with CONFIG_QUOTA and CONFIG_QFMT_V2", dir, p.NoQuotactl)
 		case !p.Accounting:
 			return fmt.Errorf("enforceSize: %s is ext4 without project quota accounting; add the features with tune2fs -O project,quota <device> while it is unmounted (mkfs.ext4 -O project,quota for a new one), then mount it with the prjquota option", dir)
 		case !p.Enforcing:

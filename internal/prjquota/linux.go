@@ -80,7 +80,7 @@ func quotactl(dir string, cmd int, id uint32, addr unsafe.Pointer) error {
 	if err != nil {
 		return &os.PathError{Op: "open", Path: dir, Err: err}
 	}
-	defer unix.Close(fd)
+	defer func() { _ = unix.Close(fd) }() // read-only use: a close error changes nothing
 	_, _, errno := unix.Syscall6(unix.SYS_QUOTACTL_FD, uintptr(fd), qcmd(cmd), uintptr(id), uintptr(addr), 0, 0)
 	if errno != 0 {
 		return errno
@@ -133,7 +133,7 @@ func (Linux) Project(path string) (uint32, bool, error) {
 	if err != nil {
 		return 0, false, &os.PathError{Op: "open", Path: path, Err: err}
 	}
-	defer unix.Close(fd)
+	defer func() { _ = unix.Close(fd) }() // read-only use: a close error changes nothing
 	a, err := getFsxattr(fd)
 	if err != nil {
 		return 0, false, &os.PathError{Op: "FS_IOC_FSGETXATTR", Path: path, Err: err}
@@ -154,7 +154,7 @@ func (Linux) SetProject(path string, id uint32) error {
 	if err != nil {
 		return &os.PathError{Op: "open", Path: path, Err: err}
 	}
-	defer unix.Close(fd)
+	defer func() { _ = unix.Close(fd) }() // read-only use: a close error changes nothing
 	a, err := getFsxattr(fd)
 	if err != nil {
 		return &os.PathError{Op: "FS_IOC_FSGETXATTR", Path: path, Err: err}
