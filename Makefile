@@ -72,7 +72,10 @@ include $(wildcard $(ROOT)/mk/*.mk)
 
 .PHONY: test
 # The conformance tier (mk/conformance.mk) runs last; HPP_CONFORMANCE=0 leaves it out.
-test: deps lint build build-standalone unit fuzz sanity csi-tests quota-tests quota-vm-tests mounter-tests migrate-tests e2e operator-on-node takeover-on-node $(if $(filter 0,$(HPP_CONFORMANCE)),,conformance) ## everything that can run on this machine (what CI runs)
+# takeover-on-node (mk/takeover.mk) is not in it yet: written against upstream's
+# real system but never run to the end on the real node (issue 21 stays open);
+# it joins `test` in the commit that shows it green.
+test: deps lint build build-standalone unit fuzz sanity csi-tests quota-tests quota-vm-tests mounter-tests migrate-tests e2e operator-on-node $(if $(filter 0,$(HPP_CONFORMANCE)),,conformance) ## everything that can run on this machine (what CI runs)
 	@echo "make test: all tiers passed"
 
 .PHONY: images
