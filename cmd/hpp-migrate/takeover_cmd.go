@@ -126,7 +126,7 @@ func readManifestFile(name string) ([]*unstructured.Unstructured, error) {
 		if err != nil {
 			return nil, err
 		}
-		defer f.Close()
+		defer func() { _ = f.Close() }() // read only
 		r = f
 	}
 	return takeover.ReadManifests(r)

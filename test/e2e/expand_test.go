@@ -176,7 +176,7 @@ func prjquotaRefused(t *testing.T) string {
 	img, mnt := filepath.Join(dir, "xfs.img"), filepath.Join(dir, "mnt")
 	run := func(name string, args ...string) error {
 		if out, err := exec.CommandContext(ctx, name, args...).CombinedOutput(); err != nil {
-			return fmt.Errorf("%s %s: %v: %s", name, strings.Join(args, " "), err, strings.TrimSpace(string(out)))
+			return fmt.Errorf("%s %s: %w: %s", name, strings.Join(args, " "), err, strings.TrimSpace(string(out)))
 		}
 		return nil
 	}

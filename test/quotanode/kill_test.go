@@ -2,6 +2,7 @@ package quotanode
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"os"
 	"path/filepath"
@@ -55,7 +56,7 @@ func testKills(t *testing.T, d *csitest.Driver, mnt string) {
 		ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
 		waitErr := d.Wait(ctx)
 		cancel()
-		if callErr == nil || waitErr == nil || waitErr == context.DeadlineExceeded {
+		if callErr == nil || waitErr == nil || errors.Is(waitErr, context.DeadlineExceeded) {
 			t.Fatalf("%s %s: killed after %q? call error %v, exit %v; want the process killed there", ks.call, id, ks.step, callErr, waitErr)
 		}
 		restart(t, d)
@@ -75,7 +76,7 @@ func testKills(t *testing.T, d *csitest.Driver, mnt string) {
 	waitFor(t, "every ID's blocks purged", func() error {
 		for id := uint32(firstID); id <= lastID; id++ {
 			if q, err := kernel.Quota(root, id); err != nil || q != (prjquota.Quota{}) {
-				return fmt.Errorf("project %d: %+v, %v", id, q, err)
+				return fmt.Errorf("project %d: %+v, %w", id, q, err)
 			}
 		}
 		return nil

@@ -280,7 +280,7 @@ func testLifecycle(t *testing.T, d *csitest.Driver, mnt, kind string) {
 			return fmt.Errorf("project %d is still linked", qid)
 		}
 		if q, err := kernel.Quota(mnt, qid); err != nil || q != (prjquota.Quota{}) {
-			return fmt.Errorf("project %d: %+v, %v", qid, q, err)
+			return fmt.Errorf("project %d: %+v, %w", qid, q, err)
 		}
 		if free := freeBytes(t, mnt); free < freeBefore-MiB {
 			return fmt.Errorf("pool free %d bytes, %d before the volume", free, freeBefore)

@@ -106,10 +106,10 @@ func (r *Runner) ReadBackup(ctx context.Context) (*Backup, error) {
 		enc, _, _ := unstructured.NestedString(s.Object, "data", key)
 		raw, err := unb64(enc)
 		if err != nil {
-			return nil, fmt.Errorf("Secret %s key %s: %w", BackupSecret, key, err)
+			return nil, fmt.Errorf("backup Secret %s key %s: %w", BackupSecret, key, err)
 		}
 		if err := json.Unmarshal(raw, into); err != nil {
-			return nil, fmt.Errorf("Secret %s key %s: %w", BackupSecret, key, err)
+			return nil, fmt.Errorf("backup Secret %s key %s: %w", BackupSecret, key, err)
 		}
 	}
 	return &b, nil

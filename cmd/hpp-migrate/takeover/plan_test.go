@@ -111,7 +111,7 @@ func assess(t *testing.T, objs ...runtime.Object) *Plan {
 func actions(p *Plan) map[string]Action {
 	out := map[string]Action{}
 	for _, it := range p.Items {
-		out[it.Ref.String()] = it.Action
+		out[it.String()] = it.Action
 	}
 	return out
 }

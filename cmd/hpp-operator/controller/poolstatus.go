@@ -24,13 +24,6 @@ type poolState struct {
 	kept map[string][]hppv1.PoolNodeStatus
 }
 
-func (s *poolState) setPoolNodes(pool string, nodes []string) {
-	if s.nodes == nil {
-		s.nodes = map[string][]string{}
-	}
-	s.nodes[pool] = nodes
-}
-
 func (s *poolState) keep(pool, node, reason string) {
 	if s.kept == nil {
 		s.kept = map[string][]hppv1.PoolNodeStatus{}

@@ -156,7 +156,7 @@ func setByUser(managed []metav1.ManagedFieldsEntry, field []string) bool {
 			continue
 		}
 		var tree map[string]any
-		if json.Unmarshal(m.FieldsV1.Raw, &tree) != nil {
+		if json.Unmarshal(m.FieldsV1.GetRawBytes(), &tree) != nil {
 			continue
 		}
 		node, ok := any(tree), true
@@ -216,7 +216,7 @@ func (a *applier) recreateStrategy(ctx context.Context, desired *unstructured.Un
 	}
 	patch := fmt.Sprintf(`[{"op":"test","path":"/metadata/resourceVersion","value":%q},{"op":"replace","path":"/spec/strategy","value":{"type":"Recreate"}}]`, d.ResourceVersion)
 	if err := a.writer.Patch(ctx, d, client.RawPatch(types.JSONPatchType, []byte(patch))); err != nil {
-		return fmt.Errorf("Deployment %s: strategy Recreate: %w", d.Name, err)
+		return fmt.Errorf("deployment %s: strategy Recreate: %w", d.Name, err)
 	}
 	return nil
 }

@@ -52,7 +52,7 @@ func TestSetByUser(t *testing.T) {
 	owns := func(manager string) metav1.ManagedFieldsEntry {
 		raw, _ := json.Marshal(map[string]any{"f:spec": map[string]any{"f:updateStrategy": map[string]any{
 			"f:rollingUpdate": map[string]any{"f:maxUnavailable": map[string]any{}}}}})
-		return metav1.ManagedFieldsEntry{Manager: manager, Operation: metav1.ManagedFieldsOperationUpdate, FieldsV1: &metav1.FieldsV1{Raw: raw}}
+		return metav1.ManagedFieldsEntry{Manager: manager, Operation: metav1.ManagedFieldsOperationUpdate, FieldsV1: metav1.NewFieldsV1(string(raw))}
 	}
 	for _, c := range []struct {
 		managers []metav1.ManagedFieldsEntry
