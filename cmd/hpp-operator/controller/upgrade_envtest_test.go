@@ -141,7 +141,15 @@ func applyOlderHPP(t *testing.T, admin client.Client, ns string, cr *hppv1.HostP
 	if err != nil {
 		t.Fatal(err)
 	}
-	ds := objs[len(objs)-1].(*appsv1.DaemonSet)
+	var ds *appsv1.DaemonSet
+	for _, o := range objs {
+		if d, ok := o.(*appsv1.DaemonSet); ok {
+			ds = d
+		}
+	}
+	if ds == nil {
+		t.Fatal("CSIObjects rendered no DaemonSet")
+	}
 	c := &ds.Spec.Template.Spec.Containers[0]
 	c.Args = append(c.Args, "--removed-flag=1")
 	c.Env = append(c.Env, corev1.EnvVar{Name: "REMOVED_ENV", Value: "1"})
