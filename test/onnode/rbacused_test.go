@@ -22,6 +22,7 @@ var rarelyCalled = map[string]string{
 	"hostpath-provisioner-admin-csi: update core/persistentvolumeclaims":         "csi-provisioner puts its finalizer on a clone's source claim, and clears selected-node to reschedule a claim its node cannot provision",
 	"hostpath-provisioner-admin-csi: patch core/events":                          "client-go's event recorder patches an event that repeats instead of creating it again",
 	"hostpath-provisioner-admin: patch core/events":                              "client-go's event recorder patches an event that repeats instead of creating it again",
+	"hostpath-provisioner-csi-resizer: patch core/events":                        "client-go's event recorder patches an event that repeats instead of creating it again (csi-resizer repeats Resizing events on a refused expansion)",
 	"hostpath-provisioner-admin-csi: delete storage.k8s.io/csistoragecapacities": "csi-provisioner deletes the capacity objects of a StorageClass that goes away while it runs (this test's classes mostly go after the install)",
 	"hostpath-provisioner-admin: update core/persistentvolumeclaims":             "hpp-legacy selects its node for an Immediate claim annotated for it, and the provisioner library clears selected-node to reschedule",
 }
