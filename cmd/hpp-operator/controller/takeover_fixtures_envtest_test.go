@@ -184,6 +184,16 @@ func takeOver(t *testing.T, h *harness, up *upstreamInstall) {
 		})
 		h.playMounterReady(p.Name, "node1")
 	}
+	// Upstream's stale Available condition satisfies waitAvailable before
+	// hpp's pass has applied everything: wait for the status hpp derives
+	// at the end of a whole pass (its own version) first.
+	eventually(t, "status written by hpp's pass", func() error {
+		st := mustGetCR(t, h, upstreamCR).Status
+		if st.ObservedVersion != h.cfg.Version {
+			return fmt.Errorf("observed version %s, want hpp's %s", st.ObservedVersion, h.cfg.Version)
+		}
+		return nil
+	})
 	waitAvailable(t, h, upstreamCR)
 }
 
