@@ -10,6 +10,7 @@ import (
 
 	"github.com/go-logr/logr"
 	"k8s.io/apimachinery/pkg/runtime"
+	clientgoscheme "k8s.io/client-go/kubernetes/scheme"
 	"k8s.io/client-go/rest"
 	"k8s.io/utils/ptr"
 	ctrl "sigs.k8s.io/controller-runtime"
@@ -19,6 +20,7 @@ import (
 
 	"github.com/hostpath-provisioner/hpp/cmd/hpp-operator/internal/testenv"
 	hppwebhook "github.com/hostpath-provisioner/hpp/cmd/hpp-operator/webhook"
+	hppv1 "github.com/hostpath-provisioner/hpp/internal/api/v1beta1"
 )
 
 // startEnv starts envtest with the webhook configuration of
@@ -69,4 +71,17 @@ func startWebhook(t *testing.T, cfg *rest.Config, opts envtest.WebhookInstallOpt
 		}
 	})
 	return net.JoinHostPort(opts.LocalServingHost, strconv.Itoa(opts.LocalServingPort)), stop
+}
+
+// testScheme holds client-go's kinds and hpp's CRD, for the tests' clients.
+func testScheme(t *testing.T) *runtime.Scheme {
+	t.Helper()
+	s := runtime.NewScheme()
+	if err := clientgoscheme.AddToScheme(s); err != nil {
+		t.Fatal(err)
+	}
+	if err := hppv1.AddToScheme(s); err != nil {
+		t.Fatal(err)
+	}
+	return s
 }
