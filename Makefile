@@ -48,7 +48,7 @@ deps: ## install the Debian packages the tests need (root; skipped when present)
 
 # The test module's heavy packages (sanity, node/abuse, e2e, benchmarks) have
 # their own targets; `unit` runs the rest of it.
-HEAVY_TEST_PKGS := /(sanity|e2e|csinode|csiabuse|mounternode|bench|migrate)(/|$$)
+HEAVY_TEST_PKGS := /(sanity|e2e|csinode|csiabuse|mounternode|bench|migrate|quotavm)(/|$$)
 
 .PHONY: unit
 unit: ## unit tests in every module, with -race (root-only tests inside them skip without root; fail under CI=true)
@@ -72,7 +72,7 @@ include $(wildcard $(ROOT)/mk/*.mk)
 
 .PHONY: test
 # The conformance tier (mk/conformance.mk) runs last; HPP_CONFORMANCE=0 leaves it out.
-test: deps lint build build-standalone unit fuzz sanity csi-tests mounter-tests migrate-tests e2e operator-on-node takeover-on-node $(if $(filter 0,$(HPP_CONFORMANCE)),,conformance) ## everything that can run on this machine (what CI runs)
+test: deps lint build build-standalone unit fuzz sanity csi-tests quota-tests quota-vm-tests mounter-tests migrate-tests e2e operator-on-node takeover-on-node $(if $(filter 0,$(HPP_CONFORMANCE)),,conformance) ## everything that can run on this machine (what CI runs)
 	@echo "make test: all tiers passed"
 
 .PHONY: images

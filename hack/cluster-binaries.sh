@@ -1,6 +1,6 @@
 #!/usr/bin/env bash
 # Builds the binaries the local cluster harness (test/cluster) runs, from the
-# pinned Go modules under test/{k8s-tools,provisioner-tools,etcd-tools}, into
+# pinned Go modules under test/{k8s-tools,provisioner-tools,resizer-tools,etcd-tools}, into
 # $HPP_CACHE/<set>/<version>/ — outside the repository, so a fresh clone (CI)
 # reuses them. A set already complete in the cache is skipped; a cold build
 # prints what it builds and the elapsed time, because it takes minutes.
@@ -12,8 +12,12 @@
 # external-snapshotter (test/snapshotter-tools), with the snapshot CRDs of
 # its client module in crd/.
 #
-# Usage: hack/cluster-binaries.sh [k8s] [csi-provisioner] [etcd] [snapshotter] [conformance]
-#        (default: k8s csi-provisioner etcd snapshotter)
+# The csi-resizer set is external-resizer's csi-resizer
+# (test/resizer-tools; module path github.com/kubernetes-csi/external-resizer/v2,
+# the path without /v2 is not served).
+#
+# Usage: hack/cluster-binaries.sh [k8s] [csi-provisioner] [csi-resizer] [etcd] [snapshotter] [conformance]
+#        (default: k8s csi-provisioner csi-resizer etcd snapshotter)
 # Prints nothing else on stdout than progress; `--print-env` prints the
 # HPP_*_DIR variables test/cluster reads instead of building.
 set -euo pipefail
@@ -25,9 +29,11 @@ K8S_VERSION=v1.37.1
 PROVISIONER_VERSION=v6.3.0
 ETCD_VERSION=v3.6.16
 SNAPSHOTTER_VERSION=v8.7.0
+RESIZER_VERSION=v2.3.0
 
 K8S_DIR=$HPP_CACHE/k8s/$K8S_VERSION
 PROVISIONER_DIR=$HPP_CACHE/csi-provisioner/$PROVISIONER_VERSION
+RESIZER_DIR=$HPP_CACHE/csi-resizer/$RESIZER_VERSION
 ETCD_DIR=$HPP_CACHE/etcd/$ETCD_VERSION
 SNAPSHOTTER_DIR=$HPP_CACHE/external-snapshotter/$SNAPSHOTTER_VERSION
 # Same k8s.io/kubernetes as the k8s set (test/conformance checks the two
@@ -40,6 +46,7 @@ CONFORMANCE_BINS=(e2e.test agnhost ginkgo)
 if [[ ${1:-} == --print-env ]]; then
   echo "HPP_K8S_DIR=$K8S_DIR"
   echo "HPP_CSI_PROVISIONER_DIR=$PROVISIONER_DIR"
+  echo "HPP_CSI_RESIZER_DIR=$RESIZER_DIR"
   echo "HPP_ETCD_DIR=$ETCD_DIR"
   echo "HPP_CONFORMANCE_DIR=$CONFORMANCE_DIR"
   echo "HPP_SNAPSHOTTER_DIR=$SNAPSHOTTER_DIR"
@@ -174,6 +181,15 @@ provisioner() {
     "csi-provisioner=github.com/kubernetes-csi/external-provisioner/v6/cmd/csi-provisioner"
 }
 
+resizer() {
+  if complete "$RESIZER_DIR" csi-resizer; then
+    echo "==> csi-resizer $RESIZER_VERSION cached in $RESIZER_DIR"; return
+  fi
+  build "csi-resizer $RESIZER_VERSION" "$ROOT/test/resizer-tools" "$RESIZER_DIR" \
+    "-s -w -X main.version=$RESIZER_VERSION" \
+    "csi-resizer=github.com/kubernetes-csi/external-resizer/v2/cmd/csi-resizer"
+}
+
 etcd() {
   if complete "$ETCD_DIR" etcd; then
     echo "==> etcd $ETCD_VERSION cached in $ETCD_DIR"; return
@@ -243,14 +259,15 @@ BUILD_TMP=
 trap '[[ -z $BUILD_TMP ]] || rm -rf "$BUILD_TMP"' EXIT
 
 sets=("$@")
-((${#sets[@]})) || sets=(k8s csi-provisioner etcd snapshotter)
+((${#sets[@]})) || sets=(k8s csi-provisioner csi-resizer etcd snapshotter)
 for s in "${sets[@]}"; do
   case $s in
     k8s) k8s ;;
     csi-provisioner) provisioner ;;
+    csi-resizer) resizer ;;
     etcd) etcd ;;
     conformance) conformance ;;
     snapshotter) snapshotter ;;
-    *) echo "unknown binary set $s (want k8s, csi-provisioner, etcd, conformance or snapshotter)" >&2; exit 2 ;;
+    *) echo "unknown binary set $s (want k8s, csi-provisioner, csi-resizer, etcd, conformance or snapshotter)" >&2; exit 2 ;;
   esac
 done

@@ -14,7 +14,7 @@ BENCH_OPERATOR_ROUNDS ?= 5
 IS_ROOT := $(shell [ "$$(id -u)" = 0 ] && echo yes)
 
 .PHONY: cluster-binaries
-cluster-binaries: ## build the cluster's binaries into $(HPP_CACHE) (k8s, etcd, csi-provisioner, external-snapshotter; cold: ~18 min)
+cluster-binaries: ## build the cluster's binaries into $(HPP_CACHE) (k8s, etcd, csi-provisioner, csi-resizer, external-snapshotter; cold: ~22 min)
 	@$(ROOT)/hack/cluster-binaries.sh
 
 .PHONY: e2e

@@ -26,7 +26,7 @@ conformance-binaries: ## build e2e.test, agnhost and ginkgo into $(HPP_CACHE) (c
 conformance: ## Kubernetes external storage e2e suite against hpp-csi on a local cluster (root; ~8 min when built)
 ifeq ($(CONFORMANCE_IS_ROOT),yes)
 	@$(MAKE) --no-print-directory deps
-	@$(ROOT)/hack/cluster-binaries.sh k8s csi-provisioner etcd snapshotter conformance
+	@$(ROOT)/hack/cluster-binaries.sh k8s csi-provisioner csi-resizer etcd snapshotter conformance
 	@$(MAKE) --no-print-directory hpp-csi-bin
 	@echo "==> conformance: External Storage e2e suite (report: _output/conformance/junit.xml)"
 	@cd $(ROOT)/test && HPP_TEST_TIER=conformance HPP_BIN_DIR=$(BIN) HPP_CONFORMANCE_OUTPUT=$(ROOT)/_output/conformance \

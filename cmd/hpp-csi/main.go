@@ -1,6 +1,9 @@
 // Command hpp-csi is the node-local hostpath CSI driver: one process per
 // node serving Identity, Controller and Node on one unix socket, optionally
-// registering itself with kubelet and serving /healthz and /metrics.
+// registering itself with kubelet and serving /healthz and /metrics. With
+// --controller-only it is instead the one cluster-wide endpoint csi-resizer
+// talks to: Identity and ControllerExpandVolume, no pools (see
+// driver/controlleronly.go).
 package main
 
 import (

@@ -40,6 +40,7 @@ type options struct {
 	metricsTLSVersion       string
 	checkBindingMode        bool
 	kubeconfig              string
+	controllerOnly          bool
 
 	// filled by complete
 	socketPath string
@@ -78,7 +79,14 @@ func (o *options) addFlags(fs *pflag.FlagSet) {
 	fs.StringVar(&o.metricsTLSVersion, "metrics-tls-version", "VersionTLS13", "minimum TLS version of /metrics when served over TLS: VersionTLS10, VersionTLS11, VersionTLS12 or VersionTLS13")
 	fs.BoolVar(&o.checkBindingMode, "check-binding-mode", false, "refuse claims of Immediate StorageClasses with a message saying so (reads claims and StorageClasses from the API; needs csi-provisioner's --extra-create-metadata)")
 	fs.StringVar(&o.kubeconfig, "kubeconfig", "", "kubeconfig for --check-binding-mode (empty: in-cluster)")
+	fs.BoolVar(&o.controllerOnly, "controller-only", false, "serve only Identity and ControllerExpandVolume, for csi-resizer (one Deployment per cluster): "+
+		"no pools are opened, an expansion is passed to the node that holds the volume (NodeExpansionRequired); --nodeid and --datadir are not needed, node-only flags are refused")
 }
+
+// nodeOnlyFlags do nothing with --controller-only; giving one there is a
+// mistake worth an error rather than silence.
+var nodeOnlyFlags = []string{"datadir", "max-volumes", "reservation-aware-capacity", "stats-cache-ttl", "stats-timeout",
+	"pool-retry-interval", "kubelet-registration-path", "plugin-registration-dir", "check-binding-mode", "kubeconfig"}
 
 // complete applies environment fallbacks and validates everything, naming
 // every problem in one error.
@@ -100,7 +108,13 @@ func (o *options) complete(fs *pflag.FlagSet) error {
 	if o.socketPath, err = driver.ParseEndpoint(o.endpoint); err != nil {
 		errs = append(errs, err)
 	}
-	if o.datadir == "" {
+	if o.controllerOnly {
+		for _, name := range nodeOnlyFlags {
+			if fs.Changed(name) {
+				errs = append(errs, fmt.Errorf("--%s: not used with --controller-only (it serves expansion only, on no node)", name))
+			}
+		}
+	} else if o.datadir == "" {
 		errs = append(errs, errors.New("--datadir: required (JSON list of pools; env PV_DIR)"))
 	} else if o.pools, err = parsePools(o.datadir); err != nil {
 		errs = append(errs, fmt.Errorf("--datadir: %w", err))
@@ -138,6 +152,7 @@ func (o *options) driverConfig() driver.Config {
 		ReservationAware:  o.reservationAware,
 		StatsCacheTTL:     o.statsCacheTTL,
 		StatsTimeout:      o.statsTimeout,
+		ControllerOnly:    o.controllerOnly,
 	}
 }
 

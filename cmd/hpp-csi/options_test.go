@@ -130,3 +130,21 @@ func TestGoFlagArgs(t *testing.T) {
 		t.Fatalf("goFlagArgs = %q, want %q", got, want)
 	}
 }
+
+// --controller-only (csi-resizer's endpoint) needs neither --nodeid nor
+// --datadir, and refuses the flags that would do nothing there.
+func TestControllerOnlyFlags(t *testing.T) {
+	o, code, out := parse(t, "--controller-only", "--endpoint=unix:///csi/csi.sock", "--v=3")
+	if code != 0 {
+		t.Fatalf("exit %d: %s", code, out)
+	}
+	if cfg := o.driverConfig(); !cfg.ControllerOnly || len(cfg.Pools.All()) != 0 {
+		t.Fatalf("config = %+v, want controller-only without pools", cfg)
+	}
+	_, code, out = parse(t, "--controller-only", `--datadir=[{"name":"a","path":"/a"}]`, "--check-binding-mode")
+	for _, want := range []string{"--datadir: not used with --controller-only", "--check-binding-mode: not used with --controller-only"} {
+		if code != 2 || !strings.Contains(out, want) {
+			t.Errorf("exit %d, output %q: want 2 and %q", code, out, want)
+		}
+	}
+}

@@ -10,6 +10,7 @@ import (
 
 	"github.com/hostpath-provisioner/hpp/cmd/hpp-csi/driver"
 	"github.com/hostpath-provisioner/hpp/cmd/hpp-csi/kubeapi"
+	"github.com/hostpath-provisioner/hpp/internal/prjquota"
 	"github.com/hostpath-provisioner/hpp/internal/selinux"
 	"github.com/hostpath-provisioner/hpp/internal/version"
 )
@@ -22,7 +23,7 @@ func run(ctx context.Context, o *options) error {
 	}
 	defer func() { _ = log.Sync() }()
 	log.Info("starting", zap.Stringer("version", version.Get("hpp-csi")), zap.String("node", o.nodeID),
-		zap.Int("pools", len(o.pools.All())))
+		zap.Int("pools", len(o.pools.All())), zap.Bool("controllerOnly", o.controllerOnly))
 
 	metrics := driver.NewMetrics()
 	deps := driver.Deps{
@@ -31,6 +32,9 @@ func run(ctx context.Context, o *options) error {
 		FS:      driver.OSHostFS{},
 		Logger:  log,
 		Metrics: metrics,
+		Quota:   prjquota.NewLinux(),
+		// Nil unless built with the tag hpp_killpoints (crash tests).
+		QuotaStep: killPoint(),
 	}
 	if o.checkBindingMode {
 		binding, err := kubeapi.New(o.kubeconfig)
@@ -43,16 +47,19 @@ func run(ctx context.Context, o *options) error {
 	if err != nil {
 		return fmt.Errorf("configuring driver: %w", err)
 	}
-	// Pools are opened and recovered here, once, before the socket serves;
-	// no request ever opens one.
-	if err := d.OpenPools(ctx); err != nil {
-		// Not fatal: the pool's disk may be mounted later. Probe and
-		// /healthz say not-ready until RetryPools opens it.
-		log.Warn("some storage pools are not usable yet", zap.Error(err))
-	}
-
 	g, gctx := errgroup.WithContext(ctx)
-	g.Go(func() error { d.RetryPools(gctx, o.poolRetry); return nil })
+	// With --controller-only there are no pools (and no registration:
+	// node-only flags are refused).
+	if !o.controllerOnly {
+		// Pools are opened and recovered here, once, before the socket
+		// serves; no request ever opens one.
+		if err := d.OpenPools(ctx); err != nil {
+			// Not fatal: the pool's disk may be mounted later. Probe and
+			// /healthz say not-ready until RetryPools opens it.
+			log.Warn("some storage pools are not usable yet", zap.Error(err))
+		}
+		g.Go(func() error { d.RetryPools(gctx, o.poolRetry); return nil })
+	}
 	g.Go(func() error { return d.Serve(gctx, o.socketPath, o.shutdownGrace) })
 	var reg *driver.Registrar
 	if o.kubeletRegistrationPath != "" {

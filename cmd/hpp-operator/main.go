@@ -20,6 +20,8 @@ import (
 type options struct {
 	logging           logging.Options
 	metricsAddress    string
+	metricsSecure     bool
+	metricsCertDir    string
 	healthAddress     string
 	webhookPort       int
 	leaderElect       bool
@@ -30,11 +32,93 @@ type options struct {
 	selfSignedCerts   bool
 	webhookService    string
 	webhookConfigName string
+	env               environment
 	// controllers: "all", or "node-loss" for the node-loss controller
 	// alone (no reconciler, no webhook), e.g. beside a csi-only install.
 	controllers       string
 	nodeLossDelay     time.Duration
 	nodeNotReadyGrace time.Duration
+}
+
+// environment is what the operator takes from its environment: upstream's
+// variables (DESIGN.md §1 "operator env"), read here and nowhere else.
+type environment struct {
+	// Images of what the operator deploys.
+	csiImage, legacyImage, provisionerImage, registrarImage, livenessImage, snapshotImage string
+	// mounterImage (MOUNTER_IMAGE) and operatorImage (OPERATOR_IMAGE):
+	// upstream runs its pool mounters from OPERATOR_IMAGE; hpp's mounter is
+	// its own image, so MOUNTER_IMAGE wins and OPERATOR_IMAGE is the
+	// mounter only when MOUNTER_IMAGE is unset (see mounter()).
+	mounterImage, operatorImage string
+	// healthMonitorImage (CSI_HEALTH_MONITOR_IMAGE) is accepted and unused:
+	// hpp-csi reports volume health itself (CSI 1.13 health RPCs).
+	healthMonitorImage string
+	verbosity          string
+	// operatorNamespace (OPERATOR_NAMESPACE, hpp's) and watchNamespace
+	// (WATCH_NAMESPACE, upstream's: its own namespace, from the downward
+	// API) both name the namespace the operator installs into.
+	operatorNamespace, watchNamespace       string
+	installerPartOf, installerVersion       string
+	monitoringNamespace, runbookURLTemplate string
+	tlsMinVersion, tlsCiphers               string
+}
+
+// readEnvironment takes every variable the operator honours.
+func readEnvironment(getenv func(string) string) environment {
+	return environment{
+		csiImage:            getenv("CSI_PROVISIONER_IMAGE"),
+		legacyImage:         getenv("PROVISIONER_IMAGE"),
+		provisionerImage:    getenv("CSI_SIG_STORAGE_PROVISIONER_IMAGE"),
+		registrarImage:      getenv("NODE_DRIVER_REG_IMAGE"),
+		livenessImage:       getenv("LIVENESS_PROBE_IMAGE"),
+		snapshotImage:       getenv("CSI_SNAPSHOT_IMAGE"),
+		mounterImage:        getenv("MOUNTER_IMAGE"),
+		operatorImage:       getenv("OPERATOR_IMAGE"),
+		healthMonitorImage:  getenv("CSI_HEALTH_MONITOR_IMAGE"),
+		verbosity:           getenv("VERBOSITY"),
+		operatorNamespace:   getenv("OPERATOR_NAMESPACE"),
+		watchNamespace:      getenv("WATCH_NAMESPACE"),
+		installerPartOf:     getenv("INSTALLER_PART_OF_LABEL"),
+		installerVersion:    getenv("INSTALLER_VERSION_LABEL"),
+		monitoringNamespace: getenv("MONITORING_NAMESPACE"),
+		runbookURLTemplate:  getenv("RUNBOOK_URL_TEMPLATE"),
+		tlsMinVersion:       getenv("TLS_MIN_VERSION_OVERRIDE"),
+		tlsCiphers:          getenv("TLS_CIPHERS_OVERRIDE"),
+	}
+}
+
+// mounter is the pool mounters' image: MOUNTER_IMAGE, else OPERATOR_IMAGE
+// (upstream's rule: its mounter binary ships in the operator image), else
+// empty (render's default). The second is right only for an operator image
+// that carries the mounter; hpp's manifests set MOUNTER_IMAGE.
+func (e environment) mounter() (image string, fromOperatorImage bool) {
+	if e.mounterImage != "" {
+		return e.mounterImage, false
+	}
+	return e.operatorImage, e.operatorImage != ""
+}
+
+// completeNamespace fills --namespace when the command line left it empty:
+// OPERATOR_NAMESPACE, else WATCH_NAMESPACE. Upstream's operator runs where
+// WATCH_NAMESPACE says (its manifests set it to the pod's namespace);
+// upstream's "all namespaces" (empty) has no meaning for an operator that
+// installs into one namespace.
+func (o *options) completeNamespace(flagSet bool) error {
+	e := o.env
+	if e.operatorNamespace != "" && e.watchNamespace != "" && e.operatorNamespace != e.watchNamespace {
+		return fmt.Errorf("OPERATOR_NAMESPACE %q and WATCH_NAMESPACE %q name different namespaces: set one (hpp runs in one namespace)",
+			e.operatorNamespace, e.watchNamespace)
+	}
+	if flagSet {
+		return nil
+	}
+	switch {
+	case e.operatorNamespace != "":
+		o.namespace = e.operatorNamespace
+	case e.watchNamespace != "":
+		o.namespace = e.watchNamespace
+	}
+	return nil
 }
 
 // The values of --controllers.
@@ -58,7 +142,10 @@ func (o *options) validate() error {
 		errs = append(errs, fmt.Errorf("--node-not-ready-grace: %s must be positive", o.nodeNotReadyGrace))
 	}
 	if o.namespace == "" {
-		errs = append(errs, fmt.Errorf("--namespace: required (env OPERATOR_NAMESPACE; the namespace the operator and its DaemonSets run in)"))
+		errs = append(errs, fmt.Errorf("--namespace: required (env OPERATOR_NAMESPACE or WATCH_NAMESPACE; the namespace the operator and its DaemonSets run in)"))
+	}
+	if o.metricsCertDir != "" && !o.metricsSecure {
+		errs = append(errs, fmt.Errorf("--metrics-cert-dir: only with --metrics-secure (plain HTTP has no certificate)"))
 	}
 	return cli.Usage(errs...)
 }
@@ -69,7 +156,8 @@ func main() {
 	o.logging.AddFlags(cmd.Flags())
 	o.addFlags(cmd)
 	cmd.RunE = func(c *cobra.Command, _ []string) error {
-		if err := cli.EnvDefault(c.Flags(), "namespace", "OPERATOR_NAMESPACE"); err != nil {
+		o.env = readEnvironment(os.Getenv)
+		if err := o.completeNamespace(c.Flags().Changed("namespace")); err != nil {
 			return cli.Usage(err)
 		}
 		if err := o.validate(); err != nil {
@@ -77,18 +165,20 @@ func main() {
 		}
 		ctx, cancel := signals.Context(context.Background())
 		defer cancel()
-		return run(ctx, &o, os.Getenv)
+		return run(ctx, &o)
 	}
 	os.Exit(cli.Main(cmd, os.Args[1:], os.Stderr))
 }
 
 func (o *options) addFlags(cmd *cobra.Command) {
 	fs := cmd.Flags()
-	fs.StringVar(&o.metricsAddress, "metrics-address", ":8080", "address for Prometheus metrics (empty: off)")
+	fs.StringVar(&o.metricsAddress, "metrics-address", ":8443", "address for Prometheus /metrics (empty: off); upstream's port, which its NetworkPolicy opens")
+	fs.BoolVar(&o.metricsSecure, "metrics-secure", true, "serve /metrics over TLS, under the webhook's TLS policy (false: plain HTTP)")
+	fs.StringVar(&o.metricsCertDir, "metrics-cert-dir", "", "directory of the metrics server's tls.crt and tls.key (empty: a self-signed certificate made at start, as upstream's)")
 	fs.StringVar(&o.healthAddress, "health-address", ":8081", "address for /healthz and /readyz")
 	fs.IntVar(&o.webhookPort, "webhook-port", 9443, "port of the validating webhook")
 	fs.BoolVar(&o.leaderElect, "leader-elect", true, "elect a leader, so only one replica reconciles")
-	fs.StringVar(&o.namespace, "namespace", "", "namespace of the operator and its DaemonSets (env OPERATOR_NAMESPACE)")
+	fs.StringVar(&o.namespace, "namespace", "", "namespace of the operator and its DaemonSets (env OPERATOR_NAMESPACE, else upstream's WATCH_NAMESPACE)")
 	fs.StringVar(&o.kubeletDir, "kubelet-dir", "/var/lib/kubelet", "kubelet's root directory on the nodes")
 	fs.StringVar(&o.priorityClass, "priority-class", "", "PriorityClass of the node pods (must exist; empty: none)")
 	fs.StringVar(&o.certDir, "cert-dir", "/tmp/hpp-operator/serving-certs", "directory of the webhook's tls.crt and tls.key")

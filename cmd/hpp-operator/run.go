@@ -2,6 +2,7 @@ package main
 
 import (
 	"context"
+	"crypto/tls"
 	"fmt"
 	"strconv"
 
@@ -26,28 +27,32 @@ import (
 )
 
 // renderConfig builds the objects' configuration from the flags and the
-// image environment variables of DESIGN.md §1.
-func renderConfig(o *options, getenv func(string) string) (render.Config, error) {
+// environment variables of DESIGN.md §1.
+func renderConfig(o *options) (render.Config, error) {
+	e := o.env
 	cfg := render.DefaultConfig()
 	cfg.Namespace = o.namespace
 	cfg.KubeletDir = o.kubeletDir
 	cfg.PriorityClassName = o.priorityClass
 	cfg.Version = version.Version
-	set := func(dst *string, env string) {
-		if v := getenv(env); v != "" {
+	set := func(dst *string, v string) {
+		if v != "" {
 			*dst = v
 		}
 	}
-	set(&cfg.Images.CSI, "CSI_PROVISIONER_IMAGE")
-	set(&cfg.Images.Legacy, "PROVISIONER_IMAGE")
-	set(&cfg.Images.Provisioner, "CSI_SIG_STORAGE_PROVISIONER_IMAGE")
-	set(&cfg.Images.NodeDriverRegistrar, "NODE_DRIVER_REG_IMAGE")
-	set(&cfg.Images.LivenessProbe, "LIVENESS_PROBE_IMAGE")
-	set(&cfg.Images.Snapshotter, "CSI_SNAPSHOT_IMAGE")
-	set(&cfg.Images.Mounter, "MOUNTER_IMAGE")
-	set(&cfg.MonitoringNamespace, "MONITORING_NAMESPACE")
-	set(&cfg.RunbookURLTemplate, "RUNBOOK_URL_TEMPLATE")
-	if v := getenv("VERBOSITY"); v != "" {
+	set(&cfg.Images.CSI, e.csiImage)
+	set(&cfg.Images.Legacy, e.legacyImage)
+	set(&cfg.Images.Provisioner, e.provisionerImage)
+	set(&cfg.Images.NodeDriverRegistrar, e.registrarImage)
+	set(&cfg.Images.LivenessProbe, e.livenessImage)
+	set(&cfg.Images.Snapshotter, e.snapshotImage)
+	mounter, _ := e.mounter()
+	set(&cfg.Images.Mounter, mounter)
+	set(&cfg.MonitoringNamespace, e.monitoringNamespace)
+	set(&cfg.RunbookURLTemplate, e.runbookURLTemplate)
+	cfg.InstallerPartOf = e.installerPartOf
+	cfg.InstallerVersion = e.installerVersion
+	if v := e.verbosity; v != "" {
 		n, err := strconv.Atoi(v)
 		if err != nil || n < 0 {
 			return cfg, fmt.Errorf("VERBOSITY: %q is not a non-negative integer", v)
@@ -75,18 +80,21 @@ func newScheme() (*runtime.Scheme, error) {
 	return s, hppv1.AddToScheme(s)
 }
 
-func run(ctx context.Context, o *options, getenv func(string) string) error {
+func run(ctx context.Context, o *options) error {
 	zl, err := o.logging.Build()
 	if err != nil {
 		return err
 	}
 	log := zapr.NewLogger(zl)
 	ctrl.SetLogger(log)
-	cfg, err := renderConfig(o, getenv)
+	cfg, err := renderConfig(o)
 	if err != nil {
 		return err
 	}
-	tlsPolicy, err := hppwebhook.NewTLSPolicy(getenv("TLS_MIN_VERSION_OVERRIDE"), getenv("TLS_CIPHERS_OVERRIDE"))
+	if img, fromOperator := o.env.mounter(); fromOperator {
+		log.Info("MOUNTER_IMAGE is unset: pool mounters run OPERATOR_IMAGE, as upstream's do; that image must carry hpp-mounter", "image", img)
+	}
+	tlsPolicy, err := hppwebhook.NewTLSPolicy(o.env.tlsMinVersion, o.env.tlsCiphers)
 	if err != nil {
 		return err
 	}
@@ -118,6 +126,11 @@ func run(ctx context.Context, o *options, getenv func(string) string) error {
 	if err != nil {
 		return err
 	}
+	// hpp-csi gets the profile's minimum version as upstream's driver does
+	// (--metrics-tls-version); a later profile change reaches it at the
+	// operator's next start, while the operator's own servers follow it
+	// at once.
+	cfg.MetricsTLSVersion = hppwebhook.VersionName(tlsPolicy.Profile().MinVersion)
 	var certs *hppwebhook.SelfSigned
 	if o.selfSignedCerts {
 		certs = &hppwebhook.SelfSigned{Dir: o.certDir, Service: o.webhookService, Namespace: o.namespace,
@@ -128,12 +141,10 @@ func run(ctx context.Context, o *options, getenv func(string) string) error {
 		}
 	}
 	mgr, err := ctrl.NewManager(restCfg, ctrl.Options{
-		Scheme:        scheme,
-		WebhookServer: hppwebhook.NewServer("", o.webhookPort, o.certDir, tlsPolicy),
-		Cache:         controller.CacheOptions(cfg),
-		// Metrics are plain HTTP (SecureServing off), as the Service and
-		// ServiceMonitor expect.
-		Metrics:                 metricsserver.Options{BindAddress: o.metricsAddress},
+		Scheme:                  scheme,
+		WebhookServer:           hppwebhook.NewServer("", o.webhookPort, o.certDir, tlsPolicy),
+		Cache:                   controller.CacheOptions(cfg),
+		Metrics:                 metricsOptions(o, tlsPolicy),
 		HealthProbeBindAddress:  o.healthAddress,
 		LeaderElection:          o.leaderElect,
 		LeaderElectionID:        "hpp-operator.hostpathprovisioner.kubevirt.io",
@@ -192,4 +203,18 @@ func clusterTLSProfile(ctx context.Context, restCfg *rest.Config, direct client.
 		return nil, fmt.Errorf("read the cluster's TLS profile (APIServer %s): %w", hppwebhook.ClusterAPIServerName, err)
 	}
 	return w, nil
+}
+
+// metricsOptions: /metrics over TLS on upstream's port 8443 under the
+// webhook's policy (the cluster's TLS profile and the overrides, followed
+// at every handshake), with a self-signed certificate unless
+// --metrics-cert-dir names one. No authentication, as upstream's: the
+// ServiceMonitor scrapes with insecureSkipVerify and no token.
+func metricsOptions(o *options, policy *hppwebhook.TLSPolicy) metricsserver.Options {
+	m := metricsserver.Options{BindAddress: o.metricsAddress, SecureServing: o.metricsSecure}
+	if o.metricsSecure {
+		m.CertDir = o.metricsCertDir
+		m.TLSOpts = []func(*tls.Config){policy.Apply}
+	}
+	return m
 }

@@ -5,6 +5,9 @@ import (
 	"strings"
 	"testing"
 	"time"
+
+	"github.com/hostpath-provisioner/hpp/cmd/hpp-operator/render"
+	hppv1 "github.com/hostpath-provisioner/hpp/internal/api/v1beta1"
 )
 
 func TestRenderConfigFromEnvironment(t *testing.T) {
@@ -16,7 +19,7 @@ func TestRenderConfigFromEnvironment(t *testing.T) {
 		"VERBOSITY":                         "5",
 	}
 	o := &options{namespace: "hpp", kubeletDir: "/var/lib/k0s/kubelet"}
-	cfg, err := renderConfig(o, func(k string) string { return env[k] })
+	cfg, err := configFrom(o, env)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -26,12 +29,12 @@ func TestRenderConfigFromEnvironment(t *testing.T) {
 	}
 	env["VERBOSITY"] = "loud"
 	env["NODE_DRIVER_REG_IMAGE"] = "r/registrar"
-	_, err = renderConfig(o, func(k string) string { return env[k] })
+	_, err = configFrom(o, env)
 	if err == nil || !strings.Contains(err.Error(), `VERBOSITY: "loud" is not a non-negative integer`) {
 		t.Errorf("bad VERBOSITY: %v", err)
 	}
 	env["VERBOSITY"] = "1"
-	_, err = renderConfig(o, func(k string) string { return env[k] })
+	_, err = configFrom(o, env)
 	if err == nil || !strings.Contains(err.Error(), "NODE_DRIVER_REG_IMAGE and LIVENESS_PROBE_IMAGE: set both") {
 		t.Errorf("one sidecar image: %v", err)
 	}
@@ -42,13 +45,13 @@ func TestRenderConfigFromEnvironment(t *testing.T) {
 func TestMonitoringEnvironment(t *testing.T) {
 	env := map[string]string{"MONITORING_NAMESPACE": "openshift-monitoring", "RUNBOOK_URL_TEMPLATE": "https://r.example/%s"}
 	o := &options{namespace: "hpp", kubeletDir: "/var/lib/kubelet"}
-	cfg, err := renderConfig(o, func(k string) string { return env[k] })
+	cfg, err := configFrom(o, env)
 	if err != nil || cfg.MonitoringNamespace != "openshift-monitoring" || cfg.RunbookURLTemplate != "https://r.example/%s" {
 		t.Fatalf("config %+v, %v", cfg, err)
 	}
 	for _, bad := range []string{"https://r.example/", "https://r.example/%s/%s", "https://r.example/%d"} {
 		env["RUNBOOK_URL_TEMPLATE"] = bad
-		_, err := renderConfig(o, func(k string) string { return env[k] })
+		_, err := configFrom(o, env)
 		if err == nil || !strings.Contains(err.Error(), "RUNBOOK_URL_TEMPLATE: "+fmt.Sprintf("%q", bad)+" must hold exactly one %s") {
 			t.Errorf("RUNBOOK_URL_TEMPLATE=%s: %v", bad, err)
 		}
@@ -72,9 +75,95 @@ func TestOptionsValidateNamesEveryBadFlag(t *testing.T) {
 func TestUnknownCipherStopsStart(t *testing.T) {
 	env := map[string]string{"TLS_CIPHERS_OVERRIDE": "ECDHE-RSA-AES128-GCM-SHA256,BOGUS-CIPHER,TLS_FAKE_SUITE"}
 	o := &options{namespace: "hpp", kubeletDir: "/var/lib/kubelet"}
-	err := run(t.Context(), o, func(k string) string { return env[k] })
+	o.env = readEnvironment(func(k string) string { return env[k] })
+	err := run(t.Context(), o)
 	want := "TLS_CIPHERS_OVERRIDE: unknown or insecure cipher(s) BOGUS-CIPHER, TLS_FAKE_SUITE"
 	if err == nil || !strings.Contains(err.Error(), want) {
 		t.Fatalf("start with unknown ciphers: %v; want an error with %q", err, want)
+	}
+}
+
+func configFrom(o *options, env map[string]string) (render.Config, error) {
+	o.env = readEnvironment(func(k string) string { return env[k] })
+	return renderConfig(o)
+}
+
+// Upstream runs its pool mounters from OPERATOR_IMAGE; hpp's MOUNTER_IMAGE
+// wins over it, and OPERATOR_IMAGE alone is the mounter, as upstream's.
+func TestMounterImagePrecedence(t *testing.T) {
+	o := &options{namespace: "hpp", kubeletDir: "/var/lib/kubelet"}
+	for _, c := range []struct {
+		env  map[string]string
+		want string
+	}{
+		{map[string]string{"OPERATOR_IMAGE": "r/op:1", "MOUNTER_IMAGE": "r/hpp-mounter:1"}, "r/hpp-mounter:1"},
+		{map[string]string{"OPERATOR_IMAGE": "r/op:1"}, "r/op:1"},
+		{map[string]string{}, render.DefaultConfig().Images.Mounter},
+	} {
+		cfg, err := configFrom(o, c.env)
+		if err != nil || cfg.Images.Mounter != c.want {
+			t.Errorf("env %v: mounter image %q, %v; want %q", c.env, cfg.Images.Mounter, err, c.want)
+		}
+	}
+}
+
+// INSTALLER_PART_OF_LABEL and INSTALLER_VERSION_LABEL become the part-of
+// and version labels (upstream's Deployment fills them from its own
+// labels); a value that is no label value stops the start, naming it.
+func TestInstallerLabels(t *testing.T) {
+	o := &options{namespace: "hpp", kubeletDir: "/var/lib/kubelet"}
+	env := map[string]string{"INSTALLER_PART_OF_LABEL": "hyperconverged-cluster", "INSTALLER_VERSION_LABEL": "4.14.0"}
+	cfg, err := configFrom(o, env)
+	if err != nil || cfg.InstallerPartOf != "hyperconverged-cluster" || cfg.InstallerVersion != "4.14.0" {
+		t.Fatalf("config %+v, %v", cfg, err)
+	}
+	ds, err := cfg.CSIDaemonSet(&hppv1.HostPathProvisionerSpec{StoragePools: []hppv1.StoragePool{{Name: "local", Path: "/var/hpp"}}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	want := map[string]string{
+		"app.kubernetes.io/part-of":                  "hyperconverged-cluster",
+		"app.kubernetes.io/version":                  "4.14.0",
+		"app.kubernetes.io/component":                "storage",
+		"prometheus.hostpathprovisioner.kubevirt.io": "true",
+	}
+	for k, v := range want {
+		if ds.Spec.Template.Labels[k] != v {
+			t.Errorf("CSI pod label %s=%q; want %q (labels %v)", k, ds.Spec.Template.Labels[k], v, ds.Spec.Template.Labels)
+		}
+	}
+	env["INSTALLER_VERSION_LABEL"] = "4.14.0 beta"
+	_, err = configFrom(o, env)
+	if want := `INSTALLER_VERSION_LABEL: "4.14.0 beta" is not a label value`; err == nil || !strings.Contains(err.Error(), want) {
+		t.Errorf("bad version label: %v; want %q", err, want)
+	}
+}
+
+// Upstream's Deployment sets WATCH_NAMESPACE to its own namespace; hpp
+// runs there when neither --namespace nor OPERATOR_NAMESPACE says
+// otherwise, and refuses two variables that disagree.
+func TestWatchNamespace(t *testing.T) {
+	for _, c := range []struct {
+		env     map[string]string
+		flag    string
+		want    string
+		wantErr string
+	}{
+		{env: map[string]string{"WATCH_NAMESPACE": "openshift-cnv"}, want: "openshift-cnv"},
+		{env: map[string]string{"OPERATOR_NAMESPACE": "hpp", "WATCH_NAMESPACE": "hpp"}, want: "hpp"},
+		{env: map[string]string{"WATCH_NAMESPACE": "openshift-cnv"}, flag: "other", want: "other"},
+		{env: map[string]string{"OPERATOR_NAMESPACE": "hpp", "WATCH_NAMESPACE": "openshift-cnv"},
+			wantErr: `OPERATOR_NAMESPACE "hpp" and WATCH_NAMESPACE "openshift-cnv" name different namespaces`},
+	} {
+		o := &options{namespace: c.flag, env: readEnvironment(func(k string) string { return c.env[k] })}
+		err := o.completeNamespace(c.flag != "")
+		switch {
+		case c.wantErr != "":
+			if err == nil || !strings.Contains(err.Error(), c.wantErr) {
+				t.Errorf("env %v: %v; want %q", c.env, err, c.wantErr)
+			}
+		case err != nil || o.namespace != c.want:
+			t.Errorf("env %v flag %q: namespace %q, %v; want %q", c.env, c.flag, o.namespace, err, c.want)
+		}
 	}
 }

@@ -3,9 +3,17 @@
 // filesystem it mounted, and hpp-csi uses such a pool only while that file
 // is visible. When the pool is not mounted its directory is a bare mount
 // point on the OS disk, without the marker, so volumes never land there.
+//
+// The marker also carries the pool's identity (ID, a random UUID made
+// with the marker): a new disk at the same path, or a node recreated under
+// the same name, gets a new marker and so a new identity. hpp-csi writes
+// the marker of a directory pool itself, and records the identity in the
+// volume context of every volume it creates, so it can refuse to publish
+// a volume whose data is on another disk than the one now at the path.
 package poolmarker
 
 import (
+	"crypto/rand"
 	"encoding/json"
 	"errors"
 	"fmt"
@@ -37,6 +45,9 @@ type Marker struct {
 	// Node is where the marker was first written: informational only, a
 	// shared pool's marker is seen by every node.
 	Node string `json:"node,omitempty"`
+	// ID is the pool's identity, made with the marker. Markers written
+	// before identities existed have none: their pools have no identity.
+	ID string `json:"id,omitempty"`
 }
 
 // Path is the marker's path in the volumes directory dir.
@@ -84,8 +95,10 @@ func Check(dir, pool string) error {
 	return nil
 }
 
-// Ensure writes m into dir unless a valid marker is already there (the
-// first writer's content is kept). The write is atomic and durable: a crash
+// Ensure writes m into dir unless a valid marker is already there: the
+// first writer's content is kept, also when several nodes race on a shared
+// pool (the marker is linked into place, never renamed over another). A new
+// marker gets a fresh ID unless m has one. The write is durable: a crash
 // leaves either no marker or a complete one.
 func Ensure(dir string, m Marker) error {
 	if _, err := Read(dir); err == nil {
@@ -96,6 +109,13 @@ func Ensure(dir string, m Marker) error {
 		return err
 	}
 	m.Kind, m.Version = Kind, Version
+	if m.ID == "" {
+		id, err := NewID()
+		if err != nil {
+			return err
+		}
+		m.ID = id
+	}
 	data, err := json.Marshal(m)
 	if err != nil {
 		return err
@@ -119,10 +139,21 @@ func Ensure(dir string, m Marker) error {
 	if err := os.Chmod(tmp.Name(), 0o644); err != nil {
 		return fmt.Errorf("pool marker %s: %w", tmp.Name(), err)
 	}
-	if err := os.Rename(tmp.Name(), Path(dir)); err != nil {
+	if err := os.Link(tmp.Name(), Path(dir)); err != nil && !errors.Is(err, fs.ErrExist) {
 		return fmt.Errorf("installing pool marker: %w", err)
 	}
 	return syncDir(dir)
+}
+
+// NewID returns a random (version 4) UUID.
+func NewID() (string, error) {
+	var b [16]byte
+	if _, err := rand.Read(b[:]); err != nil {
+		return "", fmt.Errorf("pool identity: %w", err)
+	}
+	b[6] = b[6]&0x0f | 0x40
+	b[8] = b[8]&0x3f | 0x80
+	return fmt.Sprintf("%x-%x-%x-%x-%x", b[0:4], b[4:6], b[6:8], b[8:10], b[10:16]), nil
 }
 
 func syncDir(dir string) error {

@@ -30,6 +30,8 @@ type Binaries struct {
 	KubeProxy string
 	// CSIProvisioner is needed only by StartHPPCSI/StartCSIProvisioner.
 	CSIProvisioner string
+	// CSIResizer is needed only by StartHPPCSI on the real node.
+	CSIResizer string
 	// From Debian's packages (containerd, runc, containernetworking-plugins).
 	Containerd string
 	Ctr        string
@@ -58,6 +60,7 @@ func BinariesFromCache(cacheDir string) Binaries {
 		Kubectl:               filepath.Join(k8s, "kubectl"),
 		KubeProxy:             filepath.Join(k8s, "kube-proxy"),
 		CSIProvisioner:        filepath.Join(cacheDir, "csi-provisioner", CSIProvisionerVersion, "csi-provisioner"),
+		CSIResizer:            filepath.Join(cacheDir, "csi-resizer", CSIResizerVersion, "csi-resizer"),
 		Containerd:            look("containerd"),
 		Ctr:                   look("ctr"),
 		Runc:                  look("runc"),

@@ -132,7 +132,8 @@ func (c *Cluster) AddSimulatedCSINode(ctx context.Context, name string, opts Sim
 
 // StartHPPCSI starts hpp-csi ("hpp-csi@<node>") and csi-provisioner
 // ("csi-provisioner@<node>") on the node and waits until the driver
-// serves (/healthz) and, on the real node, kubelet has registered it.
+// serves (/healthz) and, on the real node, kubelet has registered it. On
+// the real node it also starts the cluster's csi-resizer (resizer.go).
 func (n *Node) StartHPPCSI(ctx context.Context, cfg HPPCSIConfig) error {
 	if err := cfg.validate(); err != nil {
 		return err
@@ -189,6 +190,13 @@ func (n *Node) StartHPPCSI(ctx context.Context, cfg HPPCSIConfig) error {
 	}
 	if err := n.StartCSIProvisioner(cfg.ProvisionerArgs...); err != nil {
 		return err
+	}
+	// Expansion: kubelet expands on the real node only (simulated nodes
+	// run no pods), and the cluster needs one csi-resizer for all nodes.
+	if !n.Simulated {
+		if err := n.c.startCSIResizer(ctx, cfg.Binary); err != nil {
+			return err
+		}
 	}
 	n.c.opts.Logf("hpp-csi and csi-provisioner running on node %s (pools %s)", n.Name, pools)
 	return nil

@@ -24,7 +24,7 @@ func TestVersionsMatchBuildScript(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	for name, want := range map[string]string{"K8S_VERSION": K8sVersion, "PROVISIONER_VERSION": CSIProvisionerVersion, "ETCD_VERSION": EtcdVersion, "SNAPSHOTTER_VERSION": SnapshotterVersion} {
+	for name, want := range map[string]string{"K8S_VERSION": K8sVersion, "PROVISIONER_VERSION": CSIProvisionerVersion, "ETCD_VERSION": EtcdVersion, "SNAPSHOTTER_VERSION": SnapshotterVersion, "RESIZER_VERSION": CSIResizerVersion} {
 		m := regexp.MustCompile(`(?m)^` + name + `=(\S+)$`).FindSubmatch(script)
 		if m == nil {
 			t.Errorf("hack/cluster-binaries.sh: no %s= line", name)

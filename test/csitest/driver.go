@@ -39,6 +39,9 @@ type Pool struct {
 	// unchanged.
 	SnapshotPath     string `json:"snapshotPath,omitempty"`
 	SnapshotProvider string `json:"snapshotProvider,omitempty"`
+	// EnforceSize and ProjectIDs ({"first","last"}) are passed unchanged.
+	EnforceSize bool              `json:"enforceSize,omitempty"`
+	ProjectIDs  map[string]uint32 `json:"projectIDs,omitempty"`
 }
 
 // Datadir is the --datadir JSON for pools: each path is <Path>/csi.
@@ -59,6 +62,10 @@ var (
 	buildOnce sync.Once
 	buildPath string
 	buildErr  error
+
+	killOnce sync.Once
+	killPath string
+	killErr  error
 
 	baselineOnce sync.Once
 	baselinePath string
@@ -86,6 +93,17 @@ func BuildBinary() (string, error) {
 func BuildBaselineBinary() (string, error) {
 	baselineOnce.Do(func() { baselinePath, baselineErr = build("hpp-csi", "hpp-csi-baseline", "-tags", "hpp_baseline") })
 	return baselinePath, baselineErr
+}
+
+// BuildKillpointsBinary returns hpp-csi built with the tag hpp_killpoints,
+// which SIGKILLs itself after the quota step named by $HPP_KILL_AT, for
+// crash tests; $HPP_CSI_BIN, when set, must be such a build.
+func BuildKillpointsBinary() (string, error) {
+	if p := os.Getenv("HPP_CSI_BIN"); p != "" {
+		return p, nil
+	}
+	killOnce.Do(func() { killPath, killErr = build("hpp-csi", "hpp-csi-killpoints", "-tags", "hpp_killpoints") })
+	return killPath, killErr
 }
 
 // BuildCommand builds cmd/<component> of this checkout (as the Makefile
@@ -158,6 +176,8 @@ type Driver struct {
 	Pools  []Pool
 	NodeID string
 	Args   []string
+	// Env is added to the test's environment for each (re)start.
+	Env []string
 
 	bin     string
 	workDir string // the process's working directory; "" is the test's
@@ -237,6 +257,9 @@ func StartCommand(t testing.TB, socket, workDir string, args ...string) *Driver 
 func (d *Driver) start() error {
 	cmd := exec.Command(d.bin, d.Args...)
 	cmd.Dir = d.workDir
+	if len(d.Env) > 0 {
+		cmd.Env = append(os.Environ(), d.Env...)
+	}
 	cmd.Stdout, cmd.Stderr = d.log, d.log
 	// The driver must not outlive a test binary that dies.
 	cmd.SysProcAttr = &syscall.SysProcAttr{Pdeathsig: syscall.SIGKILL}

@@ -308,7 +308,7 @@ func (e *env) operatorReconciles(ctx context.Context, t *testing.T) int {
 	if err != nil || len(pods.Items) != 1 || pods.Items[0].Status.PodIP == "" {
 		t.Fatalf("operator pod: %v (%d pods)", err, len(pods.Items))
 	}
-	url := "http://" + pods.Items[0].Status.PodIP + ":8080/metrics"
+	url := "https://" + pods.Items[0].Status.PodIP + ":8443/metrics"
 	families, err := scrapeMetrics(ctx, url)
 	if err != nil {
 		t.Fatal(err)

@@ -4,6 +4,10 @@
 // The "sanity" pool takes snapshots (snapshotProvider "reflink", area in
 // its default place), so the snapshot, restore and clone specs run.
 //
+// ControllerExpandVolume and NodeExpandVolume both run (the node call
+// raises the project quota of pools with enforceSize, and only records the
+// size elsewhere).
+//
 // Specs the suite skips for hpp-csi, and why (each is a capability hpp-csi
 // does not claim, so the suite skips it itself):
 //   - SNAPSHOT_ACCESSIBILITY_CONSTRAINTS: a snapshot is reachable wherever
@@ -11,9 +15,6 @@
 //   - ControllerModifyVolume / ModifyVolume: no mutable parameters.
 //   - ControllerPublish/Unpublish (incl. readonly, node attach limit):
 //     hostpath volumes are already on the node; nothing to attach.
-//   - NodeExpandVolume: expansion is controller-only (a hostpath volume has
-//     no quota to grow; NodeExpansionRequired is false). ControllerExpandVolume
-//     runs.
 //   - NodeStageVolume / NodeUnstageVolume: publish bind mounts directly.
 //   - GroupController (volume group snapshots): not supported.
 //   - "No MaxVolumesPerNode" / "testnodevolumeattachlimit not enabled": the

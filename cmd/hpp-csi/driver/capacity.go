@@ -27,6 +27,17 @@ func (d *Driver) poolCapacity(ctx context.Context, p *poolState, store *dirvol.S
 		return poolCapacity{}, fmt.Errorf("statfs of pool %q at %s: %w", p.name(), p.cfg.Path, err)
 	}
 	c := poolCapacity{stats: st, offered: capacity.Offered(st, p.headroom)}
+	if p.cfg.EnforceSize {
+		// Every enforced volume may still write up to its limit: that is
+		// taken, whatever the flag says.
+		committed, err := p.committed()
+		if err != nil {
+			return poolCapacity{}, fmt.Errorf("project quota usage of pool %q: %w", p.name(), err)
+		}
+		c.reserved = committed + d.legacyReserved(p)
+		c.offered = max(0, c.offered-c.reserved)
+		return c, nil
+	}
 	if d.cfg.ReservationAware && store != nil {
 		// The store keeps the sum up to date (creates, deletes and the
 		// usage measured by NodeGetVolumeStats), so this costs the same

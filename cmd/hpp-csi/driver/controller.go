@@ -140,6 +140,7 @@ func (d *Driver) createResponse(p *poolState, vol dirvol.Volume) *csi.CreateVolu
 		CapacityBytes: vol.CapacityBytes,
 		VolumeContext: map[string]string{VolumeContextPool: p.name()},
 	}
+	d.volumeContextIdentity(p, v.VolumeContext)
 	if !p.shared() {
 		v.AccessibleTopology = []*csi.Topology{d.topology()}
 	}
@@ -163,10 +164,9 @@ func (d *Driver) DeleteVolume(ctx context.Context, req *csi.DeleteVolumeRequest)
 	if err != nil {
 		return nil, err
 	}
-	if err := l.store.Delete(ctx, id); err != nil {
-		return nil, toStatus("deleting volume directory", err)
+	if err := d.deleteVolume(ctx, l, "volume"); err != nil {
+		return nil, err
 	}
-	d.stats.forget(l.vol.Path)
 	d.log.Info("volume deleted", zap.String("volume", id), zap.String("pool", l.pool.name()), zap.String("path", l.vol.Path))
 	return &csi.DeleteVolumeResponse{}, nil
 }

@@ -15,6 +15,7 @@ import (
 	"github.com/hostpath-provisioner/hpp/internal/capacity"
 	"github.com/hostpath-provisioner/hpp/internal/dirvol"
 	"github.com/hostpath-provisioner/hpp/internal/pool"
+	"github.com/hostpath-provisioner/hpp/internal/prjquota"
 	"github.com/hostpath-provisioner/hpp/internal/selinux"
 )
 
@@ -52,6 +53,9 @@ type Config struct {
 	// StatsTimeout bounds one directory walk.
 	StatsCacheTTL time.Duration
 	StatsTimeout  time.Duration
+	// ControllerOnly serves Identity and ControllerExpandVolume only, for
+	// csi-resizer (controlleronly.go): no pools, no node, no Node service.
+	ControllerOnly bool
 }
 
 // Validate reports every problem at once.
@@ -60,10 +64,10 @@ func (c Config) Validate() error {
 	if c.DriverName == "" {
 		errs = append(errs, errors.New("--drivername: required"))
 	}
-	if c.NodeID == "" {
+	if c.NodeID == "" && !c.ControllerOnly {
 		errs = append(errs, errors.New("--nodeid: required (the Kubernetes node name)"))
 	}
-	if c.Pools == nil {
+	if c.Pools == nil && !c.ControllerOnly {
 		errs = append(errs, errors.New("--datadir: required (JSON list of pools, or env PV_DIR)"))
 	}
 	if c.MaxVolumesPerNode < 0 {
@@ -114,6 +118,11 @@ type Deps struct {
 	Metrics *Metrics
 	// Binding, when set, lets CreateVolume refuse Immediate StorageClasses.
 	Binding BindingModes
+	// Quota enforces the sizes of pools with enforceSize; nil makes such
+	// pools not ready. QuotaStep, when set, hears each step of the quota
+	// layer (a crash test kills the process there).
+	Quota     prjquota.Backend
+	QuotaStep func(step string)
 }
 
 // Driver implements the CSI Identity, Controller and Node services.
@@ -128,6 +137,8 @@ type Driver struct {
 	pools []*poolState
 	locks *volumeLocks
 	stats *usageCache
+	// mismatches: volumes refused for another pool identity (poolid.go).
+	mismatches identityMismatches
 }
 
 // New builds a driver; it touches no disk until OpenPools.

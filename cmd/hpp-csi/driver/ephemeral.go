@@ -56,10 +56,9 @@ func (d *Driver) deleteIfEphemeral(ctx context.Context, id string) error {
 	if l.vol.Kind != dirvol.KindEphemeral {
 		return nil
 	}
-	if err := l.store.Delete(ctx, id); err != nil {
-		return toStatus("deleting ephemeral volume", err)
+	if err := d.deleteVolume(ctx, l, "ephemeral volume"); err != nil {
+		return err
 	}
-	d.stats.forget(l.vol.Path)
 	d.log.Info("ephemeral volume deleted", zap.String("volume", id), zap.String("pool", l.pool.name()))
 	return nil
 }

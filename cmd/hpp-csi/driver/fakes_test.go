@@ -157,7 +157,7 @@ const testNode = "node-a"
 // and opens the pools as run does before serving. Each pool is laid out as a
 // deployment does it: the host pool directory <dir>/<name> exists, and the
 // pool path is its csi/ subdirectory, which OpenPools creates.
-func newHarness(t *testing.T, mutate ...func(*Config)) *harness {
+func newHarness(t testing.TB, mutate ...func(*Config)) *harness {
 	t.Helper()
 	h := newUnopenedHarness(t, mutate...)
 	if err := h.d.OpenPools(context.Background()); err != nil {
@@ -167,7 +167,7 @@ func newHarness(t *testing.T, mutate ...func(*Config)) *harness {
 }
 
 // newUnopenedHarness is newHarness without OpenPools.
-func newUnopenedHarness(t *testing.T, mutate ...func(*Config)) *harness {
+func newUnopenedHarness(t testing.TB, mutate ...func(*Config)) *harness {
 	t.Helper()
 	dir := t.TempDir()
 	h := &harness{dir: dir, pools: map[string]string{"fast": filepath.Join(dir, "fast", "csi"), "slow": filepath.Join(dir, "slow", "csi")}}

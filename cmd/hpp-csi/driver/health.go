@@ -59,6 +59,10 @@ func volumeHealth(id string, problems []problem) *csi.VolumeHealth {
 // plus its own directory. A volume whose metadata survives but whose
 // directory is gone was removed behind the driver's back.
 func (d *Driver) volumeProblems(ctx context.Context, id string) ([]problem, error) {
+	if pr, ok := d.mismatches.get(id); ok {
+		// Its data is on another disk: nothing here describes it.
+		return []problem{pr}, nil
+	}
 	l, err := d.findVolume(ctx, id, "")
 	if err == nil {
 		return d.volumeProblemsOf(l), nil
@@ -116,6 +120,8 @@ func (d *Driver) ControllerListVolumeHealth(ctx context.Context, req *csi.Contro
 			problems := append([]problem(nil), poolProblems...)
 			if v.missing {
 				problems = append(problems, missingDirProblem(p, v.Volume))
+			} else {
+				problems = append(problems, unenforcedProblem(located{pool: p, root: p.own, store: store, vol: v.Volume})...)
 			}
 			if len(problems) > 0 {
 				abnormal = append(abnormal, listed{pool: p, vol: v.Volume})

@@ -27,6 +27,8 @@ func (d *Driver) NodeGetCapabilities(context.Context, *csi.NodeGetCapabilitiesRe
 		csi.NodeServiceCapability_RPC_SINGLE_NODE_MULTI_WRITER,
 		csi.NodeServiceCapability_RPC_GET_VOLUME_HEALTH,
 		csi.NodeServiceCapability_RPC_GET_STORAGE_HEALTH,
+		// Enforcing pools raise a volume's limit on the node (expand.go).
+		csi.NodeServiceCapability_RPC_EXPAND_VOLUME,
 	}
 	resp := &csi.NodeGetCapabilitiesResponse{}
 	for _, t := range types {
@@ -82,7 +84,7 @@ func (d *Driver) NodePublishVolume(ctx context.Context, req *csi.NodePublishVolu
 		var p *poolState
 		p, vol, err = d.ensureEphemeral(ctx, req)
 		multiNode = err == nil && p.shared()
-	} else {
+	} else if err = d.checkPoolIdentity(id, req.GetVolumeContext()); err == nil {
 		var l located
 		l, multiNode, err = d.findForContext(ctx, id, req.GetVolumeContext())
 		vol = l.vol

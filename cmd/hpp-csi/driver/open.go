@@ -11,6 +11,7 @@ import (
 	"go.uber.org/zap"
 
 	"github.com/hostpath-provisioner/hpp/internal/dirvol"
+	"github.com/hostpath-provisioner/hpp/internal/prjquota"
 )
 
 // OpenPools opens every pool that can be opened now and returns why the
@@ -69,11 +70,6 @@ func (d *Driver) openOwnRoot(ctx context.Context, p *poolState) (*dirvol.Store, 
 	notReady := func(format string, args ...any) (*dirvol.Store, uint64, error) {
 		return nil, 0, &errPoolNotReady{pool: p.cfg.Name, reason: fmt.Sprintf(format, args...)}
 	}
-	if p.cfg.EnforceSize {
-		// Until the project quota layer is in, a pool that asks for
-		// enforcement is refused rather than silently unenforced.
-		return notReady("enforceSize: size enforcement is not in this build of hpp-csi yet; remove \"enforceSize\" from the pool or update hpp-csi")
-	}
 	parent := filepath.Dir(p.cfg.Path)
 	if _, err := d.deps.FS.DeviceOf(parent); err != nil {
 		if errors.Is(err, fs.ErrNotExist) {
@@ -92,6 +88,9 @@ func (d *Driver) openOwnRoot(ctx context.Context, p *poolState) (*dirvol.Store, 
 	if err != nil {
 		return notReady("%v", err)
 	}
+	if err := ensurePoolIdentity(p.cfg, d.cfg.NodeID); err != nil {
+		return notReady("%v", err)
+	}
 	dev, err := d.deps.FS.DeviceOf(p.cfg.Path)
 	if err != nil {
 		return notReady("%v", err)
@@ -108,8 +107,16 @@ func (d *Driver) openOwnRoot(ctx context.Context, p *poolState) (*dirvol.Store, 
 	if err != nil {
 		return notReady("%v", err)
 	}
+	var ledger *prjquota.Ledger
+	if p.cfg.EnforceSize {
+		// Never silently unenforced: a filesystem that cannot enforce
+		// keeps the pool closed, saying what to add.
+		if ledger, err = d.openLedger(ctx, p, store, dev); err != nil {
+			return notReady("%v", err)
+		}
+	}
 	p.mu.Lock()
-	p.copies = copies
+	p.copies, p.quota = copies, ledger
 	p.mu.Unlock()
 	return store, dev, nil
 }

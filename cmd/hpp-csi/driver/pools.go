@@ -7,6 +7,7 @@ import (
 	"github.com/hostpath-provisioner/hpp/internal/capacity"
 	"github.com/hostpath-provisioner/hpp/internal/pool"
 	"github.com/hostpath-provisioner/hpp/internal/poolmarker"
+	"github.com/hostpath-provisioner/hpp/internal/prjquota"
 )
 
 // poolState is one configured pool at run time: its own volumes directory
@@ -25,6 +26,9 @@ type poolState struct {
 	// copies is how clones and snapshots copy data in this pool, and its
 	// snapshot area (see snapshots.go); set when own is opened.
 	copies poolCopies
+	// quota is the pool's project IDs when it enforces sizes (quota.go);
+	// set when own is opened.
+	quota *prjquota.Ledger
 }
 
 func newPoolState(cfg pool.Pool) *poolState {

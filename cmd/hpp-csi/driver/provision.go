@@ -48,10 +48,16 @@ func (d *Driver) provision(ctx context.Context, r provisioning) (dirvol.Volume, 
 	if err := d.checkFits(ctx, r.pool, store, r.spec.CapacityBytes); err != nil {
 		return dirvol.Volume{}, err
 	}
+	undoQuota, err := d.enforced(r.pool, r.id, &r.spec)
+	if err != nil {
+		return dirvol.Volume{}, err
+	}
 	vol, created, err := store.Create(ctx, r.id, r.spec)
 	if err != nil {
+		undoQuota()
 		return dirvol.Volume{}, toStatus("creating "+r.what+" directory", err)
 	}
+	d.step("create.published")
 	if !created {
 		// Made between Get and Create by another process on a shared pool.
 		if err := r.accept(vol); err != nil {
@@ -66,6 +72,7 @@ func (d *Driver) provision(ctx context.Context, r provisioning) (dirvol.Volume, 
 			return dirvol.Volume{}, toStatus("labelling "+r.what+" for SELinux", errors.Join(err,
 				errors.New("removing the unlabelled directory also failed (a retry removes or reuses it): "+derr.Error())))
 		}
+		undoQuota()
 		return dirvol.Volume{}, toStatus("labelling "+r.what+" for SELinux", err)
 	}
 	d.log.Info("volume created", zap.String("volume", r.id), zap.String("kind", string(r.spec.Kind)), zap.String("pool", r.pool.name()),

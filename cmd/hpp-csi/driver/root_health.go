@@ -85,7 +85,7 @@ func (d *Driver) volumeProblemsOf(l located) []problem {
 	if l.inLegacy() {
 		out = append(out, d.rootProblems(l.pool, l.root)...)
 	}
-	return out
+	return append(out, unenforcedProblem(l)...)
 }
 
 // unusableRootProblems are the unreachable problems of every root that

@@ -55,9 +55,16 @@ func listenUnix(path string) (net.Listener, error) {
 }
 
 // NewGRPCServer returns a server with the driver's interceptors and the three
-// CSI services registered.
+// CSI services registered (with Config.ControllerOnly, Identity and the
+// expansion-only Controller).
 func (d *Driver) NewGRPCServer() *grpc.Server {
 	srv := grpc.NewServer(grpc.ChainUnaryInterceptor(d.observeInterceptor, d.recoverInterceptor))
+	if d.cfg.ControllerOnly {
+		c := controllerOnly{d: d}
+		csi.RegisterIdentityServer(srv, c)
+		csi.RegisterControllerServer(srv, c)
+		return srv
+	}
 	csi.RegisterIdentityServer(srv, d)
 	csi.RegisterControllerServer(srv, d)
 	csi.RegisterNodeServer(srv, d)

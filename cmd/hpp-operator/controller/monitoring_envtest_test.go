@@ -3,6 +3,7 @@ package controller_test
 import (
 	"context"
 	"fmt"
+	"slices"
 	"strings"
 	"testing"
 
@@ -47,15 +48,22 @@ func TestPrometheusObjectsFollowPrometheusOperator(t *testing.T) {
 	if err := h.get(client.ObjectKey{Namespace: ns, Name: render.MetricsServiceName}, svc); err != nil {
 		t.Fatal(err)
 	}
-	if svc.Spec.Selector[render.PrometheusLabel] != "true" || len(svc.Spec.Ports) != 1 || svc.Spec.Ports[0].TargetPort.StrVal != "metrics" {
-		t.Errorf("metrics Service spec %+v", svc.Spec)
+	// Upstream's literal values: the Service, the TLS port, the labels.
+	if p := svc.Spec.Ports; svc.Spec.Selector["prometheus.hostpathprovisioner.kubevirt.io"] != "true" || len(p) != 1 ||
+		p[0].Name != "metrics" || p[0].Port != 8443 || p[0].TargetPort.StrVal != "metrics" {
+		t.Errorf("metrics Service spec %+v; want port metrics 8443 -> metrics on the pods labelled prometheus.hostpathprovisioner.kubevirt.io=true", svc.Spec)
 	}
 	ds := &appsv1.DaemonSet{}
 	if err := h.get(client.ObjectKey{Namespace: ns, Name: render.CSIDaemonSetName}, ds); err != nil {
 		t.Fatal(err)
 	}
-	if ds.Spec.Template.Labels[render.PrometheusLabel] != "true" || ds.Spec.Selector.MatchLabels[render.PrometheusLabel] != "" {
-		t.Errorf("node pods: template labels %v, selector %v; want the metrics label on the pods only", ds.Spec.Template.Labels, ds.Spec.Selector.MatchLabels)
+	if ds.Spec.Template.Labels["prometheus.hostpathprovisioner.kubevirt.io"] != "true" || ds.Spec.Selector.MatchLabels[render.PrometheusLabel] != "" ||
+		ds.Spec.Template.Labels["app.kubernetes.io/component"] != "storage" {
+		t.Errorf("node pods: template labels %v, selector %v; want the metrics label and component storage on the pods only", ds.Spec.Template.Labels, ds.Spec.Selector.MatchLabels)
+	}
+	if !slices.Contains(ds.Spec.Template.Spec.Containers[0].Args, "--metrics-address=:8443") ||
+		!slices.Contains(ds.Spec.Template.Spec.Containers[0].Args, "--metrics-tls-version=VersionTLS12") {
+		t.Errorf("hpp-csi args %v; want upstream's TLS metrics on :8443 at the Intermediate profile's VersionTLS12", ds.Spec.Template.Spec.Containers[0].Args)
 	}
 
 	rule := &promv1.PrometheusRule{}
@@ -80,8 +88,19 @@ func TestPrometheusObjectsFollowPrometheusOperator(t *testing.T) {
 			t.Errorf("alert %s: annotations %v labels %v; want runbook_url %s and a severity", name, a.Annotations, a.Labels, want)
 		}
 	}
-	if !strings.Contains(rule.Spec.Groups[0].Rules[0].Expr.String(), "namespace='"+ns+"'") {
-		t.Errorf("recording rule %q does not count the operator pods of %s", rule.Spec.Groups[0].Rules[0].Expr.String(), ns)
+	rec := rule.Spec.Groups[0].Rules[0]
+	if want := "sum(up{namespace='" + ns + "', pod=~'hostpath-provisioner-operator-.*'} or vector(0))"; rec.Record != "cluster:kubevirt_hpp_operator_up:sum" || rec.Expr.String() != want {
+		t.Errorf("recording rule %s: %q; want upstream's cluster:kubevirt_hpp_operator_up:sum: %q", rec.Record, rec.Expr.String(), want)
+	}
+	for name, want := range map[string]string{
+		"HPPOperatorDown":          "cluster:kubevirt_hpp_operator_up:sum == 0",
+		"HPPNotReady":              "kubevirt_hpp_cr_ready == 0",
+		"HPPSharingPoolPathWithOS": "kubevirt_hpp_pool_path_shared_with_os == 1",
+	} {
+		if a := alerts[name]; a.Expr.String() != want {
+			got := a.Expr.String()
+			t.Errorf("alert %s: expr %q; want upstream's %q", name, got, want)
+		}
 	}
 	binding := &rbacv1.RoleBinding{}
 	if err := h.get(client.ObjectKey{Namespace: ns, Name: render.MonitoringRBACName}, binding); err != nil {
@@ -91,8 +110,12 @@ func TestPrometheusObjectsFollowPrometheusOperator(t *testing.T) {
 		t.Errorf("Prometheus RoleBinding subjects %+v; want prometheus-k8s of MONITORING_NAMESPACE", s)
 	}
 	mon := &promv1.ServiceMonitor{}
-	if err := h.get(client.ObjectKey{Namespace: ns, Name: render.ServiceMonitorName}, mon); err != nil {
+	if err := h.get(client.ObjectKey{Namespace: ns, Name: "service-monitor-hpp"}, mon); err != nil {
 		t.Fatal(err)
+	}
+	if e := mon.Spec.Endpoints; len(e) != 1 || e[0].Port != "metrics" || e[0].Scheme == nil || !strings.EqualFold(string(*e[0].Scheme), "https") ||
+		e[0].TLSConfig == nil || e[0].TLSConfig.InsecureSkipVerify == nil || !*e[0].TLSConfig.InsecureSkipVerify {
+		t.Errorf("ServiceMonitor endpoints %+v; want port metrics over https, insecureSkipVerify (self-signed pods)", e)
 	}
 	if err := h.admin.Delete(h.ctx, mon); err != nil {
 		t.Fatal(err)

@@ -100,12 +100,16 @@ func (r *Reconciler) Reconcile(ctx context.Context, req ctrl.Request) (ctrl.Resu
 // applyAll applies the objects of the CR's mode and removes those of the
 // other mode (a CR switched from pathConfig to storagePools, or back).
 func (r *Reconciler) applyAll(ctx context.Context, log logr.Logger, cr *hppv1.HostPathProvisioner, st *status) error {
-	if errs := hppv1.ValidateSpec(&cr.Spec); len(errs) > 0 {
+	blocking, strict := hppv1.ValidateStored(&cr.Spec)
+	if len(blocking) > 0 {
 		// The CRD's rules and the webhook normally stop this; a CR written
 		// while neither was in place lands here and is not acted on.
-		st.degrade("InvalidSpec", errs.ToAggregate().Error())
+		st.degrade("InvalidSpec", blocking.ToAggregate().Error())
 		return nil
 	}
+	// A CR upstream's operator accepted keeps running; what hpp would
+	// refuse on a change is reported, not enforced.
+	st.warnSpec(strict)
 	cfg, err := r.checkPriorityClass(ctx, st)
 	if err != nil {
 		return err

@@ -8,6 +8,7 @@ import (
 	corev1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/api/equality"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/util/validation/field"
 	utilversion "k8s.io/apimachinery/pkg/util/version"
 
 	hppv1 "github.com/hostpath-provisioner/hpp/internal/api/v1beta1"
@@ -28,6 +29,18 @@ type status struct {
 	poolState
 	// held: nodes outside the placement that keep the driver (heldnodes.go).
 	held heldNodes
+	// specWarning: what hpp would refuse on a change (SpecWarning).
+	specWarning string
+}
+
+// warnSpec records the spec's values that hpp runs (upstream's operator
+// accepted them) but refuses in new CRs and changed fields.
+func (s *status) warnSpec(errs field.ErrorList) {
+	if len(errs) == 0 {
+		return
+	}
+	s.specWarning = "runs as upstream's operator did, but a change of these fields must fix them (hpp refuses them in new CRs and changed fields): " +
+		errs.ToAggregate().Error()
 }
 
 func newStatus(cr *hppv1.HostPathProvisioner, version string) *status {
@@ -119,6 +132,14 @@ func (s *status) build(cr *hppv1.HostPathProvisioner, now metav1.Time) hppv1.Hos
 		}
 		out.Conditions = append(out.Conditions, n)
 	}
+	if s.specWarning != "" {
+		n := hppv1.Condition{Type: hppv1.ConditionSpecWarning, Status: corev1.ConditionTrue, Reason: "StricterRulesOnChange",
+			Message: s.specWarning, ObservedGeneration: cr.Generation, LastTransitionTime: &now}
+		if old := cr.Status.FindCondition(hppv1.ConditionSpecWarning); old != nil && old.Status == n.Status && old.LastTransitionTime != nil {
+			n.LastTransitionTime = old.LastTransitionTime
+		}
+		out.Conditions = append(out.Conditions, n)
+	}
 	return out
 }
 
@@ -142,7 +163,8 @@ func (r *Reconciler) writeStatus(ctx context.Context, cr *hppv1.HostPathProvisio
 	for _, c := range next.Conditions {
 		if old := prev.Status.FindCondition(c.Type); old == nil || old.Status != c.Status {
 			typ := corev1.EventTypeNormal
-			if (c.Type == hppv1.ConditionDegraded) == (c.Status == corev1.ConditionTrue) {
+			bad := c.Type == hppv1.ConditionDegraded || c.Type == hppv1.ConditionSpecWarning
+			if bad == (c.Status == corev1.ConditionTrue) {
 				typ = corev1.EventTypeWarning
 			}
 			if c.Type == hppv1.ConditionProgressing {

@@ -15,7 +15,7 @@ var servedVersions = []string{
 	"v1", "apps/v1", "rbac.authorization.k8s.io/v1", "storage.k8s.io/v1",
 	"admissionregistration.k8s.io/v1", "apiextensions.k8s.io/v1",
 	"hostpathprovisioner.kubevirt.io/v1beta1", "cert-manager.io/v1",
-	"security.openshift.io/v1", "monitoring.coreos.com/v1", "snapshot.storage.k8s.io/v1",
+	"security.openshift.io/v1", "monitoring.coreos.com/v1", "snapshot.storage.k8s.io/v1", "networking.k8s.io/v1",
 }
 
 func TestEveryOverlayRendersInstallableObjects(t *testing.T) {

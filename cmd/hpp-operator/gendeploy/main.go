@@ -1,6 +1,7 @@
 // Command gendeploy writes the kustomize bases' generated manifests
 // (deploy/base/csi-driver, deploy/base/legacy, deploy/components/sidecars,
-// deploy/components/monitoring, deploy/components/openshift)
+// deploy/components/monitoring, deploy/components/openshift, and upstream's
+// NetworkPolicies in deploy/base/operator)
 // from package render, the code the operator applies, so the two cannot
 // drift. Run by `make generate`; hack/check-generated.sh fails when the
 // checked-in files differ.
@@ -91,7 +92,8 @@ func run(dir string) error {
 	}
 	files := map[string][]client.Object{
 		"base/csi-driver/generated.yaml":       csi,
-		"components/monitoring/generated.yaml": monitoring.MonitoringObjects(),
+		"components/monitoring/generated.yaml": append(monitoring.MonitoringObjects(), cfg.MetricsNetworkPolicy()),
+		"base/operator/networkpolicies.yaml":   cfg.NetworkPolicies(),
 		"components/snapshots/generated.yaml":  cfg.SnapshotterObjects(),
 		"components/snapshots/daemonset.yaml":  {containersPatch(withSnapshotter, "csi-snapshotter")},
 		"components/openshift/generated.yaml":  cfg.OpenShiftObjects(render.CSIServiceAccount),

@@ -25,13 +25,13 @@ func (c *Config) SnapshotterObjects() []client.Object {
 	class := &unstructured.Unstructured{Object: map[string]any{
 		"apiVersion":     "snapshot.storage.k8s.io/v1",
 		"kind":           "VolumeSnapshotClass",
-		"metadata":       map[string]any{"name": SnapshotClassName, "labels": toAny(c.labels(SnapshotClassName, "csi-driver"))},
+		"metadata":       map[string]any{"name": SnapshotClassName, "labels": toAny(c.labels(SnapshotClassName))},
 		"driver":         DriverName,
 		"deletionPolicy": "Delete",
 	}}
 	return []client.Object{
-		c.clusterRole(name, "csi-driver", snapshotRules),
-		c.clusterRoleBinding(name, "csi-driver", CSIServiceAccount),
+		c.clusterRole(name, snapshotRules),
+		c.clusterRoleBinding(name, CSIServiceAccount),
 		class,
 	}
 }
@@ -48,13 +48,13 @@ const OpenShiftSCCRoleName = "hostpath-provisioner-csi-scc"
 func (c *Config) OpenShiftObjects(serviceAccount string) []client.Object {
 	role := &rbacv1.ClusterRole{
 		TypeMeta:   metav1.TypeMeta{APIVersion: "rbac.authorization.k8s.io/v1", Kind: "ClusterRole"},
-		ObjectMeta: metav1.ObjectMeta{Name: OpenShiftSCCRoleName, Labels: c.labels(OpenShiftSCCRoleName, "openshift")},
+		ObjectMeta: metav1.ObjectMeta{Name: OpenShiftSCCRoleName, Labels: c.labels(OpenShiftSCCRoleName)},
 		Rules: []rbacv1.PolicyRule{{APIGroups: []string{"security.openshift.io"}, Resources: []string{"securitycontextconstraints"},
 			ResourceNames: []string{CSISCCName}, Verbs: []string{"use"}}},
 	}
 	binding := &rbacv1.RoleBinding{
 		TypeMeta:   metav1.TypeMeta{APIVersion: "rbac.authorization.k8s.io/v1", Kind: "RoleBinding"},
-		ObjectMeta: metav1.ObjectMeta{Name: OpenShiftSCCRoleName, Namespace: c.Namespace, Labels: c.labels(OpenShiftSCCRoleName, "openshift")},
+		ObjectMeta: metav1.ObjectMeta{Name: OpenShiftSCCRoleName, Namespace: c.Namespace, Labels: c.labels(OpenShiftSCCRoleName)},
 		RoleRef:    rbacv1.RoleRef{APIGroup: rbacv1.GroupName, Kind: "ClusterRole", Name: OpenShiftSCCRoleName},
 		Subjects:   []rbacv1.Subject{{Kind: rbacv1.ServiceAccountKind, Name: serviceAccount, Namespace: c.Namespace}},
 	}

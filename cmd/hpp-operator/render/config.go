@@ -13,6 +13,7 @@ import (
 	"path"
 
 	corev1 "k8s.io/api/core/v1"
+	"k8s.io/apimachinery/pkg/util/validation"
 )
 
 // Object names kept from the KubeVirt operator: users, tooling and takeover
@@ -34,9 +35,17 @@ const (
 const (
 	AppLabel       = "k8s-app"
 	PartOfLabel    = "app.kubernetes.io/part-of"
+	VersionLabel   = "app.kubernetes.io/version"
 	ManagedByLabel = "app.kubernetes.io/managed-by"
 	ComponentLabel = "app.kubernetes.io/component"
-	PartOf         = "hostpath-provisioner"
+	// PartOf is the part-of value when no installer names one
+	// (INSTALLER_PART_OF_LABEL).
+	PartOf = "hostpath-provisioner"
+	// Component is upstream's component value, on every object.
+	Component = "storage"
+	// DefaultMetricsTLSVersion is the minimum TLS version of hpp-csi's
+	// /metrics under the default (Intermediate) profile.
+	DefaultMetricsTLSVersion = "VersionTLS12"
 )
 
 // Images are the container images, from the operator's environment
@@ -79,6 +88,16 @@ type Config struct {
 	// RunbookURLTemplate is each alert's runbook_url, the alert name in its
 	// %s (env RUNBOOK_URL_TEMPLATE; default KubeVirt's runbooks).
 	RunbookURLTemplate string
+	// InstallerPartOf and InstallerVersion are the part-of and version
+	// label values an installer (HCO, OLM) gives the operator through
+	// INSTALLER_PART_OF_LABEL and INSTALLER_VERSION_LABEL, as upstream's
+	// operator takes them; empty: hpp's part-of and no version label.
+	InstallerPartOf  string
+	InstallerVersion string
+	// MetricsTLSVersion is hpp-csi's --metrics-tls-version (VersionTLS12,
+	// VersionTLS13): the minimum of the cluster's TLS profile, as upstream
+	// passes it to its driver. Empty: DefaultMetricsTLSVersion.
+	MetricsTLSVersion string
 	// PrometheusOperator: the cluster serves prometheus-operator's API
 	// (ServiceMonitor, PrometheusRule), found at the operator's start.
 	PrometheusOperator bool
@@ -127,19 +146,45 @@ func (c *Config) Validate() error {
 	if c.RunbookURLTemplate != "" {
 		errs = append(errs, ValidateRunbookURLTemplate(c.RunbookURLTemplate))
 	}
+	for _, l := range [][2]string{{"INSTALLER_PART_OF_LABEL", c.InstallerPartOf}, {"INSTALLER_VERSION_LABEL", c.InstallerVersion}} {
+		for _, msg := range validation.IsValidLabelValue(l[1]) {
+			errs = append(errs, fmt.Errorf("%s: %q is not a label value: %s", l[0], l[1], msg))
+		}
+	}
+	switch c.MetricsTLSVersion {
+	case "", "VersionTLS10", "VersionTLS11", "VersionTLS12", "VersionTLS13":
+	default:
+		errs = append(errs, fmt.Errorf("metrics TLS version: %q is not one of VersionTLS10..VersionTLS13", c.MetricsTLSVersion))
+	}
 	if (c.Images.NodeDriverRegistrar == "") != (c.Images.LivenessProbe == "") {
 		errs = append(errs, errors.New("NODE_DRIVER_REG_IMAGE and LIVENESS_PROBE_IMAGE: set both (use the sidecars) or neither (hpp-csi registers itself and serves /healthz)"))
 	}
 	return errors.Join(errs...)
 }
 
-func (c *Config) labels(app, component string) map[string]string {
-	return map[string]string{
+// labels are upstream's recommended labels (component storage, the
+// installer's part-of and version) with hpp's app and managed-by values.
+func (c *Config) labels(app string) map[string]string {
+	l := map[string]string{
 		AppLabel:       app,
 		PartOfLabel:    PartOf,
 		ManagedByLabel: c.ManagedBy,
-		ComponentLabel: component,
+		ComponentLabel: Component,
 	}
+	if c.InstallerPartOf != "" {
+		l[PartOfLabel] = c.InstallerPartOf
+	}
+	if c.InstallerVersion != "" {
+		l[VersionLabel] = c.InstallerVersion
+	}
+	return l
+}
+
+func (c *Config) metricsTLSVersion() string {
+	if c.MetricsTLSVersion == "" {
+		return DefaultMetricsTLSVersion
+	}
+	return c.MetricsTLSVersion
 }
 
 func (c *Config) sidecars() bool { return c.Images.NodeDriverRegistrar != "" }

@@ -17,11 +17,13 @@ import (
 )
 
 const (
-	csiSocketDir  = "/csi"
-	csiSocket     = "unix:///csi/csi.sock"
-	healthPort    = 9898
-	metricsPort   = 8080
-	registrationD = "/registration"
+	csiSocketDir = "/csi"
+	csiSocket    = "unix:///csi/csi.sock"
+	healthPort   = 9898
+	// legacyHTTPPort is hpp-legacy's /healthz and /metrics (plain HTTP;
+	// upstream's legacy provisioner serves none).
+	legacyHTTPPort = 8080
+	registrationD  = "/registration"
 )
 
 // datadirPool is one entry of hpp-csi's --datadir, with upstream's fields.
@@ -82,7 +84,10 @@ func (c *Config) CSIDaemonSet(spec *hppv1.HostPathProvisionerSpec) (*appsv1.Daem
 		"--nodeid=$(NODE_NAME)",
 		"--version=" + c.Version,
 		"--datadir=$(PV_DIR)",
-		"--metrics-address=:" + strconv.Itoa(metricsPort),
+		// Upstream's driver flags: /metrics over TLS (self-signed) at the
+		// cluster profile's minimum version.
+		"--metrics-address=:" + strconv.Itoa(MetricsPort),
+		"--metrics-tls-version=" + c.metricsTLSVersion(),
 		"--check-binding-mode",
 	}
 	mounts := []corev1.VolumeMount{
@@ -119,7 +124,7 @@ func (c *Config) CSIDaemonSet(spec *hppv1.HostPathProvisionerSpec) (*appsv1.Daem
 		},
 		Ports: []corev1.ContainerPort{
 			{Name: "healthz", ContainerPort: healthPort, Protocol: corev1.ProtocolTCP},
-			{Name: "metrics", ContainerPort: metricsPort, Protocol: corev1.ProtocolTCP},
+			{Name: "metrics", ContainerPort: MetricsPort, Protocol: corev1.ProtocolTCP},
 		},
 		LivenessProbe: &corev1.Probe{
 			ProbeHandler: corev1.ProbeHandler{HTTPGet: &corev1.HTTPGetAction{
@@ -140,7 +145,7 @@ func (c *Config) CSIDaemonSet(spec *hppv1.HostPathProvisionerSpec) (*appsv1.Daem
 		containers = append(containers, c.snapshotterContainer(pp))
 	}
 
-	labels := c.labels(CSIDaemonSetName, "csi-driver")
+	labels := c.labels(CSIDaemonSetName)
 	return &appsv1.DaemonSet{
 		TypeMeta:   metav1.TypeMeta{APIVersion: "apps/v1", Kind: "DaemonSet"},
 		ObjectMeta: metav1.ObjectMeta{Name: CSIDaemonSetName, Namespace: c.Namespace, Labels: labels},

@@ -16,18 +16,18 @@ import (
 // mounted at the same path as on the host: hostPath PVs name host paths.
 func (c *Config) LegacyDaemonSet(spec *hppv1.HostPathProvisionerSpec) *appsv1.DaemonSet {
 	pc := spec.PathConfig
-	labels := c.labels(LegacyDaemonSetName, "legacy-provisioner")
+	labels := c.labels(LegacyDaemonSetName)
 	ctr := corev1.Container{
 		Name:            LegacyDaemonSetName,
 		Image:           c.Images.Legacy,
 		ImagePullPolicy: pullPolicy(spec.ImagePullPolicy),
-		Args:            []string{"--http-address=:" + strconv.Itoa(metricsPort)},
+		Args:            []string{"--http-address=:" + strconv.Itoa(legacyHTTPPort)},
 		Env: []corev1.EnvVar{
 			{Name: "USE_NAMING_PREFIX", Value: strconv.FormatBool(pc.UseNamingPrefix)},
 			fieldEnv("NODE_NAME", "spec.nodeName"),
 			{Name: "PV_DIR", Value: pc.Path},
 		},
-		Ports: []corev1.ContainerPort{{Name: "http", ContainerPort: metricsPort, Protocol: corev1.ProtocolTCP}},
+		Ports: []corev1.ContainerPort{{Name: "http", ContainerPort: legacyHTTPPort, Protocol: corev1.ProtocolTCP}},
 		LivenessProbe: &corev1.Probe{
 			ProbeHandler: corev1.ProbeHandler{HTTPGet: &corev1.HTTPGetAction{
 				Path: "/healthz", Port: intstr.FromString("http")}},

@@ -30,10 +30,17 @@ const (
 	// OperatorDeploymentName is the operator's Deployment (deploy/base):
 	// the recording rule counts its pods.
 	OperatorDeploymentName = "hostpath-provisioner-operator"
+	// OperatorUpRecord is upstream's recording rule: the number of running
+	// operator pods, which HPPOperatorDown fires on.
+	OperatorUpRecord = "cluster:kubevirt_hpp_operator_up:sum"
 
 	DefaultMonitoringNamespace = "monitoring"
 	DefaultRunbookURLTemplate  = "https://kubevirt.io/monitoring/runbooks/%s"
 
+	// MetricsPort is where the operator and hpp-csi serve /metrics, over
+	// TLS, as upstream's operator and driver do: upstream's NetworkPolicy
+	// hpp-allow-ingress-to-metrics opens this port and no other.
+	MetricsPort     = 8443
 	metricsPortName = "metrics"
 )
 
@@ -47,7 +54,7 @@ func ValidateRunbookURLTemplate(t string) error {
 }
 
 func (c *Config) monitoringLabels(app string) map[string]string {
-	return withLabel(c.labels(app, "monitoring"), PrometheusLabel, "true")
+	return withLabel(c.labels(app), PrometheusLabel, "true")
 }
 
 // withLabel returns a copy of labels with key=value added.
@@ -66,7 +73,7 @@ func (c *Config) MetricsService() *corev1.Service {
 		ObjectMeta: metav1.ObjectMeta{Name: MetricsServiceName, Namespace: c.Namespace, Labels: c.monitoringLabels(MetricsServiceName)},
 		Spec: corev1.ServiceSpec{
 			Selector: map[string]string{PrometheusLabel: "true"},
-			Ports: []corev1.ServicePort{{Name: metricsPortName, Port: metricsPort, Protocol: corev1.ProtocolTCP,
+			Ports: []corev1.ServicePort{{Name: metricsPortName, Port: MetricsPort, Protocol: corev1.ProtocolTCP,
 				TargetPort: intstr.FromString(metricsPortName)}},
 		},
 	}
@@ -108,8 +115,12 @@ func (c *Config) serviceMonitor() *promv1.ServiceMonitor {
 		Spec: promv1.ServiceMonitorSpec{
 			// No namespaceSelector: the ServiceMonitor's own namespace, so a
 			// kustomize namespace change leaves nothing stale.
-			Selector:  metav1.LabelSelector{MatchLabels: map[string]string{PrometheusLabel: "true"}},
-			Endpoints: []promv1.Endpoint{{Port: metricsPortName, Scheme: ptr.To(promv1.SchemeHTTP)}},
+			Selector: metav1.LabelSelector{MatchLabels: map[string]string{PrometheusLabel: "true"}},
+			// TLS with the pods' self-signed certificates (nothing signs
+			// them for Prometheus), as upstream's ServiceMonitor does.
+			Endpoints: []promv1.Endpoint{{Port: metricsPortName, Scheme: ptr.To(promv1.SchemeHTTPS),
+				HTTPConfigWithProxyAndTLSFiles: promv1.HTTPConfigWithProxyAndTLSFiles{HTTPConfigWithTLSFiles: promv1.HTTPConfigWithTLSFiles{
+					TLSConfig: &promv1.TLSConfig{SafeTLSConfig: promv1.SafeTLSConfig{InsecureSkipVerify: ptr.To(true)}}}}}},
 		},
 	}
 }
@@ -124,7 +135,7 @@ type alert struct {
 // node plugins' own pool metrics, and its stranded-volumes warning.
 func alerts() []alert {
 	return []alert{
-		{"HPPOperatorDown", "kubevirt_hpp_operator_up == 0", "5m", "Hostpath Provisioner operator is down.", "warning", "critical"},
+		{"HPPOperatorDown", OperatorUpRecord + " == 0", "5m", "Hostpath Provisioner operator is down.", "warning", "critical"},
 		{"HPPNotReady", "kubevirt_hpp_cr_ready == 0", "5m", "Hostpath Provisioner is not available to use.", "warning", "critical"},
 		{"HPPSharingPoolPathWithOS", "kubevirt_hpp_pool_path_shared_with_os == 1", "1m",
 			"HPP pool path sharing a filesystem with OS, fix to prevent HPP PVs from causing disk pressure and affecting node operation.", "warning", "warning"},
@@ -148,7 +159,7 @@ func (c *Config) prometheusRule() *promv1.PrometheusRule {
 		template = DefaultRunbookURLTemplate
 	}
 	rules := []promv1.Rule{{
-		Record: "kubevirt_hpp_operator_up",
+		Record: OperatorUpRecord,
 		Expr:   intstr.FromString(fmt.Sprintf("sum(up{namespace='%s', pod=~'%s-.*'} or vector(0))", c.Namespace, OperatorDeploymentName)),
 	}}
 	for _, a := range alerts() {

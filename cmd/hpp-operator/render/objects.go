@@ -17,7 +17,7 @@ func (c *Config) CSIDriver() *storagev1.CSIDriver {
 	fsGroup := storagev1.FileFSGroupPolicy
 	return &storagev1.CSIDriver{
 		TypeMeta:   metav1.TypeMeta{APIVersion: "storage.k8s.io/v1", Kind: "CSIDriver"},
-		ObjectMeta: metav1.ObjectMeta{Name: DriverName, Labels: c.labels(CSIDaemonSetName, "csi-driver")},
+		ObjectMeta: metav1.ObjectMeta{Name: DriverName, Labels: c.labels(CSIDaemonSetName)},
 		Spec: storagev1.CSIDriverSpec{
 			AttachRequired:  ptr.To(false),
 			PodInfoOnMount:  ptr.To(true),
@@ -42,11 +42,11 @@ func (c *Config) CSIObjects(spec *hppv1.HostPathProvisionerSpec) ([]client.Objec
 		rules = append(slices.Clone(rules), snapshotRules...)
 	}
 	return []client.Object{
-		c.serviceAccount(CSIServiceAccount, "csi-driver"),
-		c.clusterRole(CSIServiceAccount, "csi-driver", rules),
-		c.clusterRoleBinding(CSIServiceAccount, "csi-driver", CSIServiceAccount),
-		c.role(CSIServiceAccount, "csi-driver", csiNamespaceRules),
-		c.roleBinding(CSIServiceAccount, "csi-driver", CSIServiceAccount),
+		c.serviceAccount(CSIServiceAccount),
+		c.clusterRole(CSIServiceAccount, rules),
+		c.clusterRoleBinding(CSIServiceAccount, CSIServiceAccount),
+		c.role(CSIServiceAccount, csiNamespaceRules),
+		c.roleBinding(CSIServiceAccount, CSIServiceAccount),
 		c.CSIDriver(),
 		ds,
 	}, nil
@@ -55,9 +55,9 @@ func (c *Config) CSIObjects(spec *hppv1.HostPathProvisionerSpec) ([]client.Objec
 // LegacyObjects are the objects of the legacy provisioner, in apply order.
 func (c *Config) LegacyObjects(spec *hppv1.HostPathProvisionerSpec) []client.Object {
 	return []client.Object{
-		c.serviceAccount(LegacyServiceAccount, "legacy-provisioner"),
-		c.clusterRole(LegacyDaemonSetName, "legacy-provisioner", legacyClusterRules),
-		c.clusterRoleBinding(LegacyDaemonSetName, "legacy-provisioner", LegacyServiceAccount),
+		c.serviceAccount(LegacyServiceAccount),
+		c.clusterRole(LegacyDaemonSetName, legacyClusterRules),
+		c.clusterRoleBinding(LegacyDaemonSetName, LegacyServiceAccount),
 		c.LegacyDaemonSet(spec),
 	}
 }

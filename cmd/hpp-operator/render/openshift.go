@@ -59,7 +59,7 @@ func serviceAccountUser(ns, sa string) string {
 // network, ports, PID or IPC. users may be empty: the openshift kustomize
 // component grants its use through RBAC instead.
 func (c *Config) CSISCC(users ...string) *secv1.SecurityContextConstraints {
-	scc := c.baseSCC(CSISCCName, "csi-driver", users)
+	scc := c.baseSCC(CSISCCName, users)
 	scc.AllowPrivilegedContainer = true
 	scc.AllowPrivilegeEscalation = ptr.To(true) // implied by privileged; refused otherwise
 	scc.Volumes = []secv1.FSType{secv1.FSTypeHostPath, secv1.FSTypePersistentVolumeClaim, secv1.FSProjected}
@@ -69,7 +69,7 @@ func (c *Config) CSISCC(users ...string) *secv1.SecurityContextConstraints {
 // legacySCC: hpp-legacy runs as root to make directories on the host but
 // is not privileged and never needs to gain privileges.
 func (c *Config) legacySCC() *secv1.SecurityContextConstraints {
-	scc := c.baseSCC(LegacySCCName, "legacy-provisioner", []string{serviceAccountUser(c.Namespace, LegacyServiceAccount)})
+	scc := c.baseSCC(LegacySCCName, []string{serviceAccountUser(c.Namespace, LegacyServiceAccount)})
 	scc.AllowPrivilegeEscalation = ptr.To(false)
 	scc.Volumes = []secv1.FSType{secv1.FSTypeHostPath, secv1.FSProjected}
 	return scc
@@ -79,13 +79,13 @@ func (c *Config) legacySCC() *secv1.SecurityContextConstraints {
 // SELinux context (the volumes are host directories that hpp labels
 // itself), the capabilities upstream drops, and the RuntimeDefault seccomp
 // profile every hpp pod asks for (an SCC without it refuses such pods).
-func (c *Config) baseSCC(name, component string, users []string) *secv1.SecurityContextConstraints {
+func (c *Config) baseSCC(name string, users []string) *secv1.SecurityContextConstraints {
 	if users == nil {
 		users = []string{}
 	}
 	return &secv1.SecurityContextConstraints{
 		TypeMeta:   metav1.TypeMeta{APIVersion: secv1.GroupVersion.String(), Kind: "SecurityContextConstraints"},
-		ObjectMeta: metav1.ObjectMeta{Name: name, Labels: c.labels(name, component)},
+		ObjectMeta: metav1.ObjectMeta{Name: name, Labels: c.labels(name)},
 		// OpenShift ranks a nil priority as 0; set because the CRD
 		// requires the field and a manifest leaves nulls out.
 		Priority:                 ptr.To[int32](0),

@@ -84,7 +84,7 @@ func ClaimFor(p *hppv1.StoragePool, node string) string {
 }
 
 func (c *Config) poolLabels(pool string) map[string]string {
-	l := c.labels(MounterApp, "pool-mounter")
+	l := c.labels(MounterApp)
 	l[PoolLabel] = PoolLabelValue(pool)
 	return l
 }

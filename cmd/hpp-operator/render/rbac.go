@@ -56,42 +56,42 @@ var (
 	}
 )
 
-func (c *Config) serviceAccount(name, component string) *corev1.ServiceAccount {
+func (c *Config) serviceAccount(name string) *corev1.ServiceAccount {
 	return &corev1.ServiceAccount{
 		TypeMeta:   metav1.TypeMeta{APIVersion: "v1", Kind: "ServiceAccount"},
-		ObjectMeta: metav1.ObjectMeta{Name: name, Namespace: c.Namespace, Labels: c.labels(name, component)},
+		ObjectMeta: metav1.ObjectMeta{Name: name, Namespace: c.Namespace, Labels: c.labels(name)},
 	}
 }
 
-func (c *Config) clusterRole(name, component string, rules []rbacv1.PolicyRule) *rbacv1.ClusterRole {
+func (c *Config) clusterRole(name string, rules []rbacv1.PolicyRule) *rbacv1.ClusterRole {
 	return &rbacv1.ClusterRole{
 		TypeMeta:   metav1.TypeMeta{APIVersion: "rbac.authorization.k8s.io/v1", Kind: "ClusterRole"},
-		ObjectMeta: metav1.ObjectMeta{Name: name, Labels: c.labels(name, component)},
+		ObjectMeta: metav1.ObjectMeta{Name: name, Labels: c.labels(name)},
 		Rules:      rules,
 	}
 }
 
-func (c *Config) clusterRoleBinding(name, component, sa string) *rbacv1.ClusterRoleBinding {
+func (c *Config) clusterRoleBinding(name, sa string) *rbacv1.ClusterRoleBinding {
 	return &rbacv1.ClusterRoleBinding{
 		TypeMeta:   metav1.TypeMeta{APIVersion: "rbac.authorization.k8s.io/v1", Kind: "ClusterRoleBinding"},
-		ObjectMeta: metav1.ObjectMeta{Name: name, Labels: c.labels(name, component)},
+		ObjectMeta: metav1.ObjectMeta{Name: name, Labels: c.labels(name)},
 		RoleRef:    rbacv1.RoleRef{APIGroup: rbacv1.GroupName, Kind: "ClusterRole", Name: name},
 		Subjects:   []rbacv1.Subject{{Kind: rbacv1.ServiceAccountKind, Name: sa, Namespace: c.Namespace}},
 	}
 }
 
-func (c *Config) role(name, component string, rules []rbacv1.PolicyRule) *rbacv1.Role {
+func (c *Config) role(name string, rules []rbacv1.PolicyRule) *rbacv1.Role {
 	return &rbacv1.Role{
 		TypeMeta:   metav1.TypeMeta{APIVersion: "rbac.authorization.k8s.io/v1", Kind: "Role"},
-		ObjectMeta: metav1.ObjectMeta{Name: name, Namespace: c.Namespace, Labels: c.labels(name, component)},
+		ObjectMeta: metav1.ObjectMeta{Name: name, Namespace: c.Namespace, Labels: c.labels(name)},
 		Rules:      rules,
 	}
 }
 
-func (c *Config) roleBinding(name, component, sa string) *rbacv1.RoleBinding {
+func (c *Config) roleBinding(name, sa string) *rbacv1.RoleBinding {
 	return &rbacv1.RoleBinding{
 		TypeMeta:   metav1.TypeMeta{APIVersion: "rbac.authorization.k8s.io/v1", Kind: "RoleBinding"},
-		ObjectMeta: metav1.ObjectMeta{Name: name, Namespace: c.Namespace, Labels: c.labels(name, component)},
+		ObjectMeta: metav1.ObjectMeta{Name: name, Namespace: c.Namespace, Labels: c.labels(name)},
 		RoleRef:    rbacv1.RoleRef{APIGroup: rbacv1.GroupName, Kind: "Role", Name: name},
 		Subjects:   []rbacv1.Subject{{Kind: rbacv1.ServiceAccountKind, Name: sa, Namespace: c.Namespace}},
 	}

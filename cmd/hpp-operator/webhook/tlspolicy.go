@@ -121,3 +121,14 @@ func (p *TLSPolicy) Apply(c *tls.Config) {
 		return out, nil
 	}
 }
+
+// VersionName is OpenShift's (and upstream's --metrics-tls-version) name of
+// a TLS version: VersionTLS12 for tls.VersionTLS12.
+func VersionName(v uint16) string {
+	for name, id := range tlsVersions {
+		if id == v {
+			return string(name)
+		}
+	}
+	return fmt.Sprintf("0x%04x", v)
+}

@@ -86,6 +86,11 @@ const (
 	ConditionAvailable   ConditionType = "Available"
 	ConditionProgressing ConditionType = "Progressing"
 	ConditionDegraded    ConditionType = "Degraded"
+	// ConditionSpecWarning (hpp's) is True while the spec holds values that
+	// upstream's operator accepted and hpp runs, but refuses in a new CR or
+	// a changed field (reason StricterRulesOnChange, the fields in the
+	// message); absent otherwise.
+	ConditionSpecWarning ConditionType = "SpecWarning"
 )
 
 // Condition has the fields of upstream's condition type (OpenShift's

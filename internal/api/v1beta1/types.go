@@ -56,10 +56,16 @@ type HostPathProvisionerSpec struct {
 	// +optional
 	FeatureGates []string `json:"featureGates,omitempty"`
 	// StoragePools are the CSI driver's pools.
+	//
+	// The CRD holds upstream's rules only (unique names and paths, name
+	// length, absolute paths): the API server re-checks every item of an
+	// atomic list whenever the list changes, so hpp's stricter rules here
+	// would make a CR that upstream's operator ran uneditable. The webhook
+	// applies them to new CRs and changed pools (ValidateUpdate ratchets).
 	// +listType=atomic
 	// +kubebuilder:validation:MaxItems=64
 	// +kubebuilder:validation:XValidation:rule="self.all(p, self.exists_one(q, q.name == p.name))",message="pool names must be unique"
-	// +kubebuilder:validation:XValidation:rule="self.all(p, self.all(q, p.name == q.name || (p.path != q.path && !q.path.startsWith(p.path + '/'))))",message="pool paths must be unique and not nested in one another"
+	// +kubebuilder:validation:XValidation:rule="self.all(p, self.exists_one(q, q.path == p.path))",message="pool paths must be unique"
 	// +optional
 	StoragePools []StoragePool `json:"storagePools,omitempty"`
 }
@@ -86,20 +92,20 @@ type PathConfig struct {
 type StoragePool struct {
 	// Name identifies the pool in StorageClass parameter storagePool. It
 	// also names the pool's volume in the DaemonSet (<name>-data-dir), hence
-	// a DNS label short enough for the suffix.
+	// a DNS label short enough for the suffix (the webhook's rule for new
+	// pools; upstream accepted any name of at most 50 bytes).
 	// +kubebuilder:validation:MinLength=1
 	// +kubebuilder:validation:MaxLength=50
-	// +kubebuilder:validation:Pattern=`^[a-z0-9]([-a-z0-9]*[a-z0-9])?$`
 	Name string `json:"name"`
 	// PVCTemplate, when set, backs the pool on each node with a PVC made from
 	// this template, mounted at path.
 	// +optional
 	PVCTemplate *corev1.PersistentVolumeClaimSpec `json:"pvcTemplate,omitempty"`
 	// Path is the pool's directory on each node; volumes live in <path>/csi.
-	// +kubebuilder:validation:MinLength=2
+	// Clean and not / are the webhook's rules for new pools.
+	// +kubebuilder:validation:MinLength=1
 	// +kubebuilder:validation:MaxLength=255
-	// +kubebuilder:validation:XValidation:rule="self.startsWith('/') && self != '/'",message="must be an absolute path other than /"
-	// +kubebuilder:validation:XValidation:rule="!self.contains('//') && !self.endsWith('/') && !self.matches('(^|/)[.][.]?(/|$)')",message="must be a clean path (no //, trailing /, . or .. elements)"
+	// +kubebuilder:validation:XValidation:rule="self.startsWith('/')",message="must be an absolute path"
 	Path string `json:"path"`
 	// SnapshotPath is where snapshots of the pool's volumes are kept.
 	// +kubebuilder:validation:MaxLength=255

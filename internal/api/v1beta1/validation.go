@@ -28,53 +28,90 @@ type Usage struct {
 }
 
 // ValidateSpec returns every problem with a spec at once, each naming its
-// field, in the order of the fields.
+// field, in the order of the fields: every rule hpp has, for new CRs.
 func ValidateSpec(spec *HostPathProvisionerSpec) field.ErrorList {
+	return validate(spec).all
+}
+
+// ValidateStored splits a stored spec's problems into those the operator
+// cannot run (blocking: upstream's own webhook rules, what no pod could
+// run, and the data-safety rules) and those hpp refuses only in new CRs
+// and changed fields (strict): a CR that upstream's operator accepted and
+// ran keeps being reconciled, and the strict ones are reported as a
+// warning condition.
+func ValidateStored(spec *HostPathProvisionerSpec) (blocking, strict field.ErrorList) {
+	f := validate(spec)
+	return f.blocking, f.strict
+}
+
+// findings keeps every error in field order (all), and which rule kind
+// raised it.
+type findings struct {
+	all, blocking, strict field.ErrorList
+}
+
+// block records an error of a rule upstream also had, or that nothing could
+// run; tighten one that upstream's CRD and webhook accepted.
+func (f *findings) block(errs ...*field.Error) {
+	f.all = append(f.all, errs...)
+	f.blocking = append(f.blocking, errs...)
+}
+
+func (f *findings) tighten(errs ...*field.Error) {
+	f.all = append(f.all, errs...)
+	f.strict = append(f.strict, errs...)
+}
+
+func validate(spec *HostPathProvisionerSpec) *findings {
 	root := field.NewPath("spec")
-	var errs field.ErrorList
+	f := &findings{}
 	hasPools := len(spec.StoragePools) > 0
 	switch {
 	case spec.PathConfig != nil && hasPools:
-		errs = append(errs, field.Forbidden(root.Child("pathConfig"),
+		f.block(field.Forbidden(root.Child("pathConfig"),
 			"exactly one of spec.pathConfig and spec.storagePools must be set, not both"))
 	case spec.PathConfig == nil && !hasPools:
-		errs = append(errs, field.Required(root.Child("storagePools"),
+		f.block(field.Required(root.Child("storagePools"),
 			"exactly one of spec.pathConfig and spec.storagePools must be set"))
 	}
 	if spec.PathConfig != nil {
-		errs = append(errs, validatePath(root.Child("pathConfig", "path"), spec.PathConfig.Path)...)
+		validatePath(f, root.Child("pathConfig", "path"), spec.PathConfig.Path)
 	}
-	errs = append(errs, validatePools(root.Child("storagePools"), spec.StoragePools)...)
+	validatePools(f, root.Child("storagePools"), spec.StoragePools)
+	// Upstream ignores gates it does not know.
 	for i, g := range spec.FeatureGates {
 		if g != FeatureSnapshotting {
-			errs = append(errs, field.NotSupported(root.Child("featureGates").Index(i), g, []string{FeatureSnapshotting}))
+			f.tighten(field.NotSupported(root.Child("featureGates").Index(i), g, []string{FeatureSnapshotting}))
 		}
 	}
-	return errs
+	return f
 }
 
-func validatePools(fp *field.Path, pools []StoragePool) field.ErrorList {
-	var errs field.ErrorList
+func validatePools(f *findings, fp *field.Path, pools []StoragePool) {
 	names := map[string]int{}
 	for i := range pools {
 		p := &pools[i]
 		ip := fp.Index(i)
-		errs = append(errs, validatePoolName(ip.Child("name"), p.Name)...)
+		validatePoolName(f, ip.Child("name"), p.Name)
 		if j, dup := names[p.Name]; dup && p.Name != "" {
-			errs = append(errs, field.Duplicate(ip.Child("name"), fmt.Sprintf("%s (also storagePools[%d])", p.Name, j)))
+			f.block(field.Duplicate(ip.Child("name"), fmt.Sprintf("%s (also storagePools[%d])", p.Name, j)))
 		} else {
 			names[p.Name] = i
 		}
-		errs = append(errs, validatePath(ip.Child("path"), p.Path)...)
+		validatePath(f, ip.Child("path"), p.Path)
 		if p.SnapshotPath != "" {
-			errs = append(errs, validatePath(ip.Child("snapshotPath"), p.SnapshotPath)...)
+			// hpp's own field: its rules hold for every CR that sets it.
+			sf := &findings{}
+			validatePath(sf, ip.Child("snapshotPath"), p.SnapshotPath)
+			f.block(sf.all...)
 		}
 		if p.PVCTemplate != nil {
-			errs = append(errs, validatePVCTemplate(ip.Child("pvcTemplate"), p.PVCTemplate)...)
+			validatePVCTemplate(f, ip.Child("pvcTemplate"), p.PVCTemplate)
 		}
 	}
-	// Two pools in one directory, or one inside the other, would count and
-	// clean each other's volumes.
+	// Two pools in one directory would count and clean each other's
+	// volumes (upstream's webhook refuses it too); one inside the other is
+	// hpp's rule.
 	for i := range pools {
 		for j := range pools {
 			if i == j || !isAbsClean(pools[i].Path) || !isAbsClean(pools[j].Path) {
@@ -83,54 +120,58 @@ func validatePools(fp *field.Path, pools []StoragePool) field.ErrorList {
 			a, b := pools[i].Path, pools[j].Path
 			switch {
 			case a == b && i > j:
-				errs = append(errs, field.Duplicate(fp.Index(i).Child("path"),
+				f.block(field.Duplicate(fp.Index(i).Child("path"),
 					fmt.Sprintf("%s (also storagePools[%d].path)", a, j)))
 			case a != b && strings.HasPrefix(a, b+"/"):
-				errs = append(errs, field.Invalid(fp.Index(i).Child("path"), a,
+				f.tighten(field.Invalid(fp.Index(i).Child("path"), a,
 					fmt.Sprintf("is inside storagePools[%d].path %s: pool paths must not be nested", j, b)))
 			}
 		}
 	}
-	return errs
 }
 
-func validatePoolName(fp *field.Path, name string) field.ErrorList {
+// validatePoolName: upstream's webhook requires a name of at most 50
+// bytes; the DNS label rule is hpp's.
+func validatePoolName(f *findings, fp *field.Path, name string) {
 	if name == "" {
-		return field.ErrorList{field.Required(fp, "a pool needs a name")}
+		f.block(field.Required(fp, "a pool needs a name"))
+		return
 	}
-	var errs field.ErrorList
 	if len(name) > MaxPoolNameLength {
-		errs = append(errs, field.TooLong(fp, name, MaxPoolNameLength))
+		f.block(field.TooLong(fp, name, MaxPoolNameLength))
 	}
 	for _, msg := range validation.IsDNS1123Label(name) {
 		if !strings.Contains(msg, "must be no more than") { // length reported above
-			errs = append(errs, field.Invalid(fp, name, msg))
+			f.tighten(field.Invalid(fp, name, msg))
 		}
 	}
-	return errs
 }
 
 func isAbsClean(p string) bool {
 	return p != "/" && path.IsAbs(p) && path.Clean(p) == p && len(p) <= MaxPathLength
 }
 
-func validatePath(fp *field.Path, p string) field.ErrorList {
+// validatePath: a path must be there and absolute (no hostPath volume
+// works otherwise) and, as upstream's webhook says, at most 255 bytes;
+// the root directory and unclean spellings are hpp's rules.
+func validatePath(f *findings, fp *field.Path, p string) {
 	switch {
 	case p == "":
-		return field.ErrorList{field.Required(fp, "an absolute path is required")}
+		f.block(field.Required(fp, "an absolute path is required"))
+		return
 	case !path.IsAbs(p):
-		return field.ErrorList{field.Invalid(fp, p, "must be an absolute path")}
+		f.block(field.Invalid(fp, p, "must be an absolute path"))
+		return
 	case p == "/":
-		return field.ErrorList{field.Invalid(fp, p, "must not be the root directory")}
+		f.tighten(field.Invalid(fp, p, "must not be the root directory"))
+		return
 	}
-	var errs field.ErrorList
 	if c := path.Clean(p); c != p {
-		errs = append(errs, field.Invalid(fp, p, fmt.Sprintf("must be a clean path (%s)", c)))
+		f.tighten(field.Invalid(fp, p, fmt.Sprintf("must be a clean path (%s)", c)))
 	}
 	if len(p) > MaxPathLength {
-		errs = append(errs, field.TooLong(fp, p, MaxPathLength))
+		f.block(field.TooLong(fp, p, MaxPathLength))
 	}
-	return errs
 }
 
 // validatePVCTemplate refuses templates the operator could not turn into
@@ -138,18 +179,20 @@ func validatePath(fp *field.Path, p string) field.ErrorList {
 // ReadWriteMany block device, which hpp-mounter would format with XFS and
 // mount on every node at once (XFS is not a cluster filesystem: that
 // corrupts it).
-func validatePVCTemplate(fp *field.Path, t *corev1.PersistentVolumeClaimSpec) field.ErrorList {
-	var errs field.ErrorList
+//
+// Missing access modes or size are hpp's rules (the API server refuses such
+// a PVC anyway, naming the field); the ReadWriteMany Block rule blocks even
+// a stored CR: running it is what corrupts the filesystem.
+func validatePVCTemplate(f *findings, fp *field.Path, t *corev1.PersistentVolumeClaimSpec) {
 	if len(t.AccessModes) == 0 {
-		errs = append(errs, field.Required(fp.Child("accessModes"),
+		f.tighten(field.Required(fp.Child("accessModes"),
 			"ReadWriteOnce (a PVC per node) or ReadWriteMany (one PVC shared by the nodes)"))
 	}
 	if _, ok := t.Resources.Requests[corev1.ResourceStorage]; !ok {
-		errs = append(errs, field.Required(fp.Child("resources", "requests", "storage"), "the size of each pool PVC"))
+		f.tighten(field.Required(fp.Child("resources", "requests", "storage"), "the size of each pool PVC"))
 	}
 	if t.VolumeMode != nil && *t.VolumeMode == corev1.PersistentVolumeBlock && slices.Contains(t.AccessModes, corev1.ReadWriteMany) {
-		errs = append(errs, field.Invalid(fp.Child("volumeMode"), "Block",
+		f.block(field.Invalid(fp.Child("volumeMode"), "Block",
 			"a ReadWriteMany Block PVC would get one XFS filesystem mounted on every node at once, which corrupts it: use ReadWriteOnce (a PVC per node) or a Filesystem ReadWriteMany PVC (NFS, CephFS)"))
 	}
-	return errs
 }

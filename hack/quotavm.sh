@@ -1,0 +1,374 @@
+#!/usr/bin/env bash
+# Runs Go test binaries as root inside a small VM whose kernel has project
+# quotas, for the node tests that need them (XFS prjquota, ext4 project
+# quota) on machines whose own kernel cannot give them.
+#
+#   hack/quotavm.sh [-t TIMEOUT] TESTBIN... [-- TEST FLAGS...]
+#
+# Each TESTBIN (a `go test -c` binary; static, or dynamic with its libraries
+# found by ldd) runs in turn in one VM, in a directory of its own, as
+# `TESTBIN -test.v -test.count=1 [TEST FLAGS]`; its output is printed live.
+# The script exits with the first non-zero exit status of the binaries, or
+# non-zero if the VM does not boot or report in time (the console's last lines,
+# kernel messages included, and qemu's stderr are printed with the error).
+#
+# What it makes and where (never in git; all of it is made again when missing):
+#   $HPP_CACHE/quotavm/<kernel version>/vmlinuz     Debian's kernel (apt-get download)
+#   $HPP_CACHE/quotavm/<kernel version>/base.cpio   busybox, mkfs.xfs, mkfs.ext4,
+#       losetup, mount, xfs_quota, xfs_io, the kernel modules for loop, xfs,
+#       ext4 and the quota formats, and /init
+#   _output/quotavm/initrd.img                      base.cpio + the test binaries
+# Debian packages it needs (qemu-system-x86, busybox-static, xfsprogs,
+# e2fsprogs, util-linux, mount) are installed when missing, as root.
+#
+# Without a prerequisite (not root and a package missing, no package index)
+# it prints the reason and exits 0 (skipped); under CI=true it fails.
+#
+# Environment:
+#   HPP_QUOTAVM_KERNEL_PKG  Debian package whose kernel boots the VM; a
+#                           metapackage is resolved to its image package
+#                           (default linux-image-cloud-amd64: Debian's 6.1
+#                           kernel for VMs, XFS_QUOTA=y, QFMT_V2=m, and it
+#                           boots faster under emulation than linux-image-amd64)
+#   HPP_QUOTAVM_MEM         guest memory (default 1G; the loop images live in it)
+#   HPP_QUOTAVM_SMP         guest CPUs (default 2: qemu runs one thread each)
+#   HPP_QUOTAVM_TIMEOUT     seconds the whole VM may run (default 600; -t too)
+#   HPP_QUOTAVM_BOOT_TIMEOUT seconds until the guest's init must report (default 120)
+set -euo pipefail
+
+root=$(cd "$(dirname "$0")/.." && pwd)
+cache=${HPP_CACHE:-$HOME/.cache/hpp}/quotavm
+out=$root/_output/quotavm
+kernel_pkg=${HPP_QUOTAVM_KERNEL_PKG:-linux-image-cloud-amd64}
+mem=${HPP_QUOTAVM_MEM:-1G}
+smp=${HPP_QUOTAVM_SMP:-2}
+timeout_s=${HPP_QUOTAVM_TIMEOUT:-600}
+boot_timeout_s=${HPP_QUOTAVM_BOOT_TIMEOUT:-120}
+# Modules the guest loads (with their dependencies) when the kernel does not
+# have them built in: loop devices, the two filesystems, the quota file
+# formats ext4's hidden quota inodes use, and crc32c for XFS v5 and ext4
+# metadata checksums (libcrc32c asks the crypto API for it by name).
+modules=(loop xfs ext4 quota_v2 quota_tree crc32c_generic)
+# Programs copied into the guest with the libraries ldd names for them.
+programs=(mkfs.xfs xfs_quota xfs_io xfs_db mkfs.ext4 mke2fs tune2fs dumpe2fs losetup mount umount blkid)
+
+log() { echo "quotavm: $*" >&2; }
+die() { log "error: $*"; exit 1; }
+# missing: a prerequisite this machine lacks. Skip (exit 0) with the reason,
+# except under CI=true, where a skipped tier would pass without running.
+missing() {
+  if [[ ${CI:-} == true ]]; then die "prerequisite missing under CI=true: $*"; fi
+  log "SKIP: prerequisite missing: $*"
+  exit 0
+}
+
+usage() { sed -n '2,13p' "$0" | sed 's/^# \{0,1\}//' >&2; exit 2; }
+
+bins=()
+test_args=()
+while (($#)); do
+  case $1 in
+    -t) timeout_s=${2:?-t needs seconds}; shift 2 ;;
+    -h|--help) usage ;;
+    --) shift; test_args=("$@"); break ;;
+    -*) log "unknown option $1"; usage ;;
+    *) bins+=("$1"); shift ;;
+  esac
+done
+((${#bins[@]})) || usage
+for b in "${bins[@]}"; do
+  [[ -f $b && -x $b ]] || die "test binary $b: not an executable file"
+done
+for v in timeout_s boot_timeout_s smp; do
+  [[ ${!v} =~ ^[1-9][0-9]*$ ]] || die "$v must be a positive integer, got '${!v}'"
+done
+
+# --- Debian packages -------------------------------------------------------
+declare -A need=(
+  [qemu-system-x86_64]=qemu-system-x86
+  [/bin/busybox]=busybox-static
+  [mkfs.xfs]=xfsprogs
+  [xfs_quota]=xfsprogs
+  [mkfs.ext4]=e2fsprogs
+  [losetup]=mount
+  [blkid]=util-linux
+)
+pkgs=()
+for probe in "${!need[@]}"; do
+  if [[ $probe == /* ]]; then [[ -e $probe ]] && continue
+  else PATH=$PATH:/usr/sbin:/sbin command -v "$probe" >/dev/null 2>&1 && continue; fi
+  pkgs+=("${need[$probe]}")
+done
+apt_updated=
+apt_update() {
+  [[ -n $apt_updated ]] && return
+  log "apt-get update"
+  apt-get update -qq || missing "apt-get update failed: no Debian package index"
+  apt_updated=1
+}
+if ((${#pkgs[@]})); then
+  mapfile -t pkgs < <(printf '%s\n' "${pkgs[@]}" | sort -u)
+  [[ $(id -u) == 0 ]] || missing "Debian packages ${pkgs[*]} are not installed and installing them needs root"
+  apt_update
+  log "installing ${pkgs[*]}"
+  DEBIAN_FRONTEND=noninteractive apt-get install -y -qq --no-install-recommends "${pkgs[@]}" >&2 ||
+    missing "apt-get install ${pkgs[*]} failed"
+fi
+export PATH=$PATH:/usr/sbin:/sbin
+
+# --- the kernel ------------------------------------------------------------
+# image_pkg: the linux-image-<version> package that kernel_pkg stands for.
+resolve_image_pkg() {
+  local p=$kernel_pkg dep
+  for _ in 1 2 3; do
+    if [[ $p =~ ^linux-image-[0-9] ]]; then echo "$p"; return 0; fi
+    dep=$(apt-cache depends "$p" 2>/dev/null | awk '$1 == "Depends:" && $2 ~ /^linux-image-/ {print $2; exit}')
+    [[ -n $dep ]] || return 1
+    p=$dep
+  done
+  return 1
+}
+image_pkg=$(resolve_image_pkg) || {
+  apt_update
+  image_pkg=$(resolve_image_pkg) || missing "Debian has no kernel package for $kernel_pkg (apt-cache depends $kernel_pkg)"
+}
+kver=${image_pkg#linux-image-}
+dir=$cache/$kver
+mkdir -p "$dir" "$out"
+exec 9>"$dir/.lock"
+flock 9 # one build of a kernel's files at a time
+
+if [[ ! -s $dir/vmlinuz || ! -d $dir/modules/lib/modules/$kver ]]; then
+  log "downloading $image_pkg (Debian's kernel for the VM; once per kernel version)"
+  # In the system's temporary directory: apt's sandbox user (_apt) must
+  # reach the directory it downloads into, and $HOME may be closed to it.
+  tmp=$(mktemp -d)
+  trap 'rm -rf "$tmp"' EXIT
+  chmod 0777 "$tmp"
+  (cd "$tmp" && apt-get download -qq "$image_pkg" >&2) || {
+    apt_update
+    (cd "$tmp" && apt-get download -qq "$image_pkg" >&2) || missing "apt-get download $image_pkg failed"
+  }
+  deb=$(ls "$tmp"/*.deb)
+  mkdir "$tmp/x"
+  dpkg-deb -x "$deb" "$tmp/x"
+  rm -rf "$dir/modules"
+  mkdir -p "$dir/modules/lib/modules"
+  mv "$tmp/x/lib/modules/$kver" "$dir/modules/lib/modules/"
+  cp "$tmp/x/boot/config-$kver" "$dir/config"
+  cp "$tmp/x/boot/vmlinuz-$kver" "$dir/vmlinuz.tmp"
+  mv "$dir/vmlinuz.tmp" "$dir/vmlinuz"
+  rm -rf "$tmp"
+  trap - EXIT
+fi
+for opt in CONFIG_QUOTA CONFIG_XFS_QUOTA CONFIG_QFMT_V2 CONFIG_BLK_DEV_INITRD CONFIG_SERIAL_8250_CONSOLE; do
+  grep -Eq "^$opt=[ym]" "$dir/config" || die "kernel $kver lacks $opt (in $dir/config); choose another HPP_QUOTAVM_KERNEL_PKG"
+done
+
+# --- the base initramfs ----------------------------------------------------
+# Rebuilt when this script or a program copied into it changes.
+recipe=$( { sha256sum "$0"; dpkg-query -W busybox-static xfsprogs e2fsprogs mount util-linux 2>/dev/null; } | sha256sum | cut -c1-16)
+if [[ ! -s $dir/base.cpio || $(cat "$dir/base.stamp" 2>/dev/null) != "$recipe" ]]; then
+  log "assembling the initramfs for $kver in $dir"
+  stage=$(mktemp -d "$dir/.stage.XXXXXX")
+  trap 'rm -rf "$stage"' EXIT
+  mkdir -p "$stage"/{bin,sbin,usr/bin,usr/sbin,lib,lib64,etc,proc,sys,dev,tmp,run,root,quotavm}
+  cp /bin/busybox "$stage/bin/busybox"
+  for applet in $(/bin/busybox --list); do
+    [[ -e $stage/bin/$applet ]] || ln -s busybox "$stage/bin/$applet"
+  done
+  ln -sf ../bin/busybox "$stage/sbin/modprobe"
+  ln -sf ../bin/busybox "$stage/sbin/insmod"
+  # copy_with_libs FILE: FILE and every library ldd names for it, at the
+  # same paths (the dynamic loader included).
+  copy_with_libs() {
+    local f=$1 lib
+    mkdir -p "$stage$(dirname "$f")"
+    cp -L "$f" "$stage$f"
+    while read -r lib; do
+      [[ -e $stage$lib ]] && continue
+      mkdir -p "$stage$(dirname "$lib")"
+      cp -L "$lib" "$stage$lib"
+    done < <(ldd "$f" 2>/dev/null | grep -oE '/[^ ]+\.so[^ ]*' || true)
+  }
+  for p in "${programs[@]}"; do
+    path=$(command -v "$p") || die "$p not found after installing the Debian packages"
+    copy_with_libs "$(readlink -f "$path")"
+    # Reach it by its own name too (mkfs.ext4 is a link to mke2fs).
+    [[ -e $stage/usr/sbin/$p ]] || ln -s "$(readlink -f "$path")" "$stage/usr/sbin/$p"
+  done
+  [[ -f /etc/mke2fs.conf ]] && cp /etc/mke2fs.conf "$stage/etc/"
+  echo "root:x:0:0:root:/root:/bin/sh" >"$stage/etc/passwd"
+  echo "root:x:0:" >"$stage/etc/group"
+
+  # Modules: each wanted one that is not built in, with its dependencies.
+  mroot=$dir/modules/lib/modules/$kver
+  declare -A picked=()
+  pick_module() {
+    local name=$1 f dep
+    [[ -n ${picked[$name]:-} ]] && return 0
+    picked[$name]=1
+    # modules.builtin and file names spell '-' and '_' either way.
+    local pat=${name//[-_]/[-_]}
+    if grep -Eq "/${pat}\.ko$" "$mroot/modules.builtin"; then return 0; fi
+    f=$(cd "$mroot" && find kernel -regextype egrep -regex ".*/${pat}\.ko(\.xz|\.zst)?" | head -1)
+    [[ -n $f ]] || die "kernel $kver has no module $name (neither built in nor in $mroot)"
+    # The depends= entry of the module's .modinfo section.
+    for dep in $(tr '\0' '\n' <"$mroot/$f" | sed -n 's/^depends=//p' | head -1 | tr ',' ' '); do
+      pick_module "$dep"
+    done
+    mkdir -p "$stage/lib/modules/$kver/$(dirname "$f")"
+    case $f in
+      *.xz) xz -dc "$mroot/$f" >"$stage/lib/modules/$kver/${f%.xz}" ;;
+      *.zst) zstd -qdc "$mroot/$f" >"$stage/lib/modules/$kver/${f%.zst}" ;;
+      *) cp "$mroot/$f" "$stage/lib/modules/$kver/$f" ;;
+    esac
+  }
+  for m in "${modules[@]}"; do pick_module "$m"; done
+  cp "$mroot/modules.builtin" "$mroot/modules.order" "$stage/lib/modules/$kver/" 2>/dev/null || true
+  /bin/busybox depmod -b "$stage" "$kver"
+  printf '%s\n' "${modules[@]}" >"$stage/etc/quotavm-modules"
+
+  cat >"$stage/init" <<'INIT'
+#!/bin/sh
+# PID 1 of the quota VM: load the modules, run every test binary under
+# /quotavm/tests in order, report, power off. The host reads the markers.
+export PATH=/usr/sbin:/usr/bin:/sbin:/bin HOME=/root TMPDIR=/tmp
+mount -t proc proc /proc
+mount -t sysfs sysfs /sys
+mount -t devtmpfs devtmpfs /dev 2>/dev/null
+mount -t tmpfs -o mode=1777 tmpfs /tmp
+mkdir -p /dev/pts /dev/shm && mount -t devpts devpts /dev/pts
+echo /sbin/modprobe >/proc/sys/kernel/modprobe
+finish() { echo "QUOTAVM-EXIT=$1"; sync; poweroff -f; sleep 5; }
+for m in $(cat /etc/quotavm-modules); do
+  if grep -q "/$m.ko" /lib/modules/$(uname -r)/modules.dep 2>/dev/null; then
+    modprobe "$m" || { echo "quotavm: modprobe $m failed"; finish 125; }
+  fi
+done
+[ -e /dev/loop-control ] || { echo "quotavm: no /dev/loop-control after loading loop"; finish 125; }
+read up _ </proc/uptime
+echo "QUOTAVM-BOOTED kernel=$(uname -r) uptime=${up}s"
+[ -f /quotavm/env ] && . /quotavm/env
+args=""
+[ -f /quotavm/args ] && args=$(cat /quotavm/args)
+dmesg -c >/dev/null
+rc=0
+for t in /quotavm/tests/*; do
+  [ -x "$t" ] || continue
+  name=$(basename "$t")
+  mkdir -p "/run/$name" && cd "/run/$name"
+  echo "QUOTAVM-TEST-START $name"
+  # shellcheck disable=SC2086 # the flags are one a word by construction
+  "$t" -test.v -test.count=1 $args </dev/null 2>&1
+  r=$?
+  echo "QUOTAVM-TEST-END $name exit=$r"
+  [ $r -ne 0 ] && [ $rc -eq 0 ] && rc=$r
+  cd /
+done
+echo "QUOTAVM-KERNEL-LOG-START"
+dmesg | sed 's/^/kernel: /'
+echo "QUOTAVM-KERNEL-LOG-END"
+finish $rc
+INIT
+  chmod 0755 "$stage/init"
+  (cd "$stage" && find . -mindepth 1 | LC_ALL=C sort | /bin/busybox cpio -o -H newc -R 0:0 2>/dev/null) >"$dir/base.cpio.tmp"
+  mv "$dir/base.cpio.tmp" "$dir/base.cpio"
+  echo "$recipe" >"$dir/base.stamp"
+  rm -rf "$stage"
+  trap - EXIT
+  log "initramfs: $(du -h "$dir/base.cpio" | cut -f1) ($(find "$dir/base.cpio" -printf '%s') bytes)"
+fi
+exec 9>&-
+
+# --- this run's initramfs: base + the test binaries -----------------------
+run=$(mktemp -d "$out/.run.XXXXXX")
+trap 'rm -rf "$run"' EXIT
+mkdir -p "$run/root/quotavm/tests"
+i=0
+for b in "${bins[@]}"; do
+  i=$((i + 1))
+  name=$(printf '%02d-%s' "$i" "$(basename "$b")")
+  cp "$b" "$run/root/quotavm/tests/$name"
+  # A dynamic binary (-race, cgo) brings its libraries.
+  while read -r lib; do
+    [[ -e $run/root$lib ]] && continue
+    mkdir -p "$run/root$(dirname "$lib")"
+    cp -L "$lib" "$run/root$lib"
+  done < <(ldd "$b" 2>/dev/null | grep -oE '/[^ ]+\.so[^ ]*' || true)
+done
+printf '%s\n' "${test_args[@]}" >"$run/root/quotavm/args"
+# The guest sees CI as the host does: a missing prerequisite in there fails too.
+printf 'export CI=%q\n' "${CI:-}" >"$run/root/quotavm/env"
+(cd "$run/root" && find . -mindepth 1 | LC_ALL=C sort | /bin/busybox cpio -o -H newc -R 0:0 2>/dev/null) >"$run/tests.cpio"
+cat "$dir/base.cpio" "$run/tests.cpio" >"$out/initrd.img"
+rm -rf "$run/root"
+
+# --- boot ------------------------------------------------------------------
+console=$out/console.log
+qemu_err=$out/qemu.stderr
+: >"$console"
+now_ms() { echo $(($(date +%s%N) / 1000000)); }
+secs() { printf '%d.%d' $(($1 / 1000)) $(($1 % 1000 / 100)); }
+log "booting kernel $kver under qemu (TCG, $smp CPUs, $mem; timeout ${timeout_s}s) with ${#bins[@]} test binaries; console: $console"
+mkfifo "$run/console"
+start=$(now_ms)
+timeout -k 10 "$timeout_s" qemu-system-x86_64 \
+  -nodefaults -nographic -no-reboot -monitor none -serial stdio -nic none \
+  -machine pc -accel tcg,thread=multi -cpu max -smp "$smp" -m "$mem" \
+  -kernel "$dir/vmlinuz" -initrd "$out/initrd.img" \
+  -append "console=ttyS0 panic=-1 loglevel=4 rdinit=/init mitigations=off tsc=reliable no_timer_check edd=off i8042.noaux i8042.nokbd" \
+  </dev/null >"$run/console" 2>"$qemu_err" &
+qpid=$!
+exec 8<"$run/console"
+booted= exit_rc= killed= partial=
+while :; do
+  if IFS= read -r -t 5 line <&8; then
+    line=${partial}${line%$'\r'}
+    partial=
+    printf '%s\n' "$line" >>"$console"
+    case $line in
+      QUOTAVM-BOOTED*)
+        booted=$(now_ms)
+        log "${line#QUOTAVM-BOOTED }; boot took $(secs $((booted - start)))s on the host" ;;
+      QUOTAVM-EXIT=*)
+        exit_rc=${line#QUOTAVM-EXIT=}
+        log "the tests took $(secs $(($(now_ms) - ${booted:-$start})))s in the VM" ;;
+      *) printf '%s\n' "$line" ;;
+    esac
+  elif (($? > 128)); then
+    # No full line within 5 s: keep what came, check the boot deadline.
+    partial+=$line
+    if [[ -z $booted && -z $killed ]] && (($(now_ms) - start > boot_timeout_s * 1000)); then
+      killed=boot
+      kill "$qpid" 2>/dev/null || true
+    fi
+  else
+    [[ -n $partial ]] && printf '%s\n' "$partial" | tee -a "$console"
+    break
+  fi
+done
+exec 8<&-
+set +e
+wait "$qpid"
+qemu_rc=$?
+set -e
+fail() {
+  log "error: $*"
+  log "last console lines (kernel messages included), from $console:"
+  tail -n 40 "$console" | sed 's/^/  | /' >&2
+  if [[ -s $qemu_err ]]; then log "qemu's stderr:"; sed 's/^/  | /' "$qemu_err" >&2; fi
+  exit 1
+}
+if [[ -z $exit_rc ]]; then
+  if [[ $killed == boot ]]; then
+    fail "the VM's init did not report within ${boot_timeout_s}s of starting qemu (HPP_QUOTAVM_BOOT_TIMEOUT raises it)"
+  fi
+  if ((qemu_rc == 124 || qemu_rc == 137)); then
+    fail "the VM did not finish within ${timeout_s}s (HPP_QUOTAVM_TIMEOUT or -t raise it)"
+  fi
+  fail "the VM stopped (qemu exit status $qemu_rc) without reporting the tests' exit status"
+fi
+[[ $exit_rc =~ ^[0-9]+$ ]] || fail "the VM reported a malformed exit status '$exit_rc'"
+log "total $(secs $(($(now_ms) - start)))s (kernel $kver); the tests' exit status: $exit_rc"
+exit "$exit_rc"

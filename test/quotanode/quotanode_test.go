@@ -1,0 +1,282 @@
+package quotanode
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strconv"
+	"syscall"
+	"testing"
+	"time"
+
+	"github.com/container-storage-interface/spec/lib/go/csi"
+	"golang.org/x/sys/unix"
+
+	"github.com/hostpath-provisioner/hpp/internal/prjquota"
+	"github.com/hostpath-provisioner/hpp/internal/testutil"
+	"github.com/hostpath-provisioner/hpp/test/csitest"
+)
+
+const (
+	MiB      = 1 << 20
+	poolName = "q"
+	nodeID   = "quota-node"
+	firstID  = 100
+	lastID   = 131
+)
+
+var kernel = prjquota.NewLinux()
+
+// unavailable ends a test whose kernel or tools cannot give project quotas:
+// a skip with the measured reason, except in the VM tier under CI=true.
+func unavailable(t *testing.T, format string, args ...any) {
+	t.Helper()
+	reason := fmt.Sprintf(format, args...)
+	if os.Getenv("CI") == "true" && os.Getenv("HPP_QUOTA_TIER") == "vm" {
+		t.Fatalf("project quotas unavailable in the VM tier (HPP_QUOTA_TIER=vm): %s", reason)
+	}
+	t.Skipf("skipping: project quotas unavailable here: %s", reason)
+}
+
+// quotaFS makes a 1 GiB filesystem of kind on a loop device with project
+// quotas enforced and returns its mount point, or skips saying what the
+// kernel or tools refused.
+func quotaFS(t *testing.T, kind string) string {
+	t.Helper()
+	testutil.RequireRoot(t)
+	mkfs := map[string][]string{
+		"xfs":  {"mkfs.xfs", "-q", "-f"},
+		"ext4": {"mkfs.ext4", "-q", "-F", "-O", "project,quota"},
+	}[kind]
+	if _, err := exec.LookPath(mkfs[0]); err != nil {
+		testutil.MissingPrerequisite(t, "%s not found (%v); install xfsprogs and e2fsprogs", mkfs[0], err)
+	}
+	dev, _ := testutil.LoopDevice(t, 1<<30)
+	if _, err := testutil.Run(context.Background(), mkfs[0], append(mkfs[1:], dev)...); err != nil {
+		unavailable(t, "%v", err)
+	}
+	mnt := filepath.Join(t.TempDir(), "mnt")
+	if err := os.Mkdir(mnt, 0o755); err != nil {
+		t.Fatal(err)
+	}
+	if err := unix.Mount(dev, mnt, kind, 0, "prjquota"); err != nil {
+		unavailable(t, "mount -t %s -o prjquota %s: %v (the kernel logs why, e.g. \"quota support not available in this kernel\")", kind, dev, err)
+	}
+	t.Cleanup(func() {
+		if err := unix.Unmount(mnt, 0); err != nil {
+			_ = unix.Unmount(mnt, unix.MNT_DETACH)
+		}
+	})
+	if err := prjquota.Check(kernel, mnt); err != nil {
+		unavailable(t, "mounted with prjquota, but: %v", err)
+	}
+	return mnt
+}
+
+func startDriver(t *testing.T, mnt string) *csitest.Driver {
+	t.Helper()
+	bin, err := csitest.BuildKillpointsBinary()
+	if err != nil {
+		t.Fatal(err)
+	}
+	d, err := csitest.Launch(bin, csitest.Config{NodeID: nodeID, Dir: t.TempDir(), LogLevel: "info", Pools: []csitest.Pool{{
+		Name: poolName, Path: mnt, EnforceSize: true, ProjectIDs: map[string]uint32{"first": firstID, "last": lastID}}}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() {
+		_ = d.Stop()
+		if t.Failed() {
+			t.Logf("hpp-csi log:\n%s", d.Log())
+		}
+	})
+	return d
+}
+
+func mountCap() *csi.VolumeCapability {
+	return &csi.VolumeCapability{
+		AccessType: &csi.VolumeCapability_Mount{Mount: &csi.VolumeCapability_MountVolume{}},
+		AccessMode: &csi.VolumeCapability_AccessMode{Mode: csi.VolumeCapability_AccessMode_SINGLE_NODE_WRITER},
+	}
+}
+
+func createVolume(ctx context.Context, c *csitest.Client, id string, size int64) error {
+	topo := &csi.Topology{Segments: map[string]string{"topology.hostpath.csi/node": nodeID}}
+	_, err := c.CreateVolume(ctx, &csi.CreateVolumeRequest{
+		Name: id, CapacityRange: &csi.CapacityRange{RequiredBytes: size}, VolumeCapabilities: []*csi.VolumeCapability{mountCap()},
+		Parameters:                map[string]string{"storagePool": poolName},
+		AccessibilityRequirements: &csi.TopologyRequirement{Requisite: []*csi.Topology{topo}, Preferred: []*csi.Topology{topo}},
+	})
+	return err
+}
+
+// expandVolume is what csi-resizer and kubelet do: the controller call,
+// then the node call when asked for.
+func expandVolume(ctx context.Context, c *csitest.Client, id, volumePath string, size int64) error {
+	r, err := c.ControllerExpandVolume(ctx, &csi.ControllerExpandVolumeRequest{VolumeId: id,
+		CapacityRange: &csi.CapacityRange{RequiredBytes: size}, VolumeCapability: mountCap()})
+	if err != nil {
+		return err
+	}
+	if !r.GetNodeExpansionRequired() {
+		return fmt.Errorf("ControllerExpandVolume of an enforced volume did not ask for the node step: %v", r)
+	}
+	_, err = c.NodeExpandVolume(ctx, &csi.NodeExpandVolumeRequest{VolumeId: id, VolumePath: volumePath,
+		CapacityRange: &csi.CapacityRange{RequiredBytes: size}, VolumeCapability: mountCap()})
+	return err
+}
+
+func deleteVolume(ctx context.Context, c *csitest.Client, id string) error {
+	_, err := c.DeleteVolume(ctx, &csi.DeleteVolumeRequest{VolumeId: id})
+	return err
+}
+
+func statfsTotal(t *testing.T, path string) int64 {
+	t.Helper()
+	var st unix.Statfs_t
+	if err := unix.Statfs(path, &st); err != nil {
+		t.Fatal(err)
+	}
+	return int64(st.Blocks) * st.Frsize
+}
+
+func TestEnforcedSize(t *testing.T) {
+	for _, kind := range []string{"xfs", "ext4"} {
+		t.Run(kind, func(t *testing.T) {
+			mnt := quotaFS(t, kind)
+			d := startDriver(t, mnt)
+			t.Run("limit statfs online expansion delete", func(t *testing.T) { testLifecycle(t, d, mnt) })
+			t.Run("SIGKILL after every step", func(t *testing.T) { testKills(t, d, mnt) })
+		})
+	}
+}
+
+func testLifecycle(t *testing.T, d *csitest.Driver, mnt string) {
+	ctx := csitest.Ctx(t)
+	c := d.Client(t)
+	freeBefore := freeBytes(t, mnt)
+	const id = "pvc-limit"
+	if err := createVolume(ctx, c, id, 100*MiB); err != nil {
+		t.Fatal(err)
+	}
+	target := filepath.Join(t.TempDir(), "target")
+	if _, err := c.NodePublishVolume(ctx, &csi.NodePublishVolumeRequest{VolumeId: id, TargetPath: target, VolumeCapability: mountCap(),
+		VolumeContext: map[string]string{"storagePool": poolName}}); err != nil {
+		t.Fatal(err)
+	}
+	if got := statfsTotal(t, target); got != 100*MiB {
+		t.Errorf("statfs inside the volume: %d bytes, want the volume's 100 MiB (%d)", got, 100*MiB)
+	}
+	f, err := os.OpenFile(filepath.Join(target, "data"), os.O_CREATE|os.O_WRONLY, 0o644)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer f.Close()
+	chunk := make([]byte, MiB)
+	for i := range 99 {
+		if _, err := f.Write(chunk); err != nil {
+			t.Fatalf("writing MiB %d of a 100 MiB volume: %v", i+1, err)
+		}
+	}
+	var werr error
+	written := int64(99 * MiB)
+	for range 2 {
+		n, err := f.Write(chunk)
+		written += int64(n)
+		if err != nil {
+			werr = err
+			break
+		}
+	}
+	if werr == nil {
+		werr = f.Sync()
+	}
+	if !errors.Is(werr, syscall.EDQUOT) || written > 101*MiB {
+		t.Fatalf("writing past 100 MiB: %d bytes written, error %v; want EDQUOT (Disk quota exceeded) before the 101st MiB ends", written, werr)
+	}
+	t.Logf("the write past the size failed after %d bytes: %v", written, werr)
+
+	// Online: the writer keeps its file open across the expansion.
+	if err := f.Truncate(0); err != nil {
+		t.Fatal(err)
+	}
+	if err := expandVolume(ctx, c, id, target, 300*MiB); err != nil {
+		t.Fatal(err)
+	}
+	if got := statfsTotal(t, target); got != 300*MiB {
+		t.Errorf("statfs after expanding to 300 MiB: %d bytes", got)
+	}
+	if _, err := f.Seek(0, 0); err != nil {
+		t.Fatal(err)
+	}
+	for i := range 250 {
+		if _, err := f.Write(chunk); err != nil {
+			t.Fatalf("after the expansion, MiB %d of a 250 MiB write: %v", i+1, err)
+		}
+	}
+	if err := f.Sync(); err != nil {
+		t.Fatalf("fsync of the 250 MiB write: %v", err)
+	}
+	if err := f.Close(); err != nil {
+		t.Fatal(err)
+	}
+	volDir := filepath.Join(mnt, csitest.VolumesSubdir, id)
+	qid, inherit, err := kernel.Project(volDir)
+	if err != nil || !inherit || qid < firstID || qid > lastID {
+		t.Fatalf("volume directory project %d inherit %v (%v); want an ID in %d-%d with the inherit flag", qid, inherit, err, firstID, lastID)
+	}
+	q, err := kernel.Quota(mnt, qid)
+	if err != nil || q.UsedBytes < 250*MiB || q.HardBytes != 300*MiB {
+		t.Fatalf("project %d: %+v (%v); want 250 MiB used of a 300 MiB limit", qid, q, err)
+	}
+	stats, err := c.NodeGetVolumeStats(ctx, &csi.NodeGetVolumeStatsRequest{VolumeId: id, VolumePath: target})
+	if err != nil || stats.GetUsage()[0].GetTotal() != 300*MiB || stats.GetUsage()[0].GetUsed() != q.UsedBytes {
+		t.Fatalf("NodeGetVolumeStats = %v, %v; want total 300 MiB and the quota's %d bytes used", stats, err, q.UsedBytes)
+	}
+
+	if _, err := c.NodeUnpublishVolume(ctx, &csi.NodeUnpublishVolumeRequest{VolumeId: id, TargetPath: target}); err != nil {
+		t.Fatal(err)
+	}
+	if err := deleteVolume(ctx, c, id); err != nil {
+		t.Fatal(err)
+	}
+	waitFor(t, "the ID and the blocks freed", func() error {
+		if _, err := os.Lstat(filepath.Join(mnt, csitest.VolumesSubdir, prjquota.StateDir, strconv.Itoa(int(qid)))); err == nil {
+			return fmt.Errorf("project %d is still linked", qid)
+		}
+		if q, err := kernel.Quota(mnt, qid); err != nil || q != (prjquota.Quota{}) {
+			return fmt.Errorf("project %d: %+v, %v", qid, q, err)
+		}
+		if free := freeBytes(t, mnt); free < freeBefore-MiB {
+			return fmt.Errorf("pool free %d bytes, %d before the volume", free, freeBefore)
+		}
+		return nil
+	})
+}
+
+func freeBytes(t *testing.T, path string) int64 {
+	t.Helper()
+	var st unix.Statfs_t
+	if err := unix.Statfs(path, &st); err != nil {
+		t.Fatal(err)
+	}
+	return int64(st.Bavail) * st.Frsize
+}
+
+func waitFor(t *testing.T, what string, check func() error) {
+	t.Helper()
+	deadline := time.Now().Add(30 * time.Second)
+	for {
+		err := check()
+		if err == nil {
+			return
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("%s: not after 30 s: %v", what, err)
+		}
+		time.Sleep(100 * time.Millisecond)
+	}
+}
