@@ -30,7 +30,9 @@
 #                           (default linux-image-cloud-amd64: Debian's 6.1
 #                           kernel for VMs, XFS_QUOTA=y, QFMT_V2=m, and it
 #                           boots faster under emulation than linux-image-amd64)
-#   HPP_QUOTAVM_MEM         guest memory (default 1G; the loop images live in it)
+#   HPP_QUOTAVM_MEM         guest memory (default 2G: the loop images and what
+#                           is written to them live in it; qemu takes host
+#                           memory only as the guest touches it)
 #   HPP_QUOTAVM_SMP         guest CPUs (default 2: qemu runs one thread each)
 #   HPP_QUOTAVM_TIMEOUT     seconds the whole VM may run (default 600; -t too)
 #   HPP_QUOTAVM_BOOT_TIMEOUT seconds until the guest's init must report (default 120)
@@ -40,7 +42,7 @@ root=$(cd "$(dirname "$0")/.." && pwd)
 cache=${HPP_CACHE:-$HOME/.cache/hpp}/quotavm
 out=$root/_output/quotavm
 kernel_pkg=${HPP_QUOTAVM_KERNEL_PKG:-linux-image-cloud-amd64}
-mem=${HPP_QUOTAVM_MEM:-1G}
+mem=${HPP_QUOTAVM_MEM:-2G}
 smp=${HPP_QUOTAVM_SMP:-2}
 timeout_s=${HPP_QUOTAVM_TIMEOUT:-600}
 boot_timeout_s=${HPP_QUOTAVM_BOOT_TIMEOUT:-120}
@@ -167,7 +169,7 @@ done
 
 # --- the base initramfs ----------------------------------------------------
 # Rebuilt when this script or a program copied into it changes.
-recipe=$( { sha256sum "$0"; dpkg-query -W busybox-static xfsprogs e2fsprogs mount util-linux 2>/dev/null; } | sha256sum | cut -c1-16)
+recipe=$( { sha256sum <"$0"; dpkg-query -W busybox-static xfsprogs e2fsprogs mount util-linux 2>/dev/null; } | sha256sum | cut -c1-16)
 if [[ ! -s $dir/base.cpio || $(cat "$dir/base.stamp" 2>/dev/null) != "$recipe" ]]; then
   log "assembling the initramfs for $kver in $dir"
   stage=$(mktemp -d "$dir/.stage.XXXXXX")
@@ -247,6 +249,7 @@ for m in $(cat /etc/quotavm-modules); do
   fi
 done
 [ -e /dev/loop-control ] || { echo "quotavm: no /dev/loop-control after loading loop"; finish 125; }
+dmesg -n 4
 read up _ </proc/uptime
 echo "QUOTAVM-BOOTED kernel=$(uname -r) uptime=${up}s"
 [ -f /quotavm/env ] && . /quotavm/env
@@ -311,17 +314,28 @@ qemu_err=$out/qemu.stderr
 now_ms() { echo $(($(date +%s%N) / 1000000)); }
 secs() { printf '%d.%d' $(($1 / 1000)) $(($1 % 1000 / 100)); }
 log "booting kernel $kver under qemu (TCG, $smp CPUs, $mem; timeout ${timeout_s}s) with ${#bins[@]} test binaries; console: $console"
+# qboot (qemu-system-data) loads kernel and initramfs faster than SeaBIOS and
+# writes nothing to the console; SeaBIOS is the fallback.
+bios=()
+[[ -f /usr/share/qemu/qboot.rom ]] && bios=(-bios /usr/share/qemu/qboot.rom)
+# No crypto self-tests, mitigations or timer checks: seconds each under
+# emulation, and nothing the tests depend on.
+# Every kernel message goes to the console log (the error shows its tail when
+# the VM fails to boot); only the lines after the guest's init reports are
+# printed live, and init lowers the console level so the kernel's messages
+# come after the tests' output (dumped from dmesg), not inside it.
+append="console=ttyS0 panic=-1 loglevel=7 rdinit=/init mitigations=off cryptomgr.notests"
+append+=" tsc=reliable no_timer_check edd=off i8042.noaux i8042.nokbd"
 mkfifo "$run/console"
 start=$(now_ms)
 timeout -k 10 "$timeout_s" qemu-system-x86_64 \
   -nodefaults -nographic -no-reboot -monitor none -serial stdio -nic none \
-  -machine pc -accel tcg,thread=multi -cpu max -smp "$smp" -m "$mem" \
-  -kernel "$dir/vmlinuz" -initrd "$out/initrd.img" \
-  -append "console=ttyS0 panic=-1 loglevel=4 rdinit=/init mitigations=off tsc=reliable no_timer_check edd=off i8042.noaux i8042.nokbd" \
+  -machine pc "${bios[@]}" -accel tcg,thread=multi -cpu max -smp "$smp" -m "$mem" \
+  -kernel "$dir/vmlinuz" -initrd "$out/initrd.img" -append "$append" \
   </dev/null >"$run/console" 2>"$qemu_err" &
 qpid=$!
 exec 8<"$run/console"
-booted= exit_rc= killed= partial=
+booted= exit_rc= killed= partial= tstart=$start
 while :; do
   if IFS= read -r -t 5 line <&8; then
     line=${partial}${line%$'\r'}
@@ -331,21 +345,28 @@ while :; do
       QUOTAVM-BOOTED*)
         booted=$(now_ms)
         log "${line#QUOTAVM-BOOTED }; boot took $(secs $((booted - start)))s on the host" ;;
+      QUOTAVM-TEST-START\ *)
+        tstart=$(now_ms)
+        log "running ${line#QUOTAVM-TEST-START } in the VM" ;;
+      QUOTAVM-TEST-END\ *)
+        log "${line#QUOTAVM-TEST-END } after $(secs $(($(now_ms) - tstart)))s" ;;
+      QUOTAVM-KERNEL-LOG-START) log "what the VM's kernel printed during the tests:" ;;
+      QUOTAVM-KERNEL-LOG-END) ;;
       QUOTAVM-EXIT=*)
         exit_rc=${line#QUOTAVM-EXIT=}
         log "the tests took $(secs $(($(now_ms) - ${booted:-$start})))s in the VM" ;;
-      *) printf '%s\n' "$line" ;;
+      *) [[ -n $booted ]] && printf '%s\n' "$line" ;;
     esac
   elif (($? > 128)); then
-    # No full line within 5 s: keep what came, check the boot deadline.
+    # No full line within 5 s: keep what came.
     partial+=$line
-    if [[ -z $booted && -z $killed ]] && (($(now_ms) - start > boot_timeout_s * 1000)); then
-      killed=boot
-      kill "$qpid" 2>/dev/null || true
-    fi
   else
     [[ -n $partial ]] && printf '%s\n' "$partial" | tee -a "$console"
     break
+  fi
+  if [[ -z $booted && -z $killed ]] && (($(now_ms) - start > boot_timeout_s * 1000)); then
+    killed=boot
+    kill "$qpid" 2>/dev/null || true
   fi
 done
 exec 8<&-

@@ -11,6 +11,7 @@ import (
 
 	"github.com/hostpath-provisioner/hpp/cmd/hpp-csi/driver"
 	"github.com/hostpath-provisioner/hpp/internal/cli"
+	"github.com/hostpath-provisioner/hpp/internal/contract"
 	"github.com/hostpath-provisioner/hpp/internal/logging"
 	"github.com/hostpath-provisioner/hpp/internal/pool"
 )
@@ -58,7 +59,7 @@ func (o *options) addFlags(fs *pflag.FlagSet) {
 	o.logging.AddFlags(fs)
 	o.addCompatFlags(fs)
 	fs.StringVar(&o.endpoint, "endpoint", "unix:///csi/csi.sock", "CSI socket: unix:///path or /path (env CSI_ENDPOINT)")
-	fs.StringVar(&o.driverName, "drivername", driver.DefaultDriverName, "CSI driver name")
+	fs.StringVar(&o.driverName, "drivername", contract.DriverName, "CSI driver name")
 	fs.StringVar(&o.nodeID, "nodeid", "", "this node's name, as in its Node object (required; env NODE_NAME)")
 	fs.StringVar(&o.datadir, "datadir", "", `storage pools as JSON: [{"name":"legacy","path":"/var/hpvolumes/csi"}] (required; env PV_DIR). `+
 		`"path" is the directory that holds the volumes (relative: from the working directory); optional per pool: "shared" (true: storage every node mounts, volumes get no node topology), `+

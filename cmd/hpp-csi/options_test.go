@@ -8,6 +8,7 @@ import (
 	"testing"
 
 	"github.com/hostpath-provisioner/hpp/internal/cli"
+	"github.com/hostpath-provisioner/hpp/internal/contract"
 	"github.com/hostpath-provisioner/hpp/internal/pool"
 )
 
@@ -31,7 +32,7 @@ func TestUpstreamArgumentList(t *testing.T) {
 		t.Fatalf("exit %d: %s", code, out)
 	}
 	cfg := o.driverConfig()
-	if cfg.DriverName != "kubevirt.io.hostpath-provisioner" || cfg.NodeID != "node-1" || cfg.VendorVersion != "latest" || o.socketPath != "/csi/csi.sock" {
+	if cfg.DriverName != contract.DriverName || cfg.NodeID != "node-1" || cfg.VendorVersion != "latest" || o.socketPath != "/csi/csi.sock" {
 		t.Fatalf("config = %+v socket %q", cfg, o.socketPath)
 	}
 	if want := []pool.Pool{{Name: "legacy", Path: "/csi-data-dir"}}; !reflect.DeepEqual(cfg.Pools.All(), want) {

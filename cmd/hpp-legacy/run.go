@@ -23,12 +23,13 @@ import (
 
 	"github.com/hostpath-provisioner/hpp/cmd/hpp-legacy/provisioner"
 	"github.com/hostpath-provisioner/hpp/internal/capacity"
+	"github.com/hostpath-provisioner/hpp/internal/contract"
 	"github.com/hostpath-provisioner/hpp/internal/dirvol"
 	"github.com/hostpath-provisioner/hpp/internal/selinux"
 	"github.com/hostpath-provisioner/hpp/internal/version"
 )
 
-const provisionerName = provisioner.Name
+const provisionerName = contract.LegacyProvisionerName
 
 // run serves until ctx is cancelled, then lets volume operations in flight
 // finish (up to --shutdown-timeout) before returning.
