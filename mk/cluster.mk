@@ -42,6 +42,7 @@ else
 	@echo "==> demo needs root (it runs kubelet and containerd on this machine): run sudo make demo" >&2; exit 1
 endif
 
+BENCH_MORE += bench-e2e
 .PHONY: bench-e2e
 bench-e2e: ## end-to-end provisioning benchmark on a local cluster (root): table and JSON
 ifeq ($(IS_ROOT),yes)

@@ -2,6 +2,7 @@ package main
 
 import (
 	"bytes"
+	"context"
 	"crypto/tls"
 	"reflect"
 	"strings"
@@ -17,7 +18,8 @@ import (
 func parse(t *testing.T, args ...string) (*options, int, string) {
 	t.Helper()
 	var got *options
-	cmd := newCommand(func(o *options) error { got = o; return nil })
+	o := &options{}
+	cmd := newCommand(o, func(context.Context) error { got = o; return nil })
 	var out bytes.Buffer
 	cmd.SetOut(&out)
 	code := cli.Main(cmd, goFlagArgs(cmd.Flags(), args), &out)
@@ -124,7 +126,7 @@ func TestRelativePoolPathsFromWorkingDirectory(t *testing.T) {
 }
 
 func TestGoFlagArgs(t *testing.T) {
-	cmd := newCommand(func(*options) error { return nil })
+	cmd := newCommand(&options{}, func(context.Context) error { return nil })
 	got := goFlagArgs(cmd.Flags(), []string{"-nodeid", "-odd-node", "-v=3", "-h", "-help", "--endpoint=/x", "-version", "-unknown", "--", "-v"})
 	want := []string{"--nodeid", "-odd-node", "--v=3", "-h", "--help", "--endpoint=/x", "--version", "-unknown", "--", "-v"}
 	if !reflect.DeepEqual(got, want) {

@@ -193,7 +193,7 @@ func TestEnforcedSize(t *testing.T) {
 var quotaErrno = map[string]syscall.Errno{"xfs": syscall.ENOSPC, "ext4": syscall.EDQUOT}
 
 func testLifecycle(t *testing.T, d *csitest.Driver, mnt, kind string) {
-	ctx := csitest.Ctx(t)
+	ctx := t.Context()
 	c := d.Client(t)
 	freeBefore := freeBytes(t, mnt)
 	const id = "pvc-limit"
@@ -266,7 +266,7 @@ func testLifecycle(t *testing.T, d *csitest.Driver, mnt, kind string) {
 	if err != nil || stats.GetUsage()[0].GetTotal() != 300*MiB || stats.GetUsage()[0].GetUsed() != q.UsedBytes {
 		t.Fatalf("NodeGetVolumeStats = %v, %v; want total 300 MiB and the quota's %d bytes used", stats, err, q.UsedBytes)
 	}
-	_ = w.in.Close()
+	w.stop()
 
 	if _, err := c.NodeUnpublishVolume(ctx, &csi.NodeUnpublishVolumeRequest{VolumeId: id, TargetPath: target}); err != nil {
 		t.Fatal(err)
@@ -300,14 +300,14 @@ func freeBytes(t *testing.T, path string) int64 {
 
 func waitFor(t *testing.T, what string, check func() error) {
 	t.Helper()
-	deadline := time.Now().Add(30 * time.Second)
+	deadline := time.Now().Add(2 * time.Minute)
 	for {
 		err := check()
 		if err == nil {
 			return
 		}
 		if time.Now().After(deadline) {
-			t.Fatalf("%s: not after 30 s: %v", what, err)
+			t.Fatalf("%s: not after 2 minutes: %v", what, err)
 		}
 		time.Sleep(100 * time.Millisecond)
 	}

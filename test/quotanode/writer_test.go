@@ -78,8 +78,16 @@ func errnoOf(err error) int {
 
 type writer struct {
 	t   *testing.T
+	cmd *exec.Cmd
 	in  io.WriteCloser
 	out *bufio.Scanner
+}
+
+// stop closes the writer's file: its process exits, and the volume can be
+// unmounted.
+func (w *writer) stop() {
+	_ = w.in.Close()
+	_ = w.cmd.Wait()
 }
 
 // startWriter opens path in a writer process running as nobody.
@@ -104,8 +112,8 @@ func startWriter(t *testing.T, path string) *writer {
 	if err := cmd.Start(); err != nil {
 		t.Fatal(err)
 	}
-	t.Cleanup(func() { _ = in.Close(); _ = cmd.Wait() })
-	w := &writer{t: t, in: in, out: bufio.NewScanner(out)}
+	w := &writer{t: t, cmd: cmd, in: in, out: bufio.NewScanner(out)}
+	t.Cleanup(w.stop)
 	if line := w.line(); line != "ok" {
 		t.Fatalf("writer (as nobody) could not open %s: %s", path, line)
 	}
