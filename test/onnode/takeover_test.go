@@ -475,8 +475,8 @@ var upstreamManagers = []string{"hostpath-provisioner-operator", "kubectl-create
 
 // checkNoOrphans: no object in the install namespace or of the install's
 // cluster-wide kinds is still owned, field by field, by upstream's
-// managers alone (objects hpp adopted carry hpp's managers), and nothing
-// labelled by upstream's operator is left unowned.
+// managers (objects hpp adopted carry hpp's). The CR is left out: its
+// spec is the user's (kubectl create), whoever runs it.
 func (r *takeoverRun) checkNoOrphans(ctx context.Context, t *testing.T, phase string) {
 	t.Helper()
 	kinds := "deployments,daemonsets,jobs,services,secrets,configmaps,serviceaccounts,roles,rolebindings,persistentvolumeclaims,networkpolicies"
@@ -484,7 +484,7 @@ func (r *takeoverRun) checkNoOrphans(ctx context.Context, t *testing.T, phase st
 	if err != nil {
 		t.Fatal(err)
 	}
-	cluster, err := r.kubectl(ctx, "", "get", "clusterroles,clusterrolebindings,csidrivers,validatingwebhookconfigurations,customresourcedefinitions,hostpathprovisioners", "-o", "json")
+	cluster, err := r.kubectl(ctx, "", "get", "clusterroles,clusterrolebindings,csidrivers,validatingwebhookconfigurations,customresourcedefinitions", "-o", "json")
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -529,7 +529,7 @@ func (r *takeoverRun) checkKept(ctx context.Context, t *testing.T) {
 			t.Errorf("after the uninstall: PV %s of claim %s: %v", c.pv, c.name, err)
 			continue
 		}
-		file := r.dataFile(c.pool, pv.Spec.CSI.VolumeHandle)
+		file := filepath.Join(r.volumeDir(c.pool, pv.Spec.CSI.VolumeHandle), "file")
 		b, err := os.ReadFile(file)
 		if err != nil || strings.TrimSpace(string(b)) != c.data {
 			t.Errorf("after the uninstall: %s: %q, %v; want %q", file, b, err, c.data)
@@ -545,19 +545,19 @@ func (r *takeoverRun) checkKept(ctx context.Context, t *testing.T) {
 	t.Logf("after the uninstall: %d pool claims, %d PVs and their data kept; namespace %s kept", len(r.poolClaims), len(r.atRest), namespace)
 }
 
-// dataFile is a volume's file as this machine sees it: under the pool
-// directory for a directory pool, on the pool's disk (mounted in the node
-// at disks/<name>, unmounted from the pool path by now) for a template
-// pool. Upstream's layout on the disk: <disk>/csi/<volume> when the claim
-// is mounted at the pool path; <disk>/<volume> when at <path>/csi.
-func (r *takeoverRun) dataFile(p *tkPool, handle string) string {
+// volumeDir is a volume's directory as this machine sees it: under the
+// pool directory for a directory pool, on the pool's disk (mounted in the
+// node at disks/<name>; the pool path may be unmounted by then) for a
+// template pool. On the disk: <disk>/csi/<volume> when the mounter mounts
+// the claim at the pool path, <disk>/<volume> when at <path>/csi.
+func (r *takeoverRun) volumeDir(p *tkPool, handle string) string {
 	if !p.template() {
-		return r.inNode(filepath.Join(p.path, "csi", handle, "file"))
+		return r.inNode(filepath.Join(p.path, "csi", handle))
 	}
-	for _, f := range []string{filepath.Join(p.vol, "csi", handle, "file"), filepath.Join(p.vol, handle, "file")} {
-		if _, err := os.Stat(r.inNode(f)); err == nil {
-			return r.inNode(f)
+	for _, d := range []string{filepath.Join(p.vol, "csi", handle), filepath.Join(p.vol, handle)} {
+		if _, err := os.Stat(r.inNode(d)); err == nil {
+			return r.inNode(d)
 		}
 	}
-	return r.inNode(filepath.Join(p.vol, "csi", handle, "file"))
+	return r.inNode(filepath.Join(p.vol, "csi", handle))
 }

@@ -171,10 +171,10 @@ func upstreamWebhookYAML(t *testing.T, dir string) string {
 		case strings.Contains(doc, "kind: Issuer"), strings.Contains(doc, "kind: Certificate"):
 			continue
 		case strings.Contains(doc, "kind: ValidatingWebhookConfiguration"):
-			if !strings.Contains(doc, "    clientConfig:\n") {
+			if !strings.Contains(doc, "\n  clientConfig:\n") {
 				t.Fatalf("%s/deploy/webhook.yaml: no clientConfig to inject the CA into", dir)
 			}
-			doc = strings.Replace(doc, "    clientConfig:\n", "    clientConfig:\n      caBundle: "+base64.StdEncoding.EncodeToString(caPEM)+"\n", 1)
+			doc = strings.Replace(doc, "\n  clientConfig:\n", "\n  clientConfig:\n    caBundle: "+base64.StdEncoding.EncodeToString(caPEM)+"\n", 1)
 		}
 		docs = append(docs, doc)
 	}

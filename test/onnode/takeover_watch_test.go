@@ -256,7 +256,7 @@ func (r *takeoverRun) startWriter(ctx context.Context, t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	file := strings.TrimSuffix(r.dataFile(p, pv.Spec.CSI.VolumeHandle), "file") + "log"
+	file := filepath.Join(r.volumeDir(p, pv.Spec.CSI.VolumeHandle), "log")
 	r.watch.writerLog = func() (string, error) {
 		pod, err := c.CoreV1().Pods(appNamespace).Get(context.WithoutCancel(ctx), "writer", metav1.GetOptions{})
 		if err != nil {

@@ -70,6 +70,9 @@ func (r *Runner) Back(ctx context.Context) error {
 			}
 		}
 	}
+	if err := r.clearVersions(ctx); err != nil { // the restored CRD is served by now
+		return err
+	}
 	if err := r.restore(ctx, deployment); err != nil {
 		return err
 	}
@@ -194,6 +197,12 @@ func (r *Runner) clearVersions(ctx context.Context) error {
 		if _, err := r.Client.Resource(rCR.GVR).Patch(ctx, cr.GetName(), types.MergePatchType, patch, metav1.PatchOptions{}); err != nil {
 			return fmt.Errorf("clear the status versions of HostPathProvisioner %s: %w", cr.GetName(), err)
 		}
+		// Until the API server serves the restored CRD, status is still a
+		// subresource and the main resource's patch leaves it alone.
+		if _, err := r.Client.Resource(rCR.GVR).Patch(ctx, cr.GetName(), types.MergePatchType, patch, metav1.PatchOptions{}, "status"); err != nil && !apierrors.IsNotFound(err) {
+			return fmt.Errorf("clear the status versions of HostPathProvisioner %s: %w", cr.GetName(), err)
+		}
+		r.say("      cleared the status versions hpp wrote on HostPathProvisioner %s", cr.GetName())
 	}
 	return nil
 }

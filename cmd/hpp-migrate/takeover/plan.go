@@ -332,7 +332,19 @@ func sample(names []string) string {
 // Prometheus its metrics port, given the namespace's NetworkPolicies?
 func (p *Plan) assessNetworkPolicies(inv *Inventory) {
 	dep := inv.Manifest("Deployment", OperatorName)
-	policies := inv.Live["NetworkPolicy"]
+	// The namespace's policies once hpp's install is applied: its own
+	// (upstream's allow rules for 8443 and 9443) replace same-named ones.
+	var policies []*unstructured.Unstructured
+	for _, np := range inv.Live["NetworkPolicy"] {
+		if inv.Manifest("NetworkPolicy", np.GetName()) == nil {
+			policies = append(policies, np)
+		}
+	}
+	for _, m := range inv.Manifests {
+		if m.GetKind() == "NetworkPolicy" {
+			policies = append(policies, m)
+		}
+	}
 	if dep == nil {
 		return
 	}

@@ -196,6 +196,17 @@ func TestPlanNoGo(t *testing.T) {
 		p := assess(t, append(upstreamInstall(), deny, metrics)...)
 		wantFindings(t, "NetworkPolicies", p.NetworkPolicies, "port 8443 (metrics): allowed by hpp-allow-ingress-to-metrics", "port 9443 (webhook): no NetworkPolicy allows it")
 		wantFindings(t, "no-go", p.NoGo, "hpp's webhook port 9443 is not reachable")
+		// hpp's install brings its own allow rule for the webhook.
+		inv, err := Collect(context.Background(), fakeClient(append(upstreamInstall(), deny, metrics)...), ns, append(hppManifests(),
+			obj("networking.k8s.io/v1", "NetworkPolicy", ns, "hpp-allow-ingress-to-operator-webhook-server", "", nil,
+				map[string]any{"spec": map[string]any{"podSelector": map[string]any{}, "ingress": []any{
+					map[string]any{"ports": []any{map[string]any{"port": int64(9443)}}}}}})))
+		if err != nil {
+			t.Fatal(err)
+		}
+		if p := Assess(inv); !p.Go() {
+			t.Errorf("with hpp's own webhook NetworkPolicy: no-go %v", p.NoGo)
+		}
 	})
 	t.Run("resumed switch", func(t *testing.T) {
 		var objs []runtime.Object
