@@ -1,12 +1,14 @@
 #!/usr/bin/env bash
 # Regenerates everything generated from code: the CRD and deepcopy of
-# internal/api (controller-gen, pinned in tools/codegen/go.mod) and the
+# internal/api (controller-gen, pinned in tools/codegen/go.mod), the
 # kustomize manifests under deploy/ that come from the operator's render
-# package. With --check, regenerates and fails if anything changed.
+# package, and the flag tables of the component READMEs (cmd/*/README.md,
+# from each command's own flags). With --check, regenerates and fails if
+# anything changed.
 set -euo pipefail
 root=$(cd "$(dirname "$0")/.." && pwd)
 gen="$root/_output/tools/controller-gen"
-paths=(internal/api deploy)
+paths=(internal/api deploy ':(glob)cmd/*/README.md')
 
 echo "==> building controller-gen (pinned in tools/codegen/go.mod)"
 mkdir -p "$(dirname "$gen")"
@@ -19,6 +21,11 @@ echo "==> controller-gen: deepcopy and CRD of internal/api/v1beta1"
 
 echo "==> gendeploy: deploy/ manifests from cmd/hpp-operator/render"
 (cd "$root/cmd/hpp-operator" && go run ./gendeploy "$root/deploy")
+
+echo "==> flag tables of cmd/*/README.md from the commands (TestREADMEFlags)"
+for c in "$root"/cmd/hpp-*/; do
+  (cd "$c" && HPP_UPDATE_DOCS=1 go test -count=1 -run '^TestREADMEFlags$' .)
+done
 
 if [[ ${1:-} == --check ]]; then
   cd "$root"

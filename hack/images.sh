@@ -1,6 +1,6 @@
 #!/usr/bin/env bash
-# Builds one container image per component from its Dockerfile
-# (cmd/<component>/Dockerfile). Needs docker/podman/buildah with a working
+# Builds one container image per component from the one Dockerfile at the
+# repository root (the component is its COMPONENT build argument). Needs docker/podman/buildah with a working
 # engine; where there is none (as on hpp's CI machines), says so and exits 0:
 # the cluster tests build their own images from the binaries instead.
 set -euo pipefail
@@ -11,7 +11,7 @@ for b in buildah podman docker; do
 done
 if [[ -z $builder ]]; then
   echo "images: no working image builder (buildah, podman or a docker engine) on this machine; nothing built."
-  echo "images: build with e.g. 'docker build -f cmd/hpp-csi/Dockerfile .' where one exists."
+  echo "images: build with e.g. 'docker build --build-arg COMPONENT=hpp-csi .' where one exists."
   exit 0
 fi
 tag=${IMAGE_TAG:-latest}
@@ -21,6 +21,6 @@ commit=${COMMIT:-$(git -C "$root" rev-parse --short HEAD 2>/dev/null || echo unk
 registry=${IMAGE_REGISTRY:-localhost/hpp}
 for c in "$@"; do
   echo "==> $builder build $registry/$c:$tag"
-  "$builder" build --build-arg "VERSION=$version" --build-arg "COMMIT=$commit" \
-    -f "$root/cmd/$c/Dockerfile" -t "$registry/$c:$tag" "$root"
+  "$builder" build --build-arg "COMPONENT=$c" --build-arg "VERSION=$version" --build-arg "COMMIT=$commit" \
+    -f "$root/Dockerfile" -t "$registry/$c:$tag" "$root"
 done

@@ -18,10 +18,10 @@ cluster-binaries: ## build the cluster's binaries into $(HPP_CACHE) (k8s, etcd, 
 	@$(ROOT)/hack/cluster-binaries.sh
 
 .PHONY: e2e
-e2e: ## e2e scenarios on a local cluster with hpp-csi and hpp-legacy (root)
+e2e: ## e2e scenarios on a local cluster with hpp-csi, hpp-legacy and hpp-operator's node-loss controller (root)
 ifeq ($(IS_ROOT),yes)
 	@$(MAKE) --no-print-directory deps cluster-binaries
-	@$(MAKE) --no-print-directory hpp-csi-bin hpp-legacy-bin
+	@$(MAKE) --no-print-directory hpp-csi-bin hpp-legacy-bin hpp-operator-bin
 	@# -p 1: both packages need the machine's one local cluster.
 	@echo "==> cluster harness tests and e2e scenarios (logs of a failed test: _output/e2e-logs/)"
 	@cd $(ROOT)/test && HPP_TEST_TIER=e2e HPP_BIN_DIR=$(BIN) HPP_E2E_LOGS=$(ROOT)/_output/e2e-logs \
@@ -42,6 +42,7 @@ else
 	@echo "==> demo needs root (it runs kubelet and containerd on this machine): run sudo make demo" >&2; exit 1
 endif
 
+BENCH_MORE += bench-e2e
 .PHONY: bench-e2e
 bench-e2e: ## end-to-end provisioning benchmark on a local cluster (root): table and JSON
 ifeq ($(IS_ROOT),yes)
@@ -68,6 +69,12 @@ hpp-csi-bin:
 hpp-legacy-bin:
 	@echo "==> building hpp-legacy into $(BIN)"
 	@mkdir -p $(BIN) && cd $(ROOT)/cmd/hpp-legacy && CGO_ENABLED=0 go build -trimpath -ldflags "$(LDFLAGS)" -o $(BIN)/hpp-legacy .
+
+# hpp-operator, for the node-loss scenario (test/e2e/nodeloss_test.go).
+.PHONY: hpp-operator-bin
+hpp-operator-bin:
+	@echo "==> building hpp-operator into $(BIN)"
+	@mkdir -p $(BIN) && cd $(ROOT)/cmd/hpp-operator && CGO_ENABLED=0 go build -trimpath -ldflags "$(LDFLAGS)" -o $(BIN)/hpp-operator .
 
 .PHONY: operator-on-node
 operator-on-node: ## deploy/ overlays (csi-only, legacy, operator + CRs) applied for real on the local cluster's node, as pods (root)

@@ -14,23 +14,17 @@ import (
 	"github.com/spf13/cobra"
 
 	"github.com/hostpath-provisioner/hpp/internal/cli"
-	"github.com/hostpath-provisioner/hpp/internal/signals"
 	"github.com/hostpath-provisioner/hpp/internal/version"
 )
 
 func main() {
-	cmd := newCommand(func(o *options) error {
-		ctx, cancel := signals.Context(context.Background())
-		defer cancel()
-		return run(ctx, o)
-	})
+	o := &options{}
+	cmd := newCommand(o, o.Run)
 	os.Exit(cli.Main(cmd, goFlagArgs(cmd.Flags(), os.Args[1:]), os.Stderr))
 }
 
-// newCommand is hpp-csi's command line; serve runs with the completed
-// options.
-func newCommand(serve func(*options) error) *cobra.Command {
-	o := newOptions()
+// newCommand binds o to hpp-csi's command line; run is o.Run outside tests.
+func newCommand(o *options, run func(context.Context) error) *cobra.Command {
 	cmd := cli.NewRoot("hpp-csi", "node-local hostpath CSI driver (kubevirt.io.hostpath-provisioner)")
 	// --version is the KubeVirt plugin's string flag (the vendor version);
 	// without a Version cobra adds neither its boolean --version nor -v,
@@ -39,15 +33,13 @@ func newCommand(serve func(*options) error) *cobra.Command {
 	o.addFlags(cmd.Flags())
 	// Registered now rather than by Execute, so goFlagArgs knows -help.
 	cmd.InitDefaultHelpFlag()
-	cmd.RunE = func(cmd *cobra.Command, _ []string) error {
+	serve := cli.RunE(o.Validate, run, envFlags...)
+	cmd.RunE = func(cmd *cobra.Command, args []string) error {
 		if o.vendorVersion == printVersion {
 			_, err := fmt.Fprintln(cmd.OutOrStdout(), version.Get("hpp-csi"))
 			return err
 		}
-		if err := o.complete(cmd.Flags()); err != nil {
-			return err
-		}
-		return serve(o)
+		return serve(cmd, args)
 	}
 	return cmd
 }

@@ -11,6 +11,7 @@ import (
 
 	"github.com/hostpath-provisioner/hpp/cmd/hpp-csi/driver"
 	"github.com/hostpath-provisioner/hpp/internal/cli"
+	"github.com/hostpath-provisioner/hpp/internal/contract"
 	"github.com/hostpath-provisioner/hpp/internal/logging"
 	"github.com/hostpath-provisioner/hpp/internal/pool"
 )
@@ -42,7 +43,9 @@ type options struct {
 	kubeconfig              string
 	controllerOnly          bool
 
-	// filled by complete
+	flags *pflag.FlagSet // what was given on the command line (Validate asks)
+
+	// filled by Validate
 	socketPath string
 	pools      *pool.Set
 	metricsTLS *driver.MetricsTLS // nil: plain HTTP
@@ -52,17 +55,24 @@ type options struct {
 // metrics; used when TLS is asked for without --metrics-address.
 const defaultTLSMetricsAddress = ":8443"
 
-func newOptions() *options { return &options{} }
+// envFlags fill the flags the command line did not give, as in the KubeVirt
+// plugin's DaemonSet.
+var envFlags = []cli.EnvVar{
+	{Flag: "nodeid", Env: "NODE_NAME"},
+	{Flag: "datadir", Env: "PV_DIR"},
+	{Flag: "endpoint", Env: "CSI_ENDPOINT"},
+}
 
 func (o *options) addFlags(fs *pflag.FlagSet) {
+	o.flags = fs
 	o.logging.AddFlags(fs)
 	o.addCompatFlags(fs)
 	fs.StringVar(&o.endpoint, "endpoint", "unix:///csi/csi.sock", "CSI socket: unix:///path or /path (env CSI_ENDPOINT)")
-	fs.StringVar(&o.driverName, "drivername", driver.DefaultDriverName, "CSI driver name")
+	fs.StringVar(&o.driverName, "drivername", contract.DriverName, "CSI driver name")
 	fs.StringVar(&o.nodeID, "nodeid", "", "this node's name, as in its Node object (required; env NODE_NAME)")
 	fs.StringVar(&o.datadir, "datadir", "", `storage pools as JSON: [{"name":"legacy","path":"/var/hpvolumes/csi"}] (required; env PV_DIR). `+
 		`"path" is the directory that holds the volumes (relative: from the working directory); optional per pool: "shared" (true: storage every node mounts, volumes get no node topology), `+
-		`"snapshotPath" and "snapshotProvider" ("reflink"; accepted, no effect yet), "reservedBytes", "reservedPercent", `+
+		`"snapshotPath" and "snapshotProvider" ("reflink": snapshots of the pool's volumes, in snapshotPath), "reservedBytes", "reservedPercent", `+
 		`"enforceSize" (true: each volume gets a project quota equal to its size; XFS or ext4 mounted with prjquota), "projectIDs" ({"first":N,"last":M}, default 4000000-4999999)`)
 	fs.Int64Var(&o.maxVolumes, "max-volumes", 0, "volumes this node may hold, reported to the scheduler (0: no limit)")
 	fs.BoolVar(&o.reservationAware, "reservation-aware-capacity", false, "offered capacity also subtracts what live volumes requested but have not written yet")
@@ -88,15 +98,11 @@ func (o *options) addFlags(fs *pflag.FlagSet) {
 var nodeOnlyFlags = []string{"datadir", "max-volumes", "reservation-aware-capacity", "stats-cache-ttl", "stats-timeout",
 	"pool-retry-interval", "kubelet-registration-path", "plugin-registration-dir", "check-binding-mode", "kubeconfig"}
 
-// complete applies environment fallbacks and validates everything, naming
-// every problem in one error.
-func (o *options) complete(fs *pflag.FlagSet) error {
+// Validate checks everything, naming every problem in one error, and fills
+// the fields Run uses (socket path, pools, metrics TLS).
+func (o *options) Validate() error {
 	var errs []error
-	for flag, env := range map[string]string{"nodeid": "NODE_NAME", "datadir": "PV_DIR", "endpoint": "CSI_ENDPOINT"} {
-		if err := cli.EnvDefault(fs, flag, env); err != nil {
-			errs = append(errs, err)
-		}
-	}
+	fs := o.flags
 	if err := o.applyVerbosity(fs); err != nil {
 		errs = append(errs, err)
 	}

@@ -2,12 +2,14 @@ package main
 
 import (
 	"bytes"
+	"context"
 	"crypto/tls"
 	"reflect"
 	"strings"
 	"testing"
 
 	"github.com/hostpath-provisioner/hpp/internal/cli"
+	"github.com/hostpath-provisioner/hpp/internal/contract"
 	"github.com/hostpath-provisioner/hpp/internal/pool"
 )
 
@@ -16,7 +18,8 @@ import (
 func parse(t *testing.T, args ...string) (*options, int, string) {
 	t.Helper()
 	var got *options
-	cmd := newCommand(func(o *options) error { got = o; return nil })
+	o := &options{}
+	cmd := newCommand(o, func(context.Context) error { got = o; return nil })
 	var out bytes.Buffer
 	cmd.SetOut(&out)
 	code := cli.Main(cmd, goFlagArgs(cmd.Flags(), args), &out)
@@ -31,7 +34,7 @@ func TestUpstreamArgumentList(t *testing.T) {
 		t.Fatalf("exit %d: %s", code, out)
 	}
 	cfg := o.driverConfig()
-	if cfg.DriverName != "kubevirt.io.hostpath-provisioner" || cfg.NodeID != "node-1" || cfg.VendorVersion != "latest" || o.socketPath != "/csi/csi.sock" {
+	if cfg.DriverName != contract.DriverName || cfg.NodeID != "node-1" || cfg.VendorVersion != "latest" || o.socketPath != "/csi/csi.sock" {
 		t.Fatalf("config = %+v socket %q", cfg, o.socketPath)
 	}
 	if want := []pool.Pool{{Name: "legacy", Path: "/csi-data-dir"}}; !reflect.DeepEqual(cfg.Pools.All(), want) {
@@ -123,7 +126,7 @@ func TestRelativePoolPathsFromWorkingDirectory(t *testing.T) {
 }
 
 func TestGoFlagArgs(t *testing.T) {
-	cmd := newCommand(func(*options) error { return nil })
+	cmd := newCommand(&options{}, func(context.Context) error { return nil })
 	got := goFlagArgs(cmd.Flags(), []string{"-nodeid", "-odd-node", "-v=3", "-h", "-help", "--endpoint=/x", "-version", "-unknown", "--", "-v"})
 	want := []string{"--nodeid", "-odd-node", "--v=3", "-h", "--help", "--endpoint=/x", "--version", "-unknown", "--", "-v"}
 	if !reflect.DeepEqual(got, want) {

@@ -15,8 +15,9 @@ import (
 	"github.com/hostpath-provisioner/hpp/internal/version"
 )
 
-// run builds the real dependencies and serves until ctx is cancelled.
-func run(ctx context.Context, o *options) error {
+// Run builds the real dependencies and serves until ctx is cancelled. The
+// options are validated.
+func (o *options) Run(ctx context.Context) error {
 	log, err := o.logging.Build()
 	if err != nil {
 		return err

@@ -11,28 +11,19 @@ import (
 	"github.com/spf13/cobra"
 
 	"github.com/hostpath-provisioner/hpp/internal/cli"
-	"github.com/hostpath-provisioner/hpp/internal/signals"
 )
 
 const component = "hpp-legacy"
 
 func main() {
-	os.Exit(cli.Main(newCommand(), os.Args[1:], os.Stderr))
+	o := &options{}
+	os.Exit(cli.Main(newCommand(o, o.Run), os.Args[1:], os.Stderr))
 }
 
-func newCommand() *cobra.Command {
-	var opts options
+// newCommand binds o to the command line; run is o.Run outside tests.
+func newCommand(o *options, run func(context.Context) error) *cobra.Command {
 	cmd := cli.NewRoot(component, "legacy hostPath provisioner ("+provisionerName+")")
-	opts.addFlags(cmd.Flags())
-	cmd.RunE = func(cmd *cobra.Command, _ []string) error {
-		errs := applyEnv(cmd.Flags())
-		errs = append(errs, opts.validate()...)
-		if err := cli.Usage(errs...); err != nil {
-			return err
-		}
-		ctx, cancel := signals.Context(context.Background())
-		defer cancel()
-		return run(ctx, opts)
-	}
+	o.addFlags(cmd.Flags())
+	cmd.RunE = cli.RunE(o.Validate, run, envFlags...)
 	return cmd
 }

@@ -2,6 +2,8 @@ package main
 
 import (
 	"bytes"
+	"context"
+	"errors"
 	"strings"
 	"testing"
 
@@ -12,10 +14,13 @@ import (
 // clearEnv unsets the variables hpp-legacy reads, so the host's own do not
 // leak into a test.
 func clearEnv(t *testing.T) {
-	for _, m := range envFlags() {
-		t.Setenv(m[1], "")
+	for _, m := range envFlags {
+		t.Setenv(m.Env, "")
 	}
 }
+
+// noRun stands for Options.Run where a test only parses and validates.
+func noRun(context.Context) error { return errors.New("Run called") }
 
 func TestBadEnvironmentStopsWithUsageError(t *testing.T) {
 	tests := []struct {
@@ -53,7 +58,7 @@ func TestBadEnvironmentStopsWithUsageError(t *testing.T) {
 				t.Setenv(k, v)
 			}
 			var stderr bytes.Buffer
-			code := cli.Main(newCommand(), tt.args, &stderr)
+			code := cli.Main(newCommand(&options{}, noRun), tt.args, &stderr)
 			if code != 2 {
 				t.Errorf("exit code %d, want 2; stderr:\n%s", code, stderr.String())
 			}
@@ -78,16 +83,14 @@ func TestOptionsFromEnvironment(t *testing.T) {
 		var o options
 		cmd := cli.NewRoot(component, "")
 		o.addFlags(cmd.Flags())
-		fs := cmd.Flags()
-		if errs := applyEnv(fs); errs != nil {
+		if errs := cli.ApplyEnv(cmd, envFlags...); errs != nil {
 			t.Fatal(errs)
 		}
-		if errs := o.validate(); errs != nil {
-			t.Fatalf("USE_NAMING_PREFIX=%q: %v", tt.value, errs)
+		if err := o.Validate(); err != nil {
+			t.Fatalf("USE_NAMING_PREFIX=%q: %v", tt.value, err)
 		}
-		prefix, _ := o.namingPrefix()
-		if o.NodeName != "node-1" || o.PVDir != "/var/hpvolumes" || prefix != tt.prefix {
-			t.Errorf("USE_NAMING_PREFIX=%q: node %q, dir %q, prefix %v", tt.value, o.NodeName, o.PVDir, prefix)
+		if o.NodeName != "node-1" || o.PVDir != "/var/hpvolumes" || o.prefix != tt.prefix {
+			t.Errorf("USE_NAMING_PREFIX=%q: node %q, dir %q, prefix %v", tt.value, o.NodeName, o.PVDir, o.prefix)
 		}
 	}
 }
@@ -101,11 +104,13 @@ func TestCommandLineWinsOverEnvironment(t *testing.T) {
 	if err := cmd.Flags().Parse([]string{"--node-name=from-flag", "--pv-dir=/x", "--reserved-bytes=1Gi", "--reserved-percent=5"}); err != nil {
 		t.Fatal(err)
 	}
-	if errs := append(applyEnv(cmd.Flags()), o.validate()...); errs != nil {
+	if errs := cli.ApplyEnv(cmd, envFlags...); errs != nil {
 		t.Fatal(errs)
 	}
-	h, err := o.headroom()
-	if o.NodeName != "from-flag" || err != nil || h != (capacity.Headroom{Bytes: 1 << 30, Percent: 5}) {
-		t.Errorf("node %q, headroom %+v, %v", o.NodeName, h, err)
+	if err := o.Validate(); err != nil {
+		t.Fatal(err)
+	}
+	if o.NodeName != "from-flag" || o.headroom != (capacity.Headroom{Bytes: 1 << 30, Percent: 5}) {
+		t.Errorf("node %q, headroom %+v", o.NodeName, o.headroom)
 	}
 }

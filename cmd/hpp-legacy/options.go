@@ -17,13 +17,11 @@ import (
 
 // envFlags maps the environment variables of the KubeVirt provisioner's
 // DaemonSet (and ours) to flags; the command line wins.
-func envFlags() [][2]string {
-	return [][2]string{
-		{"node-name", "NODE_NAME"},
-		{"pv-dir", "PV_DIR"},
-		{"use-naming-prefix", "USE_NAMING_PREFIX"},
-		{"kubeconfig", "KUBECONFIG"},
-	}
+var envFlags = []cli.EnvVar{
+	{Flag: "node-name", Env: "NODE_NAME"},
+	{Flag: "pv-dir", Env: "PV_DIR"},
+	{Flag: "use-naming-prefix", Env: "USE_NAMING_PREFIX"},
+	{Flag: "kubeconfig", Env: "KUBECONFIG"},
 }
 
 // options are the command's flags.
@@ -41,6 +39,10 @@ type options struct {
 	ResyncPeriod    time.Duration
 	ShutdownTimeout time.Duration
 	Logging         logging.Options
+
+	// filled by Validate from UseNamingPrefix and the Reserved* flags
+	prefix   bool
+	headroom capacity.Headroom
 }
 
 func (o *options) addFlags(fs *pflag.FlagSet) {
@@ -59,20 +61,10 @@ func (o *options) addFlags(fs *pflag.FlagSet) {
 	o.Logging.AddFlags(fs)
 }
 
-// applyEnv fills flags not given on the command line from the environment.
-func applyEnv(fs *pflag.FlagSet) []error {
-	var errs []error
-	for _, m := range envFlags() {
-		if err := cli.EnvDefault(fs, m[0], m[1]); err != nil {
-			errs = append(errs, err)
-		}
-	}
-	return errs
-}
-
-// validate names each bad setting by its environment variable and flag and
-// says why, and normalises PV_DIR to a clean path.
-func (o *options) validate() []error {
+// Validate names each bad setting by its environment variable and flag and
+// says why (all of them in one error), normalises PV_DIR to a clean path and
+// parses USE_NAMING_PREFIX and the headroom for Run.
+func (o *options) Validate() error {
 	var errs []error
 	bad := func(env, flag, format string, args ...any) {
 		name := "--" + flag
@@ -98,10 +90,11 @@ func (o *options) validate() []error {
 	default:
 		o.PVDir = filepath.Clean(o.PVDir)
 	}
-	if _, err := o.namingPrefix(); err != nil {
+	var err error
+	if o.prefix, err = o.namingPrefix(); err != nil {
 		bad("USE_NAMING_PREFIX", "use-naming-prefix", "%v", err)
 	}
-	if _, err := o.headroom(); err != nil {
+	if o.headroom, err = o.parseHeadroom(); err != nil {
 		bad("", "reserved-bytes/--reserved-percent", "%v", err)
 	}
 	if o.Workers < 1 {
@@ -119,7 +112,7 @@ func (o *options) validate() []error {
 	if o.ShutdownTimeout <= 0 {
 		bad("", "shutdown-timeout", "%s must be more than 0", o.ShutdownTimeout)
 	}
-	return append(errs, o.Logging.Validate()...)
+	return cli.Usage(append(errs, o.Logging.Validate()...)...)
 }
 
 func (o *options) namingPrefix() (bool, error) {
@@ -132,7 +125,7 @@ func (o *options) namingPrefix() (bool, error) {
 	return false, fmt.Errorf("%q is neither true nor false", o.UseNamingPrefix)
 }
 
-func (o *options) headroom() (capacity.Headroom, error) {
+func (o *options) parseHeadroom() (capacity.Headroom, error) {
 	q, err := resource.ParseQuantity(o.ReservedBytes)
 	if err != nil {
 		return capacity.Headroom{}, fmt.Errorf("reserved bytes %q is not a quantity such as 10Gi: %w", o.ReservedBytes, err)

@@ -23,16 +23,18 @@ import (
 
 	"github.com/hostpath-provisioner/hpp/cmd/hpp-legacy/provisioner"
 	"github.com/hostpath-provisioner/hpp/internal/capacity"
+	"github.com/hostpath-provisioner/hpp/internal/contract"
 	"github.com/hostpath-provisioner/hpp/internal/dirvol"
 	"github.com/hostpath-provisioner/hpp/internal/selinux"
 	"github.com/hostpath-provisioner/hpp/internal/version"
 )
 
-const provisionerName = provisioner.Name
+const provisionerName = contract.LegacyProvisionerName
 
-// run serves until ctx is cancelled, then lets volume operations in flight
-// finish (up to --shutdown-timeout) before returning.
-func run(ctx context.Context, o options) error {
+// Run serves until ctx is cancelled, then lets volume operations in flight
+// finish (up to --shutdown-timeout) before returning. The options are
+// validated.
+func (o *options) Run(ctx context.Context) error {
 	log, err := o.Logging.Build()
 	if err != nil {
 		return err
@@ -43,8 +45,7 @@ func run(ctx context.Context, o options) error {
 	// is the one place allowed to set it.
 	klog.SetLogger(zapr.NewLogger(log.Named("klog")))
 
-	prefix, _ := o.namingPrefix()
-	headroom, _ := o.headroom()
+	prefix, headroom := o.prefix, o.headroom
 	log.Info("starting", zap.Stringer("version", version.Get(component)), zap.String("node", o.NodeName),
 		zap.String("pvDir", o.PVDir), zap.Bool("useNamingPrefix", prefix),
 		zap.Int64("reservedBytes", headroom.Bytes), zap.Float64("reservedPercent", headroom.Percent))
@@ -53,16 +54,10 @@ func run(ctx context.Context, o options) error {
 	if err != nil {
 		return err
 	}
-	store, err := dirvol.Open(o.PVDir, dirvol.Options{Logger: log.Named("dirvol")})
+	store, err := openStore(ctx, o.PVDir, log)
 	if err != nil {
-		return fmt.Errorf("PV_DIR %s: %w", o.PVDir, err)
+		return err
 	}
-	report, err := store.Recover(ctx)
-	if err != nil {
-		return fmt.Errorf("PV_DIR %s: recovering interrupted operations: %w", o.PVDir, err)
-	}
-	log.Info("volume directory recovered", zap.Int("finishedDeletes", report.FinishedDeletes),
-		zap.Int("removedStaging", report.RemovedStaging), zap.Int("removedOrphanMeta", report.RemovedOrphanMeta))
 
 	factory := informers.NewSharedInformerFactory(client, o.ResyncPeriod)
 	// Only this node's Node object: a DaemonSet on a large cluster must not
@@ -88,12 +83,7 @@ func run(ctx context.Context, o options) error {
 	}
 
 	libm := libmetrics.New("controller")
-	registry := prometheus.NewRegistry()
-	registry.MustRegister(collectors.NewGoCollector(), collectors.NewProcessCollector(collectors.ProcessCollectorOpts{}),
-		libm.PersistentVolumeClaimProvisionTotal, libm.PersistentVolumeClaimProvisionFailedTotal,
-		libm.PersistentVolumeClaimProvisionDurationSeconds, libm.PersistentVolumeDeleteTotal,
-		libm.PersistentVolumeDeleteFailedTotal, libm.PersistentVolumeDeleteDurationSeconds)
-	registry.MustRegister(counters.Collectors()...)
+	registry := newRegistry(libm, counters)
 
 	ctrlLog := zapr.NewLogger(log.Named("controller"))
 	ctrl := controller.NewProvisionController(ctrlLog, client, provisionerName, prov,
@@ -143,7 +133,35 @@ func run(ctx context.Context, o options) error {
 	return shutdown(o, prov, srv, log)
 }
 
-func newClient(o options) (kubernetes.Interface, error) {
+// openStore opens PV_DIR and finishes the operations a previous process
+// left half done, before any claim is looked at.
+func openStore(ctx context.Context, dir string, log *zap.Logger) (*dirvol.Store, error) {
+	store, err := dirvol.Open(dir, dirvol.Options{Logger: log.Named("dirvol")})
+	if err != nil {
+		return nil, fmt.Errorf("PV_DIR %s: %w", dir, err)
+	}
+	report, err := store.Recover(ctx)
+	if err != nil {
+		return nil, fmt.Errorf("PV_DIR %s: recovering interrupted operations: %w", dir, err)
+	}
+	log.Info("volume directory recovered", zap.Int("finishedDeletes", report.FinishedDeletes),
+		zap.Int("removedStaging", report.RemovedStaging), zap.Int("removedOrphanMeta", report.RemovedOrphanMeta))
+	return store, nil
+}
+
+// newRegistry serves the library's metrics and the provisioner's own from
+// our endpoint.
+func newRegistry(libm libmetrics.Metrics, counters *provisioner.Metrics) *prometheus.Registry {
+	registry := prometheus.NewRegistry()
+	registry.MustRegister(collectors.NewGoCollector(), collectors.NewProcessCollector(collectors.ProcessCollectorOpts{}),
+		libm.PersistentVolumeClaimProvisionTotal, libm.PersistentVolumeClaimProvisionFailedTotal,
+		libm.PersistentVolumeClaimProvisionDurationSeconds, libm.PersistentVolumeDeleteTotal,
+		libm.PersistentVolumeDeleteFailedTotal, libm.PersistentVolumeDeleteDurationSeconds)
+	registry.MustRegister(counters.Collectors()...)
+	return registry
+}
+
+func newClient(o *options) (kubernetes.Interface, error) {
 	cfg, err := clientcmd.BuildConfigFromFlags("", o.Kubeconfig)
 	if err != nil {
 		return nil, fmt.Errorf("kubernetes client configuration (KUBECONFIG/--kubeconfig or in-cluster): %w", err)
@@ -170,7 +188,7 @@ func healthCheck(ctrl *controller.ProvisionController, synced []cache.InformerSy
 }
 
 // shutdown waits for volume operations in flight and stops serving.
-func shutdown(o options, prov *provisioner.Provisioner, srv *httpServer, log *zap.Logger) error {
+func shutdown(o *options, prov *provisioner.Provisioner, srv *httpServer, log *zap.Logger) error {
 	ctx, cancel := context.WithTimeout(context.Background(), o.ShutdownTimeout)
 	defer cancel()
 	log.Info("shutting down")

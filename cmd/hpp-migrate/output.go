@@ -12,6 +12,7 @@ import (
 	"sigs.k8s.io/yaml"
 
 	"github.com/hostpath-provisioner/hpp/cmd/hpp-migrate/migrate"
+	"github.com/hostpath-provisioner/hpp/internal/contract"
 )
 
 func printObject(w io.Writer, format string, obj any) error {
@@ -44,7 +45,7 @@ func printPlan(w io.Writer, plan *migrate.Plan) {
 	for _, it := range plan.Items {
 		becomes := "-"
 		if it.Want != nil {
-			becomes = fmt.Sprintf("csi %s handle=%s pool=%s", migrate.CSIDriver, it.VolumeHandle, plan.Pool)
+			becomes = fmt.Sprintf("csi %s handle=%s pool=%s", contract.DriverName, it.VolumeHandle, plan.Pool)
 		}
 		fmt.Fprintf(tw, "%s\t%s\t%s\t%s\t%s\t%s\t%s\t%s\t%s\n", it.PV, dash(it.Claim), dash(it.Node), dash(it.Directory),
 			dash(it.Size), dash(strings.Join(it.Pods, ",")), becomes, it.State, dash(strings.Join(it.Reasons, "; ")))

@@ -14,7 +14,6 @@ import (
 
 	"github.com/hostpath-provisioner/hpp/cmd/hpp-mounter/mounter"
 	"github.com/hostpath-provisioner/hpp/internal/cli"
-	"github.com/hostpath-provisioner/hpp/internal/signals"
 )
 
 // exitRefused is the exit code of a refusal (see README.md): a state
@@ -28,45 +27,47 @@ func main() {
 	os.Exit(run(os.Args[1:]))
 }
 
+// run is main's exit code for args: a refusal exits 3 with its message in
+// the termination log.
 func run(args []string) int {
-	var o options
+	o := &options{}
+	code := cli.Main(newCommand(o, o.Run), args, os.Stderr)
+	if o.refusal != nil {
+		o.writeTerminationLog(o.refusal)
+		return exitRefused
+	}
+	return code
+}
+
+// newCommand binds o to the command line; run is o.Run outside tests.
+func newCommand(o *options, run func(context.Context) error) *cobra.Command {
 	root := cli.NewRoot("hpp-mounter", "mounts a pool PVC as a storage pool directory on this node")
 	o.addFlags(root)
-	var refusal error
-	root.RunE = func(cmd *cobra.Command, _ []string) error {
-		if err := o.complete(cmd); err != nil {
-			return err
-		}
-		if o.unmount {
-			return o.runUnmount()
-		}
-		err := o.runMount(cmd.Context())
-		if mounter.IsRefused(err) {
-			refusal = err
-		}
-		return err
-	}
+	root.RunE = cli.RunE(o.Validate, run, envFlags...)
 	unmount := &cobra.Command{
 		Use:   "unmount",
 		Short: "unmount the pool target until it is no longer a mount point (cleanup Jobs); safe to run twice",
 		Args:  cobra.NoArgs,
-		RunE: func(cmd *cobra.Command, _ []string) error {
-			if err := o.complete(cmd); err != nil {
-				return err
-			}
-			return o.runUnmount()
-		},
+		RunE: cli.RunE(o.Validate, func(ctx context.Context) error {
+			o.unmount = true
+			return run(ctx)
+		}, envFlags...),
 	}
 	root.AddCommand(unmount)
-	ctx, cancel := signals.Context(context.Background())
-	defer cancel()
-	root.SetContext(ctx)
-	code := cli.Main(root, args, os.Stderr)
-	if refusal != nil {
-		o.writeTerminationLog(refusal)
-		return exitRefused
+	return root
+}
+
+// Run mounts and watches the pool until ctx is cancelled, or unmounts it
+// (--unmount, the unmount subcommand). The options are validated.
+func (o *options) Run(ctx context.Context) error {
+	if o.unmount {
+		return o.runUnmount()
 	}
-	return code
+	err := o.runMount(ctx)
+	if mounter.IsRefused(err) {
+		o.refusal = err
+	}
+	return err
 }
 
 func (o *options) runMount(ctx context.Context) error {

@@ -26,7 +26,13 @@ type options struct {
 	interval       time.Duration
 	healthAddress  string
 	terminationLog string
+
+	// refusal is what Run refused with (exit code 3), if it did.
+	refusal error
 }
+
+// envFlags fill the flags the command line did not give.
+var envFlags = []cli.EnvVar{{Flag: "node-name", Env: "NODE_NAME"}}
 
 func (o *options) addFlags(cmd *cobra.Command) {
 	// Persistent, so the cleanup Job may run `unmount` with the mounter
@@ -45,13 +51,9 @@ func (o *options) addFlags(cmd *cobra.Command) {
 	fs.StringVar(&o.terminationLog, "termination-log", "/dev/termination-log", "file that gets a refusal's message (shown in the pod status)")
 }
 
-// complete applies environment defaults and validates every flag at once.
-func (o *options) complete(cmd *cobra.Command) error {
-	var errs []error
-	if err := cli.EnvDefault(cmd.Flags(), "node-name", "NODE_NAME"); err != nil {
-		errs = append(errs, err)
-	}
-	errs = append(errs, o.logging.Validate()...)
+// Validate checks every flag at once.
+func (o *options) Validate() error {
+	errs := o.logging.Validate()
 	if err := pool.CheckAbsPath("--mountPath", o.mountPath, true); err != nil {
 		errs = append(errs, err)
 	} else if o.mountPath == "/" {

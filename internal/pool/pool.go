@@ -7,12 +7,11 @@ import (
 	"fmt"
 	"sort"
 	"strings"
+
+	"github.com/hostpath-provisioner/hpp/internal/contract"
 )
 
 const (
-	// DefaultName is the pool used when a StorageClass has no storagePool
-	// parameter, as in the KubeVirt hostpath provisioner.
-	DefaultName = "legacy"
 	// MaxNameLen bounds pool names; they end up in StorageClass parameters,
 	// labels and log lines.
 	MaxNameLen = 50
@@ -155,14 +154,14 @@ func (s *Set) Get(name string) (Pool, bool) {
 func (s *Set) Select(storagePool string) (Pool, error) {
 	const field = "parameters.storagePool"
 	if storagePool == "" {
-		if p, ok := s.Get(DefaultName); ok {
+		if p, ok := s.Get(contract.DefaultPool); ok {
 			return p, nil
 		}
 		if s != nil && len(s.pools) == 1 {
 			return s.pools[0], nil
 		}
 		return Pool{}, fieldErr(field, "is not set, and with %s and no pool named %q the StorageClass must set storagePool to one of: %s",
-			s.countPools(), DefaultName, s.names())
+			s.countPools(), contract.DefaultPool, s.names())
 	}
 	if p, ok := s.Get(storagePool); ok {
 		return p, nil

@@ -398,3 +398,33 @@ func (l *Ledger) Committed() (int64, error) {
 
 // Range is the range new IDs come from.
 func (l *Ledger) Range() pool.IDRange { return l.opts.Range }
+
+// Lift undoes enforcement on a pool that no longer asks for it: every
+// linked ID's limit is cleared and its link removed, so that volumes grow
+// past their old limits once expanded. It returns how many it lifted; a
+// pool that never enforced has no links and costs one stat.
+func Lift(root string, b Backend) (int, error) {
+	dir := filepath.Join(root, StateDir)
+	entries, err := os.ReadDir(dir)
+	if errors.Is(err, fs.ErrNotExist) {
+		return 0, nil
+	}
+	if err != nil {
+		return 0, err
+	}
+	n := 0
+	for _, e := range entries {
+		id, err := strconv.ParseUint(e.Name(), 10, 32)
+		if err != nil || e.Type() != fs.ModeSymlink {
+			continue
+		}
+		if err := b.SetLimit(root, uint32(id), 0); err != nil {
+			return n, err
+		}
+		if err := os.Remove(filepath.Join(dir, e.Name())); err != nil {
+			return n, err
+		}
+		n++
+	}
+	return n, nil
+}

@@ -255,3 +255,16 @@ func errString(err error) string {
 }
 
 func itoa(id uint32) string { return strconv.FormatUint(uint64(id), 10) }
+
+func TestLiftClearsEveryLimit(t *testing.T) {
+	e := newEnv(t, pool.IDRange{First: 1, Last: 5})
+	l := e.open(t, nil)
+	a, b := e.create(t, l, "pvc-a", MiB), e.create(t, l, "pvc-b", 2*MiB)
+	n, err := Lift(e.root, e.fake)
+	if err != nil || n != 2 || e.fake.Limit(a) != 0 || e.fake.Limit(b) != 0 {
+		t.Fatalf("Lift = %d, %v; limits %d, %d; want 2 lifted, no limits", n, err, e.fake.Limit(a), e.fake.Limit(b))
+	}
+	if left, _ := os.ReadDir(filepath.Join(e.root, StateDir)); len(left) != 0 {
+		t.Fatalf("links left: %d", len(left))
+	}
+}

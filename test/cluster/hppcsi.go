@@ -14,12 +14,12 @@ import (
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/utils/ptr"
+
+	"github.com/hostpath-provisioner/hpp/internal/contract"
 )
 
-// The hpp-csi compatibility names (DESIGN.md §1).
+// The hpp-csi compatibility names (DESIGN.md §1) are in internal/contract.
 const (
-	DriverName  = "kubevirt.io.hostpath-provisioner"
-	TopologyKey = "topology.hostpath.csi/node"
 	// CSINamespace is where csi-provisioner puts its CSIStorageCapacity
 	// objects (its NAMESPACE).
 	CSINamespace = "hpp-system"
@@ -90,7 +90,7 @@ func (cfg HPPCSIConfig) validate() error {
 // and the namespace for csi-provisioner's capacity objects.
 func (c *Cluster) InstallCSIDriver(ctx context.Context) error {
 	obj := &storagev1.CSIDriver{
-		ObjectMeta: metav1.ObjectMeta{Name: DriverName},
+		ObjectMeta: metav1.ObjectMeta{Name: contract.DriverName},
 		Spec: storagev1.CSIDriverSpec{
 			AttachRequired:  ptr.To(false),
 			PodInfoOnMount:  ptr.To(true),
@@ -102,7 +102,7 @@ func (c *Cluster) InstallCSIDriver(ctx context.Context) error {
 		},
 	}
 	if _, err := c.Client.StorageV1().CSIDrivers().Create(ctx, obj, metav1.CreateOptions{}); err != nil && !apierrors.IsAlreadyExists(err) {
-		return fmt.Errorf("csidriver %s: %w", DriverName, err)
+		return fmt.Errorf("csidriver %s: %w", contract.DriverName, err)
 	}
 	return c.CreateNamespace(ctx, CSINamespace)
 }
@@ -113,7 +113,7 @@ func (n *Node) csiSocket() string {
 	if n.Simulated {
 		return filepath.Join(n.dir, "csi", "csi.sock")
 	}
-	return filepath.Join(n.c.kubeletDir(), "plugins", DriverName, "csi.sock")
+	return filepath.Join(n.c.kubeletDir(), "plugins", contract.DriverName, "csi.sock")
 }
 
 // CSISocket is the node's hpp-csi socket path.
@@ -125,8 +125,8 @@ func (c *Cluster) AddSimulatedCSINode(ctx context.Context, name string, opts Sim
 	if opts.Labels == nil {
 		opts.Labels = map[string]string{}
 	}
-	opts.Labels[TopologyKey] = name
-	opts.CSIDrivers = append(opts.CSIDrivers, CSINodeDriver{Name: DriverName, NodeID: name, TopologyKeys: []string{TopologyKey}})
+	opts.Labels[contract.TopologyKey] = name
+	opts.CSIDrivers = append(opts.CSIDrivers, CSINodeDriver{Name: contract.DriverName, NodeID: name, TopologyKeys: []string{contract.TopologyKey}})
 	return c.AddSimulatedNode(ctx, name, opts)
 }
 
@@ -241,13 +241,13 @@ func (n *Node) StartCSIProvisioner(extraArgs ...string) error {
 
 // waitCSINode waits until kubelet lists hpp-csi in the node's CSINode.
 func (n *Node) waitCSINode(ctx context.Context) error {
-	return poll(ctx, time.Minute, 250*time.Millisecond, "CSINode "+n.Name+" with "+DriverName, func(ctx context.Context) (bool, error) {
+	return poll(ctx, time.Minute, 250*time.Millisecond, "CSINode "+n.Name+" with "+contract.DriverName, func(ctx context.Context) (bool, error) {
 		cn, err := n.c.Client.StorageV1().CSINodes().Get(ctx, n.Name, metav1.GetOptions{})
 		if err != nil {
 			return false, tryAgain(err)
 		}
 		for _, d := range cn.Spec.Drivers {
-			if d.Name == DriverName {
+			if d.Name == contract.DriverName {
 				return true, nil
 			}
 		}

@@ -1,7 +1,7 @@
 package cluster
 
 // ComponentImage is the local cluster's stand-in for a component's
-// Dockerfile image (cmd/<name>/Dockerfile: a static binary on a distroless
+// image (the root Dockerfile's <name> stage: a static binary on a distroless
 // base, the binary as the entrypoint): binary at inImage, run as the
 // entrypoint, and a writable /tmp. User and security settings come from
 // the manifests, as they would with the real image.

@@ -6,6 +6,8 @@ import (
 	"os"
 	"path/filepath"
 	"time"
+
+	"github.com/hostpath-provisioner/hpp/internal/contract"
 )
 
 // SnapshotterVersion is external-snapshotter's release the harness runs
@@ -59,7 +61,7 @@ func (c *Cluster) InstallSnapshots(ctx context.Context, s Snapshotter) error {
 		return err
 	}
 	class := fmt.Sprintf("apiVersion: snapshot.storage.k8s.io/v1\nkind: VolumeSnapshotClass\nmetadata:\n  name: %s\ndriver: %s\ndeletionPolicy: Delete\n",
-		SnapshotClassName, DriverName)
+		SnapshotClassName, contract.DriverName)
 	if _, err := (hostCommander{}).RunInput(ctx, class, c.opts.Binaries.Kubectl, "--kubeconfig="+c.Kubeconfig, "apply", "-f", "-"); err != nil {
 		return c.stepError("create the VolumeSnapshotClass", "kube-apiserver", err)
 	}

@@ -14,7 +14,7 @@ import (
 	sigsjson "sigs.k8s.io/json"
 	"sigs.k8s.io/yaml"
 
-	"github.com/hostpath-provisioner/hpp/test/cluster"
+	"github.com/hostpath-provisioner/hpp/internal/contract"
 	"github.com/hostpath-provisioner/hpp/test/e2e"
 )
 
@@ -94,11 +94,11 @@ func CheckDriverFile(root, rel string) error {
 	bad := func(field, format string, args ...any) {
 		errs = append(errs, fmt.Errorf("driver file %s: %s: %s", rel, field, fmt.Sprintf(format, args...)))
 	}
-	if d.DriverInfo.Name != cluster.DriverName {
-		bad("DriverInfo.Name", "%q, want hpp-csi's %q", d.DriverInfo.Name, cluster.DriverName)
+	if d.DriverInfo.Name != contract.DriverName {
+		bad("DriverInfo.Name", "%q, want hpp-csi's %q", d.DriverInfo.Name, contract.DriverName)
 	}
-	if !slices.Equal(d.DriverInfo.TopologyKeys, []string{cluster.TopologyKey}) {
-		bad("DriverInfo.TopologyKeys", "%q, want [%s]", d.DriverInfo.TopologyKeys, cluster.TopologyKey)
+	if !slices.Equal(d.DriverInfo.TopologyKeys, []string{contract.TopologyKey}) {
+		bad("DriverInfo.TopologyKeys", "%q, want [%s]", d.DriverInfo.TopologyKeys, contract.TopologyKey)
 	}
 	for name := range d.DriverInfo.Capabilities {
 		if !slices.Contains(knownCapabilities, name) {
@@ -111,7 +111,7 @@ func CheckDriverFile(root, rel string) error {
 		bad("StorageClass.FromFile", "%v", err)
 	}
 	for i, v := range d.InlineVolumes {
-		if p := v.Attributes["storagePool"]; !slices.Contains(pools, p) {
+		if p := v.Attributes[contract.ParamStoragePool]; !slices.Contains(pools, p) {
 			bad(fmt.Sprintf("InlineVolumes[%d].Attributes.storagePool", i), "%q, want one of the real node's pools %q", p, pools)
 		}
 	}
@@ -137,13 +137,13 @@ func checkStorageClass(root, rel string) error {
 		return fmt.Errorf("%s: %w", rel, err)
 	}
 	var errs []error
-	if sc.Provisioner != cluster.DriverName {
-		errs = append(errs, fmt.Errorf("%s provisioner %q, want %q", rel, sc.Provisioner, cluster.DriverName))
+	if sc.Provisioner != contract.DriverName {
+		errs = append(errs, fmt.Errorf("%s provisioner %q, want %q", rel, sc.Provisioner, contract.DriverName))
 	}
 	if sc.VolumeBindingMode == nil || *sc.VolumeBindingMode != storagev1.VolumeBindingWaitForFirstConsumer {
 		errs = append(errs, fmt.Errorf("%s volumeBindingMode: want WaitForFirstConsumer (hpp-csi refuses Immediate)", rel))
 	}
-	if p := sc.Parameters["storagePool"]; !slices.Contains(pools, p) {
+	if p := sc.Parameters[contract.ParamStoragePool]; !slices.Contains(pools, p) {
 		errs = append(errs, fmt.Errorf("%s parameters.storagePool %q, want one of the real node's pools %q", rel, p, pools))
 	}
 	return errors.Join(errs...)

@@ -11,6 +11,7 @@ import (
 	"google.golang.org/grpc/status"
 	"google.golang.org/protobuf/proto"
 
+	"github.com/hostpath-provisioner/hpp/internal/contract"
 	"github.com/hostpath-provisioner/hpp/test/csitest"
 )
 
@@ -59,7 +60,7 @@ func TestConcurrentCreateSameName(t *testing.T) {
 		clients[i] = d.Client(t)
 	}
 	req := csitest.CreateRequest("pvc-race", node, 64*MiB, map[string]string{
-		csitest.StoragePoolKey: poolName, csitest.DirectoryMode: "0770",
+		contract.ParamStoragePool: poolName, csitest.DirectoryMode: "0770",
 	})
 	got, resps := fire(t, clients, func(c *csitest.Client) (*csi.CreateVolumeResponse, error) {
 		return c.CreateVolume(csitest.Ctx(t), req)

@@ -14,6 +14,7 @@ import (
 
 	"github.com/container-storage-interface/spec/lib/go/csi"
 
+	"github.com/hostpath-provisioner/hpp/internal/contract"
 	"github.com/hostpath-provisioner/hpp/test/csitest"
 )
 
@@ -33,10 +34,10 @@ var recoveredRE = regexp.MustCompile(`storage pool opened.*"finishedDeletes": (\
 
 func crashParams() map[string]string {
 	return map[string]string{
-		csitest.StoragePoolKey: poolName,
-		csitest.DirectoryUID:   strconv.Itoa(crashUID),
-		csitest.DirectoryGID:   strconv.Itoa(crashGID),
-		csitest.DirectoryMode:  fmt.Sprintf("%#o", crashMode),
+		contract.ParamStoragePool: poolName,
+		csitest.DirectoryUID:      strconv.Itoa(crashUID),
+		csitest.DirectoryGID:      strconv.Itoa(crashGID),
+		csitest.DirectoryMode:     fmt.Sprintf("%#o", crashMode),
 	}
 }
 

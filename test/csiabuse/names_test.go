@@ -13,6 +13,7 @@ import (
 	"github.com/container-storage-interface/spec/lib/go/csi"
 	"google.golang.org/grpc/codes"
 
+	"github.com/hostpath-provisioner/hpp/internal/contract"
 	"github.com/hostpath-provisioner/hpp/test/csitest"
 )
 
@@ -175,7 +176,7 @@ func TestHostileVolumeIDs(t *testing.T) {
 				},
 				"NodePublishVolume(ephemeral)": func() error {
 					_, err := c.NodePublishVolume(csitest.Ctx(t), csitest.PublishRequest(tc.id, target, map[string]string{
-						csitest.EphemeralKey: "true", csitest.PodUIDKey: "uid", csitest.StoragePoolKey: poolName,
+						csitest.EphemeralKey: "true", csitest.PodUIDKey: "uid", contract.ParamStoragePool: poolName,
 					}))
 					return err
 				},

@@ -12,6 +12,7 @@ import (
 	"google.golang.org/grpc/codes"
 	"google.golang.org/protobuf/proto"
 
+	"github.com/hostpath-provisioner/hpp/internal/contract"
 	"github.com/hostpath-provisioner/hpp/test/csitest"
 )
 
@@ -36,7 +37,7 @@ func TestCreateVolumeResponse(t *testing.T) {
 	if len(v.GetAccessibleTopology()) != 1 || !proto.Equal(v.GetAccessibleTopology()[0], csitest.Segment(node)) {
 		t.Errorf("accessible_topology = %v; want exactly this node", v.GetAccessibleTopology())
 	}
-	if v.GetVolumeContext()[csitest.StoragePoolKey] != poolName {
+	if v.GetVolumeContext()[contract.ParamStoragePool] != poolName {
 		t.Errorf("volume_context = %v; want the pool named", v.GetVolumeContext())
 	}
 	fi, err := os.Stat(e.volDir("pvc-resp"))
@@ -146,7 +147,7 @@ func TestCreateVolumeDirectoryOwnership(t *testing.T) {
 func TestCreateVolumeBadParameters(t *testing.T) {
 	e := newEnv(t, csitest.Tmpfs(t, 64*MiB, 0))
 	_, err := e.c.CreateVolume(ctx(t), csitest.CreateRequest("pvc-bad-params", node, MiB, map[string]string{
-		csitest.StoragePoolKey: poolName, csitest.DirectoryMode: "0644", csitest.DirectoryUID: "-1", "storagepool": poolName,
+		contract.ParamStoragePool: poolName, csitest.DirectoryMode: "0644", csitest.DirectoryUID: "-1", "storagepool": poolName,
 	}))
 	wantCode(t, err, codes.InvalidArgument, "parameters.directoryMode", `"0644"`, "parameters.directoryUID", `"-1"`,
 		"parameters.storagepool: unknown parameter")

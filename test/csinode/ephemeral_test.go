@@ -8,6 +8,7 @@ import (
 	"github.com/container-storage-interface/spec/lib/go/csi"
 	"google.golang.org/grpc/codes"
 
+	"github.com/hostpath-provisioner/hpp/internal/contract"
 	"github.com/hostpath-provisioner/hpp/test/csitest"
 )
 
@@ -22,7 +23,7 @@ func ephemeralContext(podUID string) map[string]string {
 		"csi.storage.k8s.io/pod.name":            "web-0",
 		"csi.storage.k8s.io/pod.namespace":       "default",
 		"csi.storage.k8s.io/serviceAccount.name": "default",
-		csitest.StoragePoolKey:                   poolName,
+		contract.ParamStoragePool:                poolName,
 	}
 }
 

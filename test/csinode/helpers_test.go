@@ -19,6 +19,7 @@ import (
 	"google.golang.org/grpc/codes"
 	"google.golang.org/grpc/status"
 
+	"github.com/hostpath-provisioner/hpp/internal/contract"
 	"github.com/hostpath-provisioner/hpp/internal/testutil"
 	"github.com/hostpath-provisioner/hpp/test/csitest"
 )
@@ -72,8 +73,8 @@ func (e *env) create(name string, size int64, params map[string]string) *csi.Vol
 	if params == nil {
 		params = map[string]string{}
 	}
-	if _, ok := params[csitest.StoragePoolKey]; !ok {
-		params[csitest.StoragePoolKey] = poolName
+	if _, ok := params[contract.ParamStoragePool]; !ok {
+		params[contract.ParamStoragePool] = poolName
 	}
 	resp, err := e.c.CreateVolume(ctx(e.t), csitest.CreateRequest(name, node, size, params))
 	if err != nil {

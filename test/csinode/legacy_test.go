@@ -9,6 +9,7 @@ import (
 	"github.com/container-storage-interface/spec/lib/go/csi"
 	"google.golang.org/grpc/codes"
 
+	"github.com/hostpath-provisioner/hpp/internal/contract"
 	"github.com/hostpath-provisioner/hpp/internal/dirvol"
 	"github.com/hostpath-provisioner/hpp/internal/testutil"
 	"github.com/hostpath-provisioner/hpp/test/csitest"
@@ -16,7 +17,7 @@ import (
 
 // legacyContext is what hpp-migrate writes into a migrated PV.
 func legacyContext(poolName string) map[string]string {
-	return map[string]string{csitest.StoragePoolKey: poolName, "hostpath.csi/layout": "legacy"}
+	return map[string]string{contract.ParamStoragePool: poolName, contract.VolumeContextLayout: "legacy"}
 }
 
 // A volume hpp-legacy made in its PV_DIR (the pool's legacyPath), migrated

@@ -20,6 +20,7 @@ import (
 
 	"github.com/container-storage-interface/spec/lib/go/csi"
 
+	"github.com/hostpath-provisioner/hpp/internal/contract"
 	"github.com/hostpath-provisioner/hpp/internal/testutil"
 	"github.com/hostpath-provisioner/hpp/test/csitest"
 )
@@ -44,7 +45,7 @@ func TestUpstreamArgumentList(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if info.GetName() != "kubevirt.io.hostpath-provisioner" || info.GetVendorVersion() != "latest" {
+	if info.GetName() != contract.DriverName || info.GetVendorVersion() != "latest" {
 		t.Fatalf("GetPluginInfo = %q %q; want the driver name and --version=latest", info.GetName(), info.GetVendorVersion())
 	}
 	// A StorageClass without parameters: the pool named legacy.
@@ -80,8 +81,8 @@ func TestUpstreamOperatorArguments(t *testing.T) {
 	if err != nil || info.GetVendorVersion() != "v1.2.3" {
 		t.Fatalf("GetPluginInfo = %v, %v; want vendor version v1.2.3", info, err)
 	}
-	roundTrip(t, c, "pvc-local", filepath.Join(root, "local-data-dir", "csi"), map[string]string{"storagePool": "local"}, true)
-	roundTrip(t, c, "pvc-nfs", filepath.Join(root, "nfs-data-dir", "csi"), map[string]string{"storagePool": "nfs", "overlayCSI": "true"}, false)
+	roundTrip(t, c, "pvc-local", filepath.Join(root, "local-data-dir", "csi"), map[string]string{contract.ParamStoragePool: "local"}, true)
+	roundTrip(t, c, "pvc-nfs", filepath.Join(root, "nfs-data-dir", "csi"), map[string]string{contract.ParamStoragePool: "nfs", contract.ParamOverlayCSI: "true"}, false)
 
 	addr, err := d.HTTPAddress("metrics")
 	if err != nil {

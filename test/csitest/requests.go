@@ -7,14 +7,15 @@ import (
 	"time"
 
 	"github.com/container-storage-interface/spec/lib/go/csi"
+
+	"github.com/hostpath-provisioner/hpp/internal/contract"
 )
 
-// Names fixed by the compatibility contract.
+// Volume context keys and on-disk names the tests assert (the contract's
+// names are in internal/contract).
 const (
-	TopologyKey     = "topology.hostpath.csi/node"
 	EphemeralKey    = "csi.storage.k8s.io/ephemeral"
 	PodUIDKey       = "csi.storage.k8s.io/pod.uid"
-	StoragePoolKey  = "storagePool"
 	DirectoryUID    = "directoryUID"
 	DirectoryGID    = "directoryGID"
 	DirectoryMode   = "directoryMode"
@@ -27,7 +28,7 @@ const (
 
 // Segment is node's topology segment.
 func Segment(node string) *csi.Topology {
-	return &csi.Topology{Segments: map[string]string{TopologyKey: node}}
+	return &csi.Topology{Segments: map[string]string{contract.TopologyKey: node}}
 }
 
 // Topology is what csi-provisioner sends for WaitForFirstConsumer: the
@@ -73,7 +74,7 @@ func PublishRequest(id, target string, volumeContext map[string]string) *csi.Nod
 
 // PoolParams returns StorageClass parameters selecting the pool name.
 func PoolParams(name string) map[string]string {
-	return map[string]string{StoragePoolKey: name}
+	return map[string]string{contract.ParamStoragePool: name}
 }
 
 // Purged waits until the trash of the volumes directory root is empty and

@@ -13,7 +13,7 @@ import (
 	storagev1 "k8s.io/api/storage/v1"
 	"k8s.io/utils/ptr"
 
-	"github.com/hostpath-provisioner/hpp/test/cluster"
+	"github.com/hostpath-provisioner/hpp/internal/contract"
 )
 
 // Scenario 2a: a non-root pod with an fsGroup writes to a volume whose
@@ -92,7 +92,7 @@ func TestInlineEphemeralVolumeLivesWithPod(t *testing.T) {
 	node := env.C.RealNode().Name
 	csiDir := filepath.Join(env.Pools[PoolFast], "csi")
 	before := dirEntries(t, csiDir)
-	src := &corev1.VolumeSource{CSI: &corev1.CSIVolumeSource{Driver: cluster.DriverName, VolumeAttributes: map[string]string{"storagePool": PoolFast}}}
+	src := &corev1.VolumeSource{CSI: &corev1.CSIVolumeSource{Driver: contract.DriverName, VolumeAttributes: map[string]string{contract.ParamStoragePool: PoolFast}}}
 	createPod(t, env, OnNode(Pod(ns, "eph", "echo ephemeral > /scratch/file && sleep 3600", PodVolume{Name: "s", Path: "/scratch", Source: src}), node))
 	if _, err := WaitPodPhase(ctx, env.C.Client, ns, "eph", corev1.PodRunning, 2*time.Minute); err != nil {
 		t.Fatal(err)

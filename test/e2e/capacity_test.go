@@ -13,6 +13,7 @@ import (
 	"k8s.io/apimachinery/pkg/api/resource"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 
+	"github.com/hostpath-provisioner/hpp/internal/contract"
 	"github.com/hostpath-provisioner/hpp/test/cluster"
 )
 
@@ -155,7 +156,7 @@ func waitCapacities(t *testing.T, env *Env, class string, sizes map[string]int64
 			if c.StorageClassName != class || c.NodeTopology == nil || c.Capacity == nil {
 				continue
 			}
-			got[c.NodeTopology.MatchLabels[cluster.TopologyKey]] = c.Capacity
+			got[c.NodeTopology.MatchLabels[contract.TopologyKey]] = c.Capacity
 		}
 		for node, size := range sizes {
 			q := got[node]

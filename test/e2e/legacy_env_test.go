@@ -19,14 +19,15 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/utils/ptr"
 
+	"github.com/hostpath-provisioner/hpp/internal/contract"
 	"github.com/hostpath-provisioner/hpp/test/cluster"
 )
 
 // Names of the legacy provisioner's compatibility contract (DESIGN.md §1).
 const (
-	legacyProvisioner  = "kubevirt.io/hostpath-provisioner"
-	annProvisionOnNode = "kubevirt.io/provisionOnNode"
-	annSelectedNode    = "volume.kubernetes.io/selected-node"
+	legacyProvisioner  = contract.LegacyProvisionerName
+	annProvisionOnNode = contract.AnnProvisionOnNode
+	annSelectedNode    = contract.AnnSelectedNode
 )
 
 // commandBin is one of hpp's commands, found or built once per test run.

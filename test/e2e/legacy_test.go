@@ -16,6 +16,8 @@ import (
 	"k8s.io/apimachinery/pkg/api/resource"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/utils/ptr"
+
+	"github.com/hostpath-provisioner/hpp/internal/contract"
 )
 
 // Legacy scenario 1: on the real node, a pod writes through a legacy
@@ -73,9 +75,9 @@ func checkLegacyPV(t *testing.T, env *Env, pv *corev1.PersistentVolume, owner *l
 		t.Errorf("PV %s node affinity = %+v, want %+v", pv.Name, pv.Spec.NodeAffinity, wantTerms)
 	}
 	for k, v := range map[string]string{
-		annProvisionOnNode:                owner.node.Name,
-		"hostPathProvisionerIdentity":     legacyProvisioner,
-		"pv.kubernetes.io/provisioned-by": legacyProvisioner,
+		annProvisionOnNode:        owner.node.Name,
+		contract.AnnIdentity:      legacyProvisioner,
+		contract.AnnProvisionedBy: legacyProvisioner,
 	} {
 		if pv.Annotations[k] != v {
 			t.Errorf("PV %s annotation %s = %q, want %q", pv.Name, k, pv.Annotations[k], v)
@@ -308,9 +310,9 @@ func TestLegacyRefusesToDeleteOutsidePVDir(t *testing.T) {
 		pvName := ns + "-" + c.name
 		pv := &corev1.PersistentVolume{
 			ObjectMeta: metav1.ObjectMeta{Name: pvName, Annotations: map[string]string{
-				"pv.kubernetes.io/provisioned-by": legacyProvisioner,
-				"hostPathProvisionerIdentity":     legacyProvisioner,
-				annProvisionOnNode:                real.node.Name,
+				contract.AnnProvisionedBy: legacyProvisioner,
+				contract.AnnIdentity:      legacyProvisioner,
+				annProvisionOnNode:        real.node.Name,
 			}},
 			Spec: corev1.PersistentVolumeSpec{
 				Capacity:                      corev1.ResourceList{corev1.ResourceStorage: resource.MustParse("16Mi")},

@@ -13,6 +13,7 @@ import (
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 
+	"github.com/hostpath-provisioner/hpp/internal/contract"
 	"github.com/hostpath-provisioner/hpp/test/cluster"
 )
 
@@ -77,9 +78,9 @@ func TestMigrateLegacyPVOntoCSI(t *testing.T) {
 		t.Fatal(err)
 	}
 	src := pv.Spec.CSI
-	if src == nil || src.Driver != cluster.DriverName || src.VolumeHandle != legacyPV.Name ||
-		src.VolumeAttributes["storagePool"] != PoolMigrated || src.VolumeAttributes["hostpath.csi/layout"] != "legacy" {
-		t.Fatalf("PV after migrate = %+v, want a CSI source of %s with handle %s, pool %s, layout legacy", pv.Spec.PersistentVolumeSource, cluster.DriverName, legacyPV.Name, PoolMigrated)
+	if src == nil || src.Driver != contract.DriverName || src.VolumeHandle != legacyPV.Name ||
+		src.VolumeAttributes[contract.ParamStoragePool] != PoolMigrated || src.VolumeAttributes[contract.VolumeContextLayout] != "legacy" {
+		t.Fatalf("PV after migrate = %+v, want a CSI source of %s with handle %s, pool %s, layout legacy", pv.Spec.PersistentVolumeSource, contract.DriverName, legacyPV.Name, PoolMigrated)
 	}
 	if pv.UID == legacyPV.UID || pv.Status.Phase != corev1.VolumeBound || pv.Spec.ClaimRef == nil || pv.Spec.ClaimRef.UID != claim.UID ||
 		pv.Spec.PersistentVolumeReclaimPolicy != corev1.PersistentVolumeReclaimDelete {
@@ -173,7 +174,7 @@ func TestMigrateLegacyPVsOnSimulatedNodes(t *testing.T) {
 			t.Fatal(err)
 		}
 		if string(claim.UID) != uid || pv.Spec.CSI == nil || pv.Spec.CSI.VolumeHandle != filepath.Base(dirs[name]) ||
-			pv.Spec.CSI.VolumeAttributes["hostpath.csi/layout"] != "legacy" {
+			pv.Spec.CSI.VolumeAttributes[contract.VolumeContextLayout] != "legacy" {
 			t.Fatalf("claim %s after migrate: uid %s (was %s), PV source %+v; want the same claim on a CSI PV with handle %s",
 				name, claim.UID, uid, pv.Spec.PersistentVolumeSource, filepath.Base(dirs[name]))
 		}

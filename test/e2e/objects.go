@@ -7,6 +7,7 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/utils/ptr"
 
+	"github.com/hostpath-provisioner/hpp/internal/contract"
 	"github.com/hostpath-provisioner/hpp/test/cluster"
 )
 
@@ -15,8 +16,8 @@ import (
 func StorageClass(name, pool string, opts ...func(*storagev1.StorageClass)) *storagev1.StorageClass {
 	sc := &storagev1.StorageClass{
 		ObjectMeta:        metav1.ObjectMeta{Name: name},
-		Provisioner:       cluster.DriverName,
-		Parameters:        map[string]string{"storagePool": pool},
+		Provisioner:       contract.DriverName,
+		Parameters:        map[string]string{contract.ParamStoragePool: pool},
 		ReclaimPolicy:     ptr.To(corev1.PersistentVolumeReclaimDelete),
 		VolumeBindingMode: ptr.To(storagev1.VolumeBindingWaitForFirstConsumer),
 	}

@@ -10,7 +10,7 @@ import (
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 
-	"github.com/hostpath-provisioner/hpp/test/cluster"
+	"github.com/hostpath-provisioner/hpp/internal/contract"
 )
 
 // Scenario 1: a WaitForFirstConsumer claim is provisioned on the real node
@@ -30,8 +30,8 @@ func TestProvisionWriteReadDelete(t *testing.T) {
 		t.Fatal(err)
 	}
 	pv := boundPV(t, env, ns, "data")
-	if want := "pvc-" + string(claim.UID); pv.Spec.CSI == nil || pv.Spec.CSI.VolumeHandle != want || pv.Spec.CSI.Driver != cluster.DriverName {
-		t.Fatalf("pv %s csi source %+v, want driver %s handle %s", pv.Name, pv.Spec.CSI, cluster.DriverName, want)
+	if want := "pvc-" + string(claim.UID); pv.Spec.CSI == nil || pv.Spec.CSI.VolumeHandle != want || pv.Spec.CSI.Driver != contract.DriverName {
+		t.Fatalf("pv %s csi source %+v, want driver %s handle %s", pv.Name, pv.Spec.CSI, contract.DriverName, want)
 	}
 	assertNodeAffinity(t, pv, node)
 	dir := volumeDir(env.Pools[PoolLocal], pv)
@@ -100,8 +100,8 @@ func assertNodeAffinity(t *testing.T, pv *corev1.PersistentVolume, node string) 
 		t.Fatalf("pv %s node affinity %+v: want one required term", pv.Name, pv.Spec.NodeAffinity)
 	}
 	exprs := pv.Spec.NodeAffinity.Required.NodeSelectorTerms[0].MatchExpressions
-	if len(exprs) != 1 || exprs[0].Key != cluster.TopologyKey || exprs[0].Operator != corev1.NodeSelectorOpIn ||
+	if len(exprs) != 1 || exprs[0].Key != contract.TopologyKey || exprs[0].Operator != corev1.NodeSelectorOpIn ||
 		strings.Join(exprs[0].Values, ",") != node {
-		t.Errorf("pv %s node affinity %+v: want %s In [%s]", pv.Name, exprs, cluster.TopologyKey, node)
+		t.Errorf("pv %s node affinity %+v: want %s In [%s]", pv.Name, exprs, contract.TopologyKey, node)
 	}
 }

@@ -8,6 +8,8 @@ import (
 
 	corev1 "k8s.io/api/core/v1"
 	storagev1 "k8s.io/api/storage/v1"
+
+	"github.com/hostpath-provisioner/hpp/internal/contract"
 )
 
 // Scenario: a shared pool (storage every node mounts) with the KubeVirt
@@ -20,7 +22,7 @@ func TestSharedPoolImmediateReadWriteMany(t *testing.T) {
 	ns := namespace(t, env)
 	ctx := context.Background()
 	storageClass(t, env, StorageClass(ns, PoolShared, Immediate, func(sc *storagev1.StorageClass) {
-		sc.Parameters["overlayCSI"] = "true"
+		sc.Parameters[contract.ParamOverlayCSI] = "true"
 	}))
 	pvc := PVC(ns, "rwx", ns, "16Mi")
 	pvc.Spec.AccessModes = []corev1.PersistentVolumeAccessMode{corev1.ReadWriteMany}

@@ -21,11 +21,13 @@ import (
 	"k8s.io/client-go/kubernetes"
 	"k8s.io/client-go/tools/cache"
 	watchtools "k8s.io/client-go/tools/watch"
+
+	"github.com/hostpath-provisioner/hpp/internal/contract"
 )
 
 const (
-	legacyProvisioner = "kubevirt.io/hostpath-provisioner"
-	csiDriver         = "kubevirt.io.hostpath-provisioner"
+	legacyProvisioner = contract.LegacyProvisionerName
+	csiDriver         = contract.DriverName
 	pvDir             = "/var/hpvolumes"
 	testNode          = "node-a"
 )
@@ -99,12 +101,12 @@ func setupCluster(t testing.TB, c kubernetes.Interface, ns string) {
 	ctx := context.Background()
 	mustCreate(t, func() error {
 		_, err := c.CoreV1().Nodes().Create(ctx, &corev1.Node{ObjectMeta: metav1.ObjectMeta{Name: testNode,
-			Labels: map[string]string{corev1.LabelHostname: "host-a", "topology.hostpath.csi/node": testNode}}}, metav1.CreateOptions{})
+			Labels: map[string]string{corev1.LabelHostname: "host-a", contract.TopologyKey: testNode}}}, metav1.CreateOptions{})
 		return err
 	})
 	mustCreate(t, func() error {
 		_, err := c.StorageV1().CSINodes().Create(ctx, &storagev1.CSINode{ObjectMeta: metav1.ObjectMeta{Name: testNode},
-			Spec: storagev1.CSINodeSpec{Drivers: []storagev1.CSINodeDriver{{Name: csiDriver, NodeID: testNode, TopologyKeys: []string{"topology.hostpath.csi/node"}}}}}, metav1.CreateOptions{})
+			Spec: storagev1.CSINodeSpec{Drivers: []storagev1.CSINodeDriver{{Name: csiDriver, NodeID: testNode, TopologyKeys: []string{contract.TopologyKey}}}}}, metav1.CreateOptions{})
 		return err
 	})
 	wffc := storagev1.VolumeBindingWaitForFirstConsumer
@@ -140,7 +142,7 @@ func legacyVolume(t testing.TB, c kubernetes.Interface, ns, claimName, pvName st
 	sc := "hostpath"
 	claim, err := c.CoreV1().PersistentVolumeClaims(ns).Create(ctx, &corev1.PersistentVolumeClaim{
 		ObjectMeta: metav1.ObjectMeta{Name: claimName, Labels: map[string]string{"app": "vm"},
-			Annotations:     map[string]string{"kubevirt.io/provisionOnNode": testNode},
+			Annotations:     map[string]string{contract.AnnProvisionOnNode: testNode},
 			OwnerReferences: []metav1.OwnerReference{{APIVersion: "v1", Kind: "ConfigMap", Name: owner.Name, UID: owner.UID}}},
 		Spec: corev1.PersistentVolumeClaimSpec{
 			AccessModes:      []corev1.PersistentVolumeAccessMode{corev1.ReadWriteOnce},
@@ -256,8 +258,8 @@ func legacyPVObject(ns string, claim *corev1.PersistentVolumeClaim, pvName strin
 	hpt := corev1.HostPathDirectory
 	return &corev1.PersistentVolume{
 		ObjectMeta: metav1.ObjectMeta{Name: pvName, Labels: map[string]string{"tier": "gold"}, Annotations: map[string]string{
-			"hostPathProvisionerIdentity": legacyProvisioner, "kubevirt.io/provisionOnNode": testNode,
-			"pv.kubernetes.io/provisioned-by": legacyProvisioner,
+			contract.AnnIdentity: legacyProvisioner, contract.AnnProvisionOnNode: testNode,
+			contract.AnnProvisionedBy: legacyProvisioner,
 		}},
 		Spec: corev1.PersistentVolumeSpec{
 			Capacity:                      corev1.ResourceList{corev1.ResourceStorage: resource.MustParse("1Gi")},

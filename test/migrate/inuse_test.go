@@ -9,6 +9,8 @@ import (
 
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+
+	"github.com/hostpath-provisioner/hpp/internal/contract"
 )
 
 // TestInUseAndStorageClasses: a claim used by a pod is refused (and a
@@ -59,7 +61,7 @@ func TestInUseAndStorageClasses(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if sc.Provisioner != csiDriver || sc.Parameters["storagePool"] != "legacy" || *sc.VolumeBindingMode != "WaitForFirstConsumer" ||
+	if sc.Provisioner != csiDriver || sc.Parameters[contract.ParamStoragePool] != "legacy" || *sc.VolumeBindingMode != "WaitForFirstConsumer" ||
 		sc.Annotations["hostpath.csi/counterpart-of"] != "hostpath" {
 		t.Errorf("StorageClass %+v", sc)
 	}

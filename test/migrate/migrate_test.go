@@ -14,6 +14,8 @@ import (
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/client-go/kubernetes"
+
+	"github.com/hostpath-provisioner/hpp/internal/contract"
 )
 
 // steps are hpp-migrate's failure-injection points, in order.
@@ -191,7 +193,7 @@ func checkMigrated(t *testing.T, c kubernetes.Interface, ns, pvName, claimName, 
 	}
 	var problems []string
 	if pv.Spec.CSI == nil || pv.Spec.CSI.Driver != csiDriver || pv.Spec.CSI.VolumeHandle != handle ||
-		pv.Spec.CSI.VolumeAttributes["storagePool"] != "legacy" || pv.Spec.CSI.VolumeAttributes["hostpath.csi/layout"] != "legacy" {
+		pv.Spec.CSI.VolumeAttributes[contract.ParamStoragePool] != "legacy" || pv.Spec.CSI.VolumeAttributes[contract.VolumeContextLayout] != "legacy" {
 		problems = append(problems, fmt.Sprintf("source %+v", pv.Spec.PersistentVolumeSource))
 	}
 	if pv.Spec.ClaimRef == nil || string(pv.Spec.ClaimRef.UID) != claimUID || pv.Spec.ClaimRef.Name != claimName {
@@ -202,11 +204,11 @@ func checkMigrated(t *testing.T, c kubernetes.Interface, ns, pvName, claimName, 
 	}
 	na := pv.Spec.NodeAffinity
 	if na == nil || na.Required == nil || len(na.Required.NodeSelectorTerms) != 1 ||
-		fmt.Sprint(na.Required.NodeSelectorTerms[0].MatchExpressions) != fmt.Sprint([]corev1.NodeSelectorRequirement{{Key: "topology.hostpath.csi/node", Operator: "In", Values: []string{testNode}}}) {
+		fmt.Sprint(na.Required.NodeSelectorTerms[0].MatchExpressions) != fmt.Sprint([]corev1.NodeSelectorRequirement{{Key: contract.TopologyKey, Operator: "In", Values: []string{testNode}}}) {
 		problems = append(problems, fmt.Sprintf("node affinity %+v", na))
 	}
-	if pv.Labels["tier"] != "gold" || pv.Annotations["pv.kubernetes.io/provisioned-by"] != csiDriver || pv.Annotations["hostPathProvisionerIdentity"] != "" ||
-		pv.Annotations["hostpath.csi/migrated-from-path"] != pvDir+"/"+handle || pv.Spec.StorageClassName != "hostpath" ||
+	if pv.Labels["tier"] != "gold" || pv.Annotations[contract.AnnProvisionedBy] != csiDriver || pv.Annotations[contract.AnnIdentity] != "" ||
+		pv.Annotations[contract.AnnMigratedFromPath] != pvDir+"/"+handle || pv.Spec.StorageClassName != "hostpath" ||
 		pv.Spec.Capacity.Storage().String() != "1Gi" || slices.Contains(pv.Finalizers, "hostpath.csi/migration") {
 		problems = append(problems, fmt.Sprintf("metadata/spec %+v %+v", pv.ObjectMeta, pv.Spec))
 	}
@@ -227,8 +229,8 @@ func checkLegacy(t *testing.T, c kubernetes.Interface, ns, pvName, claimName, cl
 		problems = append(problems, fmt.Sprintf("source %+v", pv.Spec.PersistentVolumeSource))
 	}
 	if pv.Spec.ClaimRef == nil || string(pv.Spec.ClaimRef.UID) != claimUID || pv.Spec.PersistentVolumeReclaimPolicy != corev1.PersistentVolumeReclaimDelete ||
-		pv.Status.Phase != corev1.VolumeBound || pv.Annotations["hostPathProvisionerIdentity"] != legacyProvisioner ||
-		pv.Annotations["pv.kubernetes.io/provisioned-by"] != legacyProvisioner || slices.Contains(pv.Finalizers, "hostpath.csi/migration") {
+		pv.Status.Phase != corev1.VolumeBound || pv.Annotations[contract.AnnIdentity] != legacyProvisioner ||
+		pv.Annotations[contract.AnnProvisionedBy] != legacyProvisioner || slices.Contains(pv.Finalizers, "hostpath.csi/migration") {
 		problems = append(problems, fmt.Sprintf("PV %+v %+v %+v", pv.ObjectMeta, pv.Spec, pv.Status))
 	}
 	if len(problems) > 0 {

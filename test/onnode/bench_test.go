@@ -18,8 +18,8 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 
 	hppv1 "github.com/hostpath-provisioner/hpp/internal/api/v1beta1"
+	"github.com/hostpath-provisioner/hpp/internal/contract"
 
-	"github.com/hostpath-provisioner/hpp/test/cluster"
 	"github.com/hostpath-provisioner/hpp/test/e2e"
 )
 
@@ -180,7 +180,7 @@ func (e *env) nodePodsReady(ctx context.Context, node string) (bool, string, err
 		return false, "", e2e.Retry(err)
 	}
 	for _, d := range cn.Spec.Drivers {
-		if d.Name == cluster.DriverName {
+		if d.Name == contract.DriverName {
 			return true, "", nil
 		}
 	}

@@ -17,11 +17,12 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/utils/ptr"
 
+	"github.com/hostpath-provisioner/hpp/internal/contract"
 	"github.com/hostpath-provisioner/hpp/test/e2e"
 )
 
 // legacyProvisioner is hpp-legacy's provisioner name (DESIGN.md §1).
-const legacyProvisioner = "kubevirt.io/hostpath-provisioner"
+const legacyProvisioner = contract.LegacyProvisionerName
 
 // testCSIOnly: deploy/overlays/csi-only, its pool moved into the cluster
 // directory. The DaemonSet's hpp-csi registers with kubelet itself (no

@@ -17,7 +17,7 @@ import (
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 
-	"github.com/hostpath-provisioner/hpp/test/cluster"
+	"github.com/hostpath-provisioner/hpp/internal/contract"
 	"github.com/hostpath-provisioner/hpp/test/e2e"
 )
 
@@ -143,14 +143,14 @@ func (e *env) podStates(ctx context.Context) string {
 func (e *env) waitRegistered(ctx context.Context, t *testing.T) {
 	t.Helper()
 	node := e.c.RealNode().Name
-	err := e2e.Poll(ctx, 2*time.Minute, "CSINode "+node+" lists "+cluster.DriverName, func(ctx context.Context) (bool, string, error) {
+	err := e2e.Poll(ctx, 2*time.Minute, "CSINode "+node+" lists "+contract.DriverName, func(ctx context.Context) (bool, string, error) {
 		cn, err := e.c.Client.StorageV1().CSINodes().Get(ctx, node, metav1.GetOptions{})
 		if err != nil {
 			return false, "", e2e.Retry(err)
 		}
 		var names []string
 		for _, d := range cn.Spec.Drivers {
-			if d.Name == cluster.DriverName && d.NodeID == node {
+			if d.Name == contract.DriverName && d.NodeID == node {
 				return true, "", nil
 			}
 			names = append(names, d.Name)
@@ -160,7 +160,7 @@ func (e *env) waitRegistered(ctx context.Context, t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	t.Logf("kubelet registered %s on %s", cluster.DriverName, node)
+	t.Logf("kubelet registered %s on %s", contract.DriverName, node)
 }
 
 // writeThroughClaim creates a claim of class and a pod that writes a line

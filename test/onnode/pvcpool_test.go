@@ -20,9 +20,9 @@ import (
 	"k8s.io/utils/ptr"
 
 	hppv1 "github.com/hostpath-provisioner/hpp/internal/api/v1beta1"
+	"github.com/hostpath-provisioner/hpp/internal/contract"
 	"github.com/hostpath-provisioner/hpp/internal/poolmarker"
 	"github.com/hostpath-provisioner/hpp/internal/testutil"
-	"github.com/hostpath-provisioner/hpp/test/cluster"
 	"github.com/hostpath-provisioner/hpp/test/csitest"
 	"github.com/hostpath-provisioner/hpp/test/e2e"
 )
@@ -421,7 +421,7 @@ func (e *env) mounterDeleted(ctx context.Context, t *testing.T, p *templatePool)
 	// ask hpp-csi at all.
 	ns := e.testNamespace(ctx, t)
 	claim := e2e.PVC(ns, "data", class, "10Mi")
-	claim.Annotations = map[string]string{"volume.kubernetes.io/selected-node": node}
+	claim.Annotations = map[string]string{contract.AnnSelectedNode: node}
 	if _, err := e.c.Client.CoreV1().PersistentVolumeClaims(ns).Create(ctx, claim, metav1.CreateOptions{}); err != nil {
 		t.Fatal(err)
 	}
@@ -512,7 +512,7 @@ func (e *env) waitNoStorageCapacity(ctx context.Context, t *testing.T, class str
 			return false, "", e2e.Retry(err)
 		}
 		for _, c := range l.Items {
-			if c.StorageClassName != class || c.NodeTopology == nil || c.NodeTopology.MatchLabels[csitest.TopologyKey] != node {
+			if c.StorageClassName != class || c.NodeTopology == nil || c.NodeTopology.MatchLabels[contract.TopologyKey] != node {
 				continue
 			}
 			if c.Capacity != nil && !c.Capacity.IsZero() {
@@ -531,7 +531,7 @@ func (e *env) waitNoStorageCapacity(ctx context.Context, t *testing.T, class str
 // socket as the node's mount namespace shows it.
 func (e *env) nodeDriver(t *testing.T) *csitest.Client {
 	t.Helper()
-	socket := e.inNode(filepath.Join("/var/lib/kubelet/plugins", cluster.DriverName, "csi.sock"))
+	socket := e.inNode(filepath.Join("/var/lib/kubelet/plugins", contract.DriverName, "csi.sock"))
 	c, err := csitest.Connect(socket)
 	if err != nil {
 		t.Fatal(err)

@@ -20,7 +20,7 @@ import (
 	storagev1 "k8s.io/api/storage/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 
-	"github.com/hostpath-provisioner/hpp/test/cluster"
+	"github.com/hostpath-provisioner/hpp/internal/contract"
 	"github.com/hostpath-provisioner/hpp/test/e2e"
 )
 
@@ -97,7 +97,7 @@ func (r *takeoverRun) startWatchers(ctx context.Context, t *testing.T) *watchers
 			now := time.Now()
 			cn, err := r.c.Client.StorageV1().CSINodes().Get(ctx, node, metav1.GetOptions{})
 			if err == nil || ctx.Err() == nil {
-				listed := err == nil && slices.ContainsFunc(cn.Spec.Drivers, func(d storagev1.CSINodeDriver) bool { return d.Name == cluster.DriverName })
+				listed := err == nil && slices.ContainsFunc(cn.Spec.Drivers, func(d storagev1.CSINodeDriver) bool { return d.Name == contract.DriverName })
 				w.mu.Lock()
 				switch {
 				case !listed && since.IsZero():
@@ -179,7 +179,7 @@ func (w *watchers) check(t *testing.T, phase string) {
 	}
 	w.checked = time.Now()
 	w.mu.Unlock()
-	t.Logf("%s: CSINode without %s: %d times %v", phase, cluster.DriverName, len(absent), absent)
+	t.Logf("%s: CSINode without %s: %d times %v", phase, contract.DriverName, len(absent), absent)
 	if len(absent) > 1 {
 		t.Errorf("%s: the driver left CSINode %d times (%v); want at most once (one plugin pod restart)", phase, len(absent), absent)
 	}

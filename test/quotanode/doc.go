@@ -3,7 +3,9 @@
 // (features project,quota, mounted prjquota), as root.
 //
 // What it proves, on each filesystem: a 100 MiB volume refuses the 101st
-// MiB with EDQUOT; statfs inside the published volume shows 100 MiB;
+// MiB (ext4: EDQUOT; XFS reports a project over its limit as ENOSPC) to a
+// writer without CAP_SYS_RESOURCE (the test binary re-run as nobody, as a
+// pod is: ext4 lets that capability past any quota); statfs inside the published volume shows 100 MiB;
 // expanded online to 300 MiB while a writer keeps its file open, a 250 MiB
 // write through that file succeeds; deletion frees the project ID and the
 // blocks; and SIGKILL of hpp-csi after every step of create, expand and
@@ -13,8 +15,9 @@
 // Where the kernel cannot give project quotas (this development host: no
 // CONFIG_XFS_QUOTA, no QFMT_V2) each filesystem's tests skip with what the
 // kernel answered, found by trying (mkfs, mount -o prjquota, quotactl),
-// never from a version number. With HPP_QUOTA_TIER=vm and CI=true that
-// skip is a failure instead: the VM tier exists to run them.
+// never from a version number. In the VM tier (hack/quotavm.sh's /quotavm/
+// layout, or HPP_QUOTA_TIER=vm) under CI=true that skip is a failure
+// instead: the VM tier exists to run them.
 //
 // # Building and running the binary elsewhere (the VM tier)
 //
@@ -26,12 +29,16 @@
 //	(cd test && CGO_ENABLED=0 go test -c -o ../_output/quotanode/quotanode.test ./quotanode/)
 //
 // hpp-csi must be the hpp_killpoints build: it SIGKILLs itself after the
-// step named by $HPP_KILL_AT, which the crash test sets per restart. Run as
+// step named by $HPP_KILL_AT, which the crash test sets per restart. The
+// test takes it from $HPP_CSI_BIN, else from a file named hpp-csi in the
+// test binary's directory (any mode: it is copied and made executable, so
+// hack/quotavm.sh, which runs every executable file there, can carry it
+// as a non-executable file beside the test binary). Run as
 // root with $TMPDIR (default /tmp) on a filesystem with 1 GiB free: the
 // loop images are sparse files of 1 GiB, one filesystem at a time, of
 // which about 400 MiB is really written. It takes well under a minute.
 //
-//	HPP_CSI_BIN=/path/hpp-csi HPP_QUOTA_TIER=vm CI=true ./quotanode.test -test.v -test.timeout 15m
+//	HPP_CSI_BIN=/path/hpp-csi HPP_QUOTA_TIER=vm CI=true ./quotanode.test -test.v -test.timeout 30m
 //
 // Tools needed in the VM: losetup (util-linux), mkfs.xfs (xfsprogs),
 // mkfs.ext4 (e2fsprogs), and a kernel with loop, XFS with CONFIG_XFS_QUOTA,

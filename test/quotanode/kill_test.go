@@ -50,7 +50,7 @@ func testKills(t *testing.T, d *csitest.Driver, mnt string) {
 		if err != nil {
 			t.Fatal(err)
 		}
-		callErr := run(csitest.Ctx(t), c)
+		callErr := run(t.Context(), c)
 		_ = c.Close()
 		ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
 		waitErr := d.Wait(ctx)
@@ -100,7 +100,7 @@ func withClient(t *testing.T, d *csitest.Driver, f func(context.Context, *csites
 		t.Fatal(err)
 	}
 	defer c.Close()
-	if err := f(csitest.Ctx(t), c); err != nil {
+	if err := f(t.Context(), c); err != nil {
 		t.Fatal(err)
 	}
 }

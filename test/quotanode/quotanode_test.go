@@ -2,7 +2,6 @@ package quotanode
 
 import (
 	"context"
-	"errors"
 	"fmt"
 	"os"
 	"os/exec"
@@ -15,6 +14,7 @@ import (
 	"github.com/container-storage-interface/spec/lib/go/csi"
 	"golang.org/x/sys/unix"
 
+	"github.com/hostpath-provisioner/hpp/internal/contract"
 	"github.com/hostpath-provisioner/hpp/internal/prjquota"
 	"github.com/hostpath-provisioner/hpp/internal/testutil"
 	"github.com/hostpath-provisioner/hpp/test/csitest"
@@ -35,13 +35,48 @@ var kernel = prjquota.NewLinux()
 func unavailable(t *testing.T, format string, args ...any) {
 	t.Helper()
 	reason := fmt.Sprintf(format, args...)
-	if os.Getenv("CI") == "true" && os.Getenv("HPP_QUOTA_TIER") == "vm" {
+	if os.Getenv("CI") == "true" && inVMTier() {
 		t.Fatalf("project quotas unavailable in the VM tier (HPP_QUOTA_TIER=vm): %s", reason)
 	}
 	t.Skipf("skipping: project quotas unavailable here: %s", reason)
 }
 
-// quotaFS makes a 1 GiB filesystem of kind on a loop device with project
+// inVMTier reports whether this runs in the tier made for it: the quota
+// VM (hack/quotavm.sh lays out /quotavm/) or HPP_QUOTA_TIER=vm.
+func inVMTier() bool {
+	if os.Getenv("HPP_QUOTA_TIER") == "vm" {
+		return true
+	}
+	_, err := os.Stat("/quotavm/tests")
+	return err == nil
+}
+
+// driverBinary is the hpp_killpoints build of hpp-csi: $HPP_CSI_BIN, else a
+// file named hpp-csi beside the test binary (copied and made executable:
+// the VM runner runs every executable file beside it as a test), else
+// built from this checkout.
+func driverBinary(t *testing.T) string {
+	t.Helper()
+	if os.Getenv("HPP_CSI_BIN") == "" {
+		if self, err := os.Executable(); err == nil {
+			beside := filepath.Join(filepath.Dir(self), "hpp-csi")
+			if data, err := os.ReadFile(beside); err == nil {
+				bin := filepath.Join(t.TempDir(), "hpp-csi")
+				if err := os.WriteFile(bin, data, 0o755); err != nil {
+					t.Fatal(err)
+				}
+				return bin
+			}
+		}
+	}
+	bin, err := csitest.BuildKillpointsBinary()
+	if err != nil {
+		t.Fatal(err)
+	}
+	return bin
+}
+
+// quotaFS makes a 512 MiB filesystem of kind on a loop device with project
 // quotas enforced and returns its mount point, or skips saying what the
 // kernel or tools refused.
 func quotaFS(t *testing.T, kind string) string {
@@ -54,7 +89,8 @@ func quotaFS(t *testing.T, kind string) string {
 	if _, err := exec.LookPath(mkfs[0]); err != nil {
 		testutil.MissingPrerequisite(t, "%s not found (%v); install xfsprogs and e2fsprogs", mkfs[0], err)
 	}
-	dev, _ := testutil.LoopDevice(t, 1<<30)
+	// 512 MiB: in the VM the image lives in memory.
+	dev, _ := testutil.LoopDevice(t, 512*MiB)
 	if _, err := testutil.Run(context.Background(), mkfs[0], append(mkfs[1:], dev)...); err != nil {
 		unavailable(t, "%v", err)
 	}
@@ -78,11 +114,7 @@ func quotaFS(t *testing.T, kind string) string {
 
 func startDriver(t *testing.T, mnt string) *csitest.Driver {
 	t.Helper()
-	bin, err := csitest.BuildKillpointsBinary()
-	if err != nil {
-		t.Fatal(err)
-	}
-	d, err := csitest.Launch(bin, csitest.Config{NodeID: nodeID, Dir: t.TempDir(), LogLevel: "info", Pools: []csitest.Pool{{
+	d, err := csitest.Launch(driverBinary(t), csitest.Config{NodeID: nodeID, Dir: t.TempDir(), LogLevel: "info", Pools: []csitest.Pool{{
 		Name: poolName, Path: mnt, EnforceSize: true, ProjectIDs: map[string]uint32{"first": firstID, "last": lastID}}}})
 	if err != nil {
 		t.Fatal(err)
@@ -104,10 +136,10 @@ func mountCap() *csi.VolumeCapability {
 }
 
 func createVolume(ctx context.Context, c *csitest.Client, id string, size int64) error {
-	topo := &csi.Topology{Segments: map[string]string{"topology.hostpath.csi/node": nodeID}}
+	topo := &csi.Topology{Segments: map[string]string{contract.TopologyKey: nodeID}}
 	_, err := c.CreateVolume(ctx, &csi.CreateVolumeRequest{
 		Name: id, CapacityRange: &csi.CapacityRange{RequiredBytes: size}, VolumeCapabilities: []*csi.VolumeCapability{mountCap()},
-		Parameters:                map[string]string{"storagePool": poolName},
+		Parameters:                map[string]string{contract.ParamStoragePool: poolName},
 		AccessibilityRequirements: &csi.TopologyRequirement{Requisite: []*csi.Topology{topo}, Preferred: []*csi.Topology{topo}},
 	})
 	return err
@@ -148,60 +180,66 @@ func TestEnforcedSize(t *testing.T) {
 		t.Run(kind, func(t *testing.T) {
 			mnt := quotaFS(t, kind)
 			d := startDriver(t, mnt)
-			t.Run("limit statfs online expansion delete", func(t *testing.T) { testLifecycle(t, d, mnt) })
+			t.Run("limit statfs online expansion delete", func(t *testing.T) { testLifecycle(t, d, mnt, kind) })
 			t.Run("SIGKILL after every step", func(t *testing.T) { testKills(t, d, mnt) })
 		})
 	}
 }
 
-func testLifecycle(t *testing.T, d *csitest.Driver, mnt string) {
-	ctx := csitest.Ctx(t)
+// quotaErrno is what a write past a project's limit fails with: ext4
+// says EDQUOT ("Disk quota exceeded"); XFS says ENOSPC ("No space left on
+// device") for project quotas, as it always has (a project is a directory
+// tree, which it reports like a full filesystem).
+var quotaErrno = map[string]syscall.Errno{"xfs": syscall.ENOSPC, "ext4": syscall.EDQUOT}
+
+func testLifecycle(t *testing.T, d *csitest.Driver, mnt, kind string) {
+	ctx := t.Context()
 	c := d.Client(t)
 	freeBefore := freeBytes(t, mnt)
 	const id = "pvc-limit"
 	if err := createVolume(ctx, c, id, 100*MiB); err != nil {
 		t.Fatal(err)
 	}
-	target := filepath.Join(t.TempDir(), "target")
+	// The writer runs as nobody: the directories above the target must
+	// let it through.
+	base := t.TempDir()
+	for _, dir := range []string{filepath.Dir(base), base} {
+		if err := os.Chmod(dir, 0o755); err != nil {
+			t.Fatal(err)
+		}
+	}
+	target := filepath.Join(base, "target")
 	if _, err := c.NodePublishVolume(ctx, &csi.NodePublishVolumeRequest{VolumeId: id, TargetPath: target, VolumeCapability: mountCap(),
-		VolumeContext: map[string]string{"storagePool": poolName}}); err != nil {
+		VolumeContext: map[string]string{contract.ParamStoragePool: poolName}}); err != nil {
 		t.Fatal(err)
 	}
+	deleted := false
+	t.Cleanup(func() {
+		ctx := context.Background()
+		_, _ = c.NodeUnpublishVolume(ctx, &csi.NodeUnpublishVolumeRequest{VolumeId: id, TargetPath: target})
+		if !deleted {
+			_ = deleteVolume(ctx, c, id)
+		}
+	})
 	if got := statfsTotal(t, target); got != 100*MiB {
 		t.Errorf("statfs inside the volume: %d bytes, want the volume's 100 MiB (%d)", got, 100*MiB)
 	}
-	f, err := os.OpenFile(filepath.Join(target, "data"), os.O_CREATE|os.O_WRONLY, 0o644)
-	if err != nil {
-		t.Fatal(err)
+	w := startWriter(t, filepath.Join(target, "data"))
+	if n, errno := w.do("write 99"); errno != 0 {
+		t.Fatalf("writing 99 MiB into a 100 MiB volume: %d bytes, then %v", n, errno)
 	}
-	defer f.Close()
-	chunk := make([]byte, MiB)
-	for i := range 99 {
-		if _, err := f.Write(chunk); err != nil {
-			t.Fatalf("writing MiB %d of a 100 MiB volume: %v", i+1, err)
-		}
+	n, errno := w.do("write 2")
+	if errno == 0 {
+		_, errno = w.do("sync")
 	}
-	var werr error
-	written := int64(99 * MiB)
-	for range 2 {
-		n, err := f.Write(chunk)
-		written += int64(n)
-		if err != nil {
-			werr = err
-			break
-		}
+	if want := quotaErrno[kind]; errno != want || n >= 2*MiB {
+		t.Fatalf("writing past 100 MiB: %d more bytes after 99 MiB, error %v; want %v (%d) before the 101st MiB ends", n, errno, want, int(want))
 	}
-	if werr == nil {
-		werr = f.Sync()
-	}
-	if !errors.Is(werr, syscall.EDQUOT) || written > 101*MiB {
-		t.Fatalf("writing past 100 MiB: %d bytes written, error %v; want EDQUOT (Disk quota exceeded) before the 101st MiB ends", written, werr)
-	}
-	t.Logf("the write past the size failed after %d bytes: %v", written, werr)
+	t.Logf("the write past the size failed after %d bytes: %v", 99*MiB+n, errno)
 
 	// Online: the writer keeps its file open across the expansion.
-	if err := f.Truncate(0); err != nil {
-		t.Fatal(err)
+	if _, errno := w.do("truncate"); errno != 0 {
+		t.Fatal(errno)
 	}
 	if err := expandVolume(ctx, c, id, target, 300*MiB); err != nil {
 		t.Fatal(err)
@@ -209,19 +247,11 @@ func testLifecycle(t *testing.T, d *csitest.Driver, mnt string) {
 	if got := statfsTotal(t, target); got != 300*MiB {
 		t.Errorf("statfs after expanding to 300 MiB: %d bytes", got)
 	}
-	if _, err := f.Seek(0, 0); err != nil {
-		t.Fatal(err)
+	if n, errno := w.do("write 250"); errno != 0 {
+		t.Fatalf("after the expansion to 300 MiB, a 250 MiB write through the open file: %d bytes, then %v", n, errno)
 	}
-	for i := range 250 {
-		if _, err := f.Write(chunk); err != nil {
-			t.Fatalf("after the expansion, MiB %d of a 250 MiB write: %v", i+1, err)
-		}
-	}
-	if err := f.Sync(); err != nil {
-		t.Fatalf("fsync of the 250 MiB write: %v", err)
-	}
-	if err := f.Close(); err != nil {
-		t.Fatal(err)
+	if _, errno := w.do("sync"); errno != 0 {
+		t.Fatalf("fsync of the 250 MiB write: %v", errno)
 	}
 	volDir := filepath.Join(mnt, csitest.VolumesSubdir, id)
 	qid, inherit, err := kernel.Project(volDir)
@@ -236,6 +266,7 @@ func testLifecycle(t *testing.T, d *csitest.Driver, mnt string) {
 	if err != nil || stats.GetUsage()[0].GetTotal() != 300*MiB || stats.GetUsage()[0].GetUsed() != q.UsedBytes {
 		t.Fatalf("NodeGetVolumeStats = %v, %v; want total 300 MiB and the quota's %d bytes used", stats, err, q.UsedBytes)
 	}
+	w.stop()
 
 	if _, err := c.NodeUnpublishVolume(ctx, &csi.NodeUnpublishVolumeRequest{VolumeId: id, TargetPath: target}); err != nil {
 		t.Fatal(err)
@@ -243,6 +274,7 @@ func testLifecycle(t *testing.T, d *csitest.Driver, mnt string) {
 	if err := deleteVolume(ctx, c, id); err != nil {
 		t.Fatal(err)
 	}
+	deleted = true
 	waitFor(t, "the ID and the blocks freed", func() error {
 		if _, err := os.Lstat(filepath.Join(mnt, csitest.VolumesSubdir, prjquota.StateDir, strconv.Itoa(int(qid)))); err == nil {
 			return fmt.Errorf("project %d is still linked", qid)
@@ -268,14 +300,14 @@ func freeBytes(t *testing.T, path string) int64 {
 
 func waitFor(t *testing.T, what string, check func() error) {
 	t.Helper()
-	deadline := time.Now().Add(30 * time.Second)
+	deadline := time.Now().Add(2 * time.Minute)
 	for {
 		err := check()
 		if err == nil {
 			return
 		}
 		if time.Now().After(deadline) {
-			t.Fatalf("%s: not after 30 s: %v", what, err)
+			t.Fatalf("%s: not after 2 minutes: %v", what, err)
 		}
 		time.Sleep(100 * time.Millisecond)
 	}

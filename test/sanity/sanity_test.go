@@ -38,6 +38,7 @@ import (
 	"github.com/kubernetes-csi/csi-test/v5/pkg/sanity"
 	"google.golang.org/grpc"
 
+	"github.com/hostpath-provisioner/hpp/internal/contract"
 	"github.com/hostpath-provisioner/hpp/internal/testutil"
 	"github.com/hostpath-provisioner/hpp/test/csitest"
 )
@@ -65,7 +66,7 @@ func TestSanity(t *testing.T) {
 	cfg.TargetPath = filepath.Join(work, "target")
 	cfg.StagingPath = filepath.Join(work, "staging")
 	cfg.TestVolumeSize = 16 << 20
-	cfg.TestVolumeParameters = map[string]string{"storagePool": "sanity"}
+	cfg.TestVolumeParameters = map[string]string{contract.ParamStoragePool: "sanity"}
 	cfg.TestVolumeAccessType = "mount"
 	cfg.DialOptions = append(cfg.DialOptions, grpc.WithUnaryInterceptor(addNodeTopology))
 	sanity.Test(t, cfg)
@@ -74,7 +75,7 @@ func TestSanity(t *testing.T) {
 // addNodeTopology gives topology-less CreateVolume calls this node's segment.
 func addNodeTopology(ctx context.Context, method string, req, reply any, cc *grpc.ClientConn, invoker grpc.UnaryInvoker, opts ...grpc.CallOption) error {
 	if cv, ok := req.(*csi.CreateVolumeRequest); ok && cv.GetAccessibilityRequirements() == nil {
-		seg := &csi.Topology{Segments: map[string]string{"topology.hostpath.csi/node": nodeID}}
+		seg := &csi.Topology{Segments: map[string]string{contract.TopologyKey: nodeID}}
 		cv.AccessibilityRequirements = &csi.TopologyRequirement{Requisite: []*csi.Topology{seg}, Preferred: []*csi.Topology{seg}}
 	}
 	return invoker(ctx, method, req, reply, cc, opts...)

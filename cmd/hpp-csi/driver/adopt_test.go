@@ -7,6 +7,8 @@ import (
 	"testing"
 
 	"github.com/container-storage-interface/spec/lib/go/csi"
+
+	"github.com/hostpath-provisioner/hpp/internal/contract"
 )
 
 // A volume the KubeVirt driver made is a plain directory in the pool, with
@@ -33,12 +35,12 @@ func TestVolumeOfTheKubeVirtDriverIsAdopted(t *testing.T) {
 			found = e.GetVolume()
 		}
 	}
-	if found == nil || found.GetVolumeContext()[VolumeContextPool] != "slow" {
+	if found == nil || found.GetVolumeContext()[contract.ParamStoragePool] != "slow" {
 		t.Fatalf("ListVolumes = %v; want pvc-kubevirt in pool slow", list.GetEntries())
 	}
 	for i, volCtx := range []map[string]string{
 		nil, // a StorageClass without parameters
-		{"storagePool": "slow", "overlayCSI": "true", "csi.storage.k8s.io/pvc/name": "disk", "someOtherKey": "kept by that driver"},
+		{contract.ParamStoragePool: "slow", contract.ParamOverlayCSI: "true", "csi.storage.k8s.io/pvc/name": "disk", "someOtherKey": "kept by that driver"},
 	} {
 		target := filepath.Join(h.dir, "pods", string(rune('a'+i)), "mount")
 		if _, err := h.d.NodePublishVolume(ctx, &csi.NodePublishVolumeRequest{VolumeId: "pvc-kubevirt", TargetPath: target,

@@ -9,6 +9,7 @@ import (
 	"google.golang.org/protobuf/types/known/wrapperspb"
 
 	"github.com/hostpath-provisioner/hpp/internal/capacity"
+	"github.com/hostpath-provisioner/hpp/internal/contract"
 	"github.com/hostpath-provisioner/hpp/internal/dirvol"
 )
 
@@ -79,7 +80,7 @@ func (d *Driver) checkRoom(ctx context.Context, p *poolState, store *dirvol.Stor
 
 func (d *Driver) GetCapacity(ctx context.Context, req *csi.GetCapacityRequest) (*csi.GetCapacityResponse, error) {
 	if seg := req.GetAccessibleTopology().GetSegments(); seg != nil {
-		if node, ok := seg[TopologyKey]; !ok || node != d.cfg.NodeID {
+		if node, ok := seg[contract.TopologyKey]; !ok || node != d.cfg.NodeID {
 			// Another node's segment: this node offers nothing there.
 			return &csi.GetCapacityResponse{}, nil
 		}

@@ -7,6 +7,7 @@ import (
 	"github.com/container-storage-interface/spec/lib/go/csi"
 	"go.uber.org/zap"
 
+	"github.com/hostpath-provisioner/hpp/internal/contract"
 	"github.com/hostpath-provisioner/hpp/internal/dirvol"
 )
 
@@ -138,7 +139,7 @@ func (d *Driver) createResponse(p *poolState, vol dirvol.Volume) *csi.CreateVolu
 	v := &csi.Volume{
 		VolumeId:      vol.ID,
 		CapacityBytes: vol.CapacityBytes,
-		VolumeContext: map[string]string{VolumeContextPool: p.name()},
+		VolumeContext: map[string]string{contract.ParamStoragePool: p.name()},
 	}
 	d.volumeContextIdentity(p, v.VolumeContext)
 	if !p.shared() {
@@ -207,7 +208,7 @@ func (d *Driver) ControllerGetVolume(ctx context.Context, req *csi.ControllerGet
 	}
 	v := d.createResponse(l.pool, l.vol).GetVolume()
 	if l.inLegacy() {
-		v.VolumeContext[VolumeContextLayout] = LayoutLegacy
+		v.VolumeContext[contract.VolumeContextLayout] = contract.LayoutLegacy
 	}
 	return &csi.ControllerGetVolumeResponse{
 		Volume: v,

@@ -10,6 +10,7 @@ import (
 	"github.com/container-storage-interface/spec/lib/go/csi"
 	"google.golang.org/grpc/codes"
 
+	"github.com/hostpath-provisioner/hpp/internal/contract"
 	"github.com/hostpath-provisioner/hpp/internal/dirvol"
 )
 
@@ -83,10 +84,10 @@ func TestCreateVolumeCreatesDirectoryAndIsIdempotent(t *testing.T) {
 		t.Fatal(err)
 	}
 	v := resp.GetVolume()
-	if v.GetVolumeId() != "pvc-1" || v.GetCapacityBytes() != 64<<20 || v.GetVolumeContext()[VolumeContextPool] != "fast" {
+	if v.GetVolumeId() != "pvc-1" || v.GetCapacityBytes() != 64<<20 || v.GetVolumeContext()[contract.ParamStoragePool] != "fast" {
 		t.Fatalf("volume = %v", v)
 	}
-	if got := v.GetAccessibleTopology()[0].GetSegments()[TopologyKey]; got != testNode {
+	if got := v.GetAccessibleTopology()[0].GetSegments()[contract.TopologyKey]; got != testNode {
 		t.Fatalf("topology = %q, want %q", got, testNode)
 	}
 	dir := filepath.Join(h.pools["fast"], "pvc-1")
@@ -160,7 +161,7 @@ func TestCreateVolumeConcurrentSameNameIsAborted(t *testing.T) {
 func TestDefaultPoolSelection(t *testing.T) {
 	h := newHarness(t)
 	req := createReq("pvc-1", "", 1)
-	delete(req.Parameters, ParamStoragePool)
+	delete(req.Parameters, contract.ParamStoragePool)
 	_, err := h.d.CreateVolume(context.Background(), req)
 	wantCode(t, err, codes.InvalidArgument, "parameters.storagePool", `"fast"`, `"slow"`)
 }
@@ -235,7 +236,7 @@ func TestGetCapacity(t *testing.T) {
 		t.Helper()
 		req := &csi.GetCapacityRequest{Parameters: params, VolumeCapabilities: []*csi.VolumeCapability{mountCap()}}
 		if node != "" {
-			req.AccessibleTopology = &csi.Topology{Segments: map[string]string{TopologyKey: node}}
+			req.AccessibleTopology = &csi.Topology{Segments: map[string]string{contract.TopologyKey: node}}
 		}
 		resp, err := h.d.GetCapacity(ctx, req)
 		if err != nil {
@@ -243,13 +244,13 @@ func TestGetCapacity(t *testing.T) {
 		}
 		return resp.GetAvailableCapacity(), resp.GetMaximumVolumeSize().GetValue()
 	}
-	if avail, max := get(map[string]string{ParamStoragePool: "fast"}, testNode); avail != 512<<20 || max != avail {
+	if avail, max := get(map[string]string{contract.ParamStoragePool: "fast"}, testNode); avail != 512<<20 || max != avail {
 		t.Fatalf("fast: available %d max %d, want 512 MiB both", avail, max)
 	}
-	if avail, _ := get(map[string]string{ParamStoragePool: "fast"}, "node-b"); avail != 0 {
+	if avail, _ := get(map[string]string{contract.ParamStoragePool: "fast"}, "node-b"); avail != 0 {
 		t.Fatalf("another node's segment: %d, want 0", avail)
 	}
-	if avail, _ := get(map[string]string{ParamStoragePool: "missing"}, testNode); avail != 0 {
+	if avail, _ := get(map[string]string{contract.ParamStoragePool: "missing"}, testNode); avail != 0 {
 		t.Fatalf("pool this node lacks: %d, want 0", avail)
 	}
 }
@@ -261,7 +262,7 @@ func TestGetCapacityHeadroomAndReservations(t *testing.T) {
 	if _, err := h.d.CreateVolume(ctx, createReq("pvc-1", "fast", 50<<20)); err != nil {
 		t.Fatal(err)
 	}
-	resp, err := h.d.GetCapacity(ctx, &csi.GetCapacityRequest{Parameters: map[string]string{ParamStoragePool: "fast"}})
+	resp, err := h.d.GetCapacity(ctx, &csi.GetCapacityRequest{Parameters: map[string]string{contract.ParamStoragePool: "fast"}})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -285,7 +286,7 @@ func TestGetCapacityHeadroomAndReservations(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	resp, err = h.d.GetCapacity(ctx, &csi.GetCapacityRequest{Parameters: map[string]string{ParamStoragePool: "fast"}})
+	resp, err = h.d.GetCapacity(ctx, &csi.GetCapacityRequest{Parameters: map[string]string{contract.ParamStoragePool: "fast"}})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -295,7 +296,7 @@ func TestGetCapacityHeadroomAndReservations(t *testing.T) {
 	if _, err := h.d.DeleteVolume(ctx, &csi.DeleteVolumeRequest{VolumeId: "pvc-1"}); err != nil {
 		t.Fatal(err)
 	}
-	resp, err = h.d.GetCapacity(ctx, &csi.GetCapacityRequest{Parameters: map[string]string{ParamStoragePool: "fast"}})
+	resp, err = h.d.GetCapacity(ctx, &csi.GetCapacityRequest{Parameters: map[string]string{contract.ParamStoragePool: "fast"}})
 	if err != nil {
 		t.Fatal(err)
 	}

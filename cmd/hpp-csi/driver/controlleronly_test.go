@@ -8,6 +8,7 @@ import (
 	"time"
 
 	"github.com/container-storage-interface/spec/lib/go/csi"
+	"github.com/hostpath-provisioner/hpp/internal/contract"
 	"google.golang.org/grpc"
 	"google.golang.org/grpc/codes"
 	"google.golang.org/grpc/credentials/insecure"
@@ -24,7 +25,7 @@ func serveControllerOnly(t *testing.T) *grpc.ClientConn {
 	}
 	t.Cleanup(func() { _ = os.RemoveAll(dir) })
 	fs := &fakeFS{}
-	d, err := New(Config{DriverName: DefaultDriverName, VendorVersion: "v9", ControllerOnly: true, StatsTimeout: time.Second},
+	d, err := New(Config{DriverName: contract.DriverName, VendorVersion: "v9", ControllerOnly: true, StatsTimeout: time.Second},
 		Deps{Mounter: newFakeMounter(), Labeler: &fakeLabeler{}, FS: fs})
 	if err != nil {
 		t.Fatal(err)
@@ -61,7 +62,7 @@ func TestControllerOnlyServesExpansionOnly(t *testing.T) {
 	id, ctl, node := csi.NewIdentityClient(conn), csi.NewControllerClient(conn), csi.NewNodeClient(conn)
 
 	info, err := id.GetPluginInfo(ctx, &csi.GetPluginInfoRequest{})
-	if err != nil || info.GetName() != "kubevirt.io.hostpath-provisioner" || info.GetVendorVersion() != "v9" {
+	if err != nil || info.GetName() != contract.DriverName || info.GetVendorVersion() != "v9" {
 		t.Fatalf("GetPluginInfo = %v, %v", info, err)
 	}
 	probe, err := id.Probe(ctx, &csi.ProbeRequest{})
@@ -115,7 +116,7 @@ func TestControllerOnlyServesExpansionOnly(t *testing.T) {
 }
 
 func TestControllerOnlyNeedsNoNodeOrPools(t *testing.T) {
-	cfg := Config{DriverName: DefaultDriverName, StatsTimeout: time.Second}
+	cfg := Config{DriverName: contract.DriverName, StatsTimeout: time.Second}
 	if err := cfg.Validate(); err == nil {
 		t.Fatal("a node driver without --nodeid and --datadir validated")
 	}

@@ -13,19 +13,17 @@ import (
 	"go.uber.org/zap"
 
 	"github.com/hostpath-provisioner/hpp/internal/capacity"
+	"github.com/hostpath-provisioner/hpp/internal/contract"
 	"github.com/hostpath-provisioner/hpp/internal/dirvol"
 	"github.com/hostpath-provisioner/hpp/internal/pool"
 	"github.com/hostpath-provisioner/hpp/internal/prjquota"
 	"github.com/hostpath-provisioner/hpp/internal/selinux"
 )
 
-// Names fixed by the compatibility contract with the KubeVirt driver.
+// Kubernetes sets these in the volume context of inline ephemeral volumes.
+// The contract's names (driver, topology key, parameters) are in
+// internal/contract.
 const (
-	DefaultDriverName = "kubevirt.io.hostpath-provisioner"
-	TopologyKey       = "topology.hostpath.csi/node"
-	// VolumeContextPool tells the node side which pool holds a volume.
-	VolumeContextPool = ParamStoragePool
-	// Kubernetes sets this in the volume context of inline ephemeral volumes.
 	ephemeralContextKey = "csi.storage.k8s.io/ephemeral"
 	podUIDContextKey    = "csi.storage.k8s.io/pod.uid"
 )
@@ -168,5 +166,5 @@ func New(cfg Config, deps Deps) (*Driver, error) {
 }
 
 func (d *Driver) topology() *csi.Topology {
-	return &csi.Topology{Segments: map[string]string{TopologyKey: d.cfg.NodeID}}
+	return &csi.Topology{Segments: map[string]string{contract.TopologyKey: d.cfg.NodeID}}
 }

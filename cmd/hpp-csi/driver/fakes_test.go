@@ -13,6 +13,7 @@ import (
 	"google.golang.org/grpc/status"
 
 	"github.com/hostpath-provisioner/hpp/internal/capacity"
+	"github.com/hostpath-provisioner/hpp/internal/contract"
 	"github.com/hostpath-provisioner/hpp/internal/dirvol"
 	"github.com/hostpath-provisioner/hpp/internal/pool"
 )
@@ -188,7 +189,7 @@ func newUnopenedHarness(t testing.TB, mutate ...func(*Config)) *harness {
 		h.fs.setStats(p, gib(1, 0.5))
 	}
 	h.labeler = &fakeLabeler{}
-	cfg := Config{DriverName: DefaultDriverName, NodeID: testNode, Pools: set, StatsCacheTTL: 60e9, StatsTimeout: 10e9}
+	cfg := Config{DriverName: contract.DriverName, NodeID: testNode, Pools: set, StatsCacheTTL: 60e9, StatsTimeout: 10e9}
 	for _, m := range mutate {
 		m(&cfg)
 	}
@@ -214,7 +215,7 @@ func mountCap() *csi.VolumeCapability {
 }
 
 func onNode(node string) *csi.TopologyRequirement {
-	t := &csi.Topology{Segments: map[string]string{TopologyKey: node}}
+	t := &csi.Topology{Segments: map[string]string{contract.TopologyKey: node}}
 	return &csi.TopologyRequirement{Requisite: []*csi.Topology{t}, Preferred: []*csi.Topology{t}}
 }
 
@@ -223,7 +224,7 @@ func createReq(name, poolName string, size int64) *csi.CreateVolumeRequest {
 		Name:                      name,
 		CapacityRange:             &csi.CapacityRange{RequiredBytes: size},
 		VolumeCapabilities:        []*csi.VolumeCapability{mountCap()},
-		Parameters:                map[string]string{ParamStoragePool: poolName},
+		Parameters:                map[string]string{contract.ParamStoragePool: poolName},
 		AccessibilityRequirements: onNode(testNode),
 	}
 }

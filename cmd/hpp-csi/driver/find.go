@@ -8,6 +8,7 @@ import (
 	"google.golang.org/grpc/codes"
 	"google.golang.org/grpc/status"
 
+	"github.com/hostpath-provisioner/hpp/internal/contract"
 	"github.com/hostpath-provisioner/hpp/internal/dirvol"
 	"github.com/hostpath-provisioner/hpp/internal/pool"
 )
@@ -151,17 +152,17 @@ func (d *Driver) getLegacy(ctx context.Context, p *poolState, id string) (locate
 // (which took ReadWriteMany to mean many pods on this one node) and pinned
 // to one node anyway.
 func (d *Driver) findForContext(ctx context.Context, id string, volCtx map[string]string) (located, bool, error) {
-	switch layout := volCtx[VolumeContextLayout]; layout {
+	switch layout := volCtx[contract.VolumeContextLayout]; layout {
 	case "":
 		// Without the layout the PV names a volume hpp-csi made (or the
 		// KubeVirt driver did): a legacy directory of that name is not it.
-		l, err := d.findOwnVolume(ctx, id, volCtx[VolumeContextPool])
+		l, err := d.findOwnVolume(ctx, id, volCtx[contract.ParamStoragePool])
 		if err != nil {
 			return located{}, false, err
 		}
 		return l, l.pool.shared(), nil
-	case LayoutLegacy:
-		p, err := d.legacyPool(volCtx[VolumeContextPool])
+	case contract.LayoutLegacy:
+		p, err := d.legacyPool(volCtx[contract.ParamStoragePool])
 		if err != nil {
 			return located{}, false, err
 		}
@@ -169,7 +170,7 @@ func (d *Driver) findForContext(ctx context.Context, id string, volCtx map[strin
 		return l, true, err
 	default:
 		return located{}, false, invalidArg("volume_context: %s %q is not a layout hpp-csi knows; the only one is %q (absent for volumes hpp-csi made)",
-			VolumeContextLayout, layout, LayoutLegacy)
+			contract.VolumeContextLayout, layout, contract.LayoutLegacy)
 	}
 }
 
@@ -177,12 +178,12 @@ func (d *Driver) findForContext(ctx context.Context, id string, volCtx map[strin
 func (d *Driver) legacyPool(name string) (*poolState, error) {
 	if name == "" {
 		return nil, invalidArg("volume_context: %s is required with %s=%s (the pool whose legacyPath holds the directory)",
-			VolumeContextPool, VolumeContextLayout, LayoutLegacy)
+			contract.ParamStoragePool, contract.VolumeContextLayout, contract.LayoutLegacy)
 	}
 	p, ok := d.pool(name)
 	if !ok {
 		return nil, failedPrecondition("volume_context: %s %q is not a storage pool on node %s; available pools: %s",
-			VolumeContextPool, name, d.cfg.NodeID, poolNames(d.cfg.Pools))
+			contract.ParamStoragePool, name, d.cfg.NodeID, poolNames(d.cfg.Pools))
 	}
 	if p.legacy == nil {
 		return nil, failedPrecondition("storage pool %q on node %s has no legacyPath, so it cannot serve migrated legacy volumes: set \"legacyPath\" in --datadir to the legacy provisioner's PV_DIR",

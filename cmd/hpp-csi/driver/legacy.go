@@ -14,13 +14,10 @@ import (
 // Volumes that hpp-migrate moved from the legacy provisioner stay where they
 // are, in a pool's legacyPath (the legacy provisioner's PV_DIR), and their PV
 // says so in its volume attributes: storagePool plus
-// hostpath.csi/layout=legacy (cmd/hpp-migrate/README.md, "Contract with
+// hostpath.csi/layout=legacy (contract.VolumeContextLayout,
+// contract.LayoutLegacy; cmd/hpp-migrate/README.md, "Contract with
 // hpp-csi"). hpp-csi publishes, measures, reports on and deletes them in
 // place and never creates one.
-const (
-	VolumeContextLayout = "hostpath.csi/layout"
-	LayoutLegacy        = "legacy"
-)
 
 // legacyTagSuffix makes hpp-csi's staging and trash names in a legacy
 // directory differ from hpp-legacy's ("local." with no node id).

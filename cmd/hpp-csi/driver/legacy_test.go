@@ -11,6 +11,7 @@ import (
 	"github.com/container-storage-interface/spec/lib/go/csi"
 	"google.golang.org/grpc/codes"
 
+	"github.com/hostpath-provisioner/hpp/internal/contract"
 	"github.com/hostpath-provisioner/hpp/internal/dirvol"
 	"github.com/hostpath-provisioner/hpp/internal/pool"
 )
@@ -60,7 +61,7 @@ func (h *harness) legacyDir(t *testing.T, poolName, id string) string {
 }
 
 func legacyCtx(poolName string) map[string]string {
-	return map[string]string{VolumeContextPool: poolName, VolumeContextLayout: LayoutLegacy}
+	return map[string]string{contract.ParamStoragePool: poolName, contract.VolumeContextLayout: contract.LayoutLegacy}
 }
 
 func legacyPublishReq(id, target, poolName string, mode csi.VolumeCapability_AccessMode_Mode) *csi.NodePublishVolumeRequest {
@@ -115,12 +116,12 @@ func TestLegacyPublish(t *testing.T) {
 			`volume_context: storagePool "nope" is not a storage pool on node node-a; available pools: "fast", "slow"`},
 		{"no pool", func() *csi.NodePublishVolumeRequest {
 			r := legacyPublishReq("pvc-old", target, "", rwo)
-			delete(r.VolumeContext, VolumeContextPool)
+			delete(r.VolumeContext, contract.ParamStoragePool)
 			return r
 		}(), codes.InvalidArgument, `volume_context: storagePool is required with hostpath.csi/layout=legacy`},
 		{"unknown layout", func() *csi.NodePublishVolumeRequest {
 			r := legacyPublishReq("pvc-old", target, "fast", rwo)
-			r.VolumeContext[VolumeContextLayout] = "flat"
+			r.VolumeContext[contract.VolumeContextLayout] = "flat"
 			return r
 		}(), codes.InvalidArgument, `volume_context: hostpath.csi/layout "flat" is not a layout hpp-csi knows; the only one is "legacy"`},
 	} {
@@ -294,7 +295,7 @@ func TestLegacyCapacity(t *testing.T) {
 	if err := h.d.OpenPools(ctx); err != nil {
 		t.Fatal(err)
 	}
-	resp, err := h.d.GetCapacity(ctx, &csi.GetCapacityRequest{Parameters: map[string]string{ParamStoragePool: "fast"}})
+	resp, err := h.d.GetCapacity(ctx, &csi.GetCapacityRequest{Parameters: map[string]string{contract.ParamStoragePool: "fast"}})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -304,7 +305,7 @@ func TestLegacyCapacity(t *testing.T) {
 	if _, err := h.d.DeleteVolume(ctx, &csi.DeleteVolumeRequest{VolumeId: "pvc-old"}); err != nil {
 		t.Fatal(err)
 	}
-	resp, err = h.d.GetCapacity(ctx, &csi.GetCapacityRequest{Parameters: map[string]string{ParamStoragePool: "fast"}})
+	resp, err = h.d.GetCapacity(ctx, &csi.GetCapacityRequest{Parameters: map[string]string{contract.ParamStoragePool: "fast"}})
 	if err != nil || resp.GetAvailableCapacity() != 512<<20 {
 		t.Fatalf("available after deleting it = %v, %v; want 512 MiB", resp, err)
 	}

@@ -9,6 +9,7 @@ import (
 	"github.com/container-storage-interface/spec/lib/go/csi"
 	"google.golang.org/grpc/codes"
 
+	"github.com/hostpath-provisioner/hpp/internal/contract"
 	"github.com/hostpath-provisioner/hpp/internal/pool"
 	"github.com/hostpath-provisioner/hpp/internal/poolmarker"
 )
@@ -55,7 +56,7 @@ func TestMountedPoolNeedsTheMarker(t *testing.T) {
 	if resp, _ := h.d.Probe(ctx, &csi.ProbeRequest{}); !resp.GetReady().GetValue() {
 		t.Error("Probe not ready because a mounted pool waits for its mounter")
 	}
-	if capResp, err := h.d.GetCapacity(ctx, &csi.GetCapacityRequest{Parameters: map[string]string{"storagePool": "fast"}}); err != nil || capResp.GetAvailableCapacity() != 0 {
+	if capResp, err := h.d.GetCapacity(ctx, &csi.GetCapacityRequest{Parameters: map[string]string{contract.ParamStoragePool: "fast"}}); err != nil || capResp.GetAvailableCapacity() != 0 {
 		t.Errorf("GetCapacity of the unmounted pool = %v, %v; want zero", capResp, err)
 	}
 	_, err := h.d.CreateVolume(ctx, createReq("pvc-1", "fast", 1<<20))

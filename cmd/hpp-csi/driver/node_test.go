@@ -13,6 +13,7 @@ import (
 	"google.golang.org/grpc/codes"
 	"google.golang.org/grpc/status"
 
+	"github.com/hostpath-provisioner/hpp/internal/contract"
 	"github.com/hostpath-provisioner/hpp/internal/dirvol"
 )
 
@@ -146,7 +147,7 @@ func TestEphemeralVolumeLivesWithItsPod(t *testing.T) {
 	ctx := context.Background()
 	target := filepath.Join(h.dir, "pod", "vol")
 	req := publishReq("csi-0123abcd", target)
-	req.VolumeContext = map[string]string{ephemeralContextKey: "true", podUIDContextKey: "uid-1", ParamStoragePool: "slow"}
+	req.VolumeContext = map[string]string{ephemeralContextKey: "true", podUIDContextKey: "uid-1", contract.ParamStoragePool: "slow"}
 	if _, err := h.d.NodePublishVolume(ctx, req); err != nil {
 		t.Fatal(err)
 	}
@@ -180,7 +181,7 @@ func TestPersistentVolumeWithEphemeralLookingIDSurvivesUnpublish(t *testing.T) {
 	}
 	// And it cannot be hijacked as an ephemeral volume either.
 	req := publishReq("csi-0123abcd", target)
-	req.VolumeContext = map[string]string{ephemeralContextKey: "true", ParamStoragePool: "fast"}
+	req.VolumeContext = map[string]string{ephemeralContextKey: "true", contract.ParamStoragePool: "fast"}
 	_, err := h.d.NodePublishVolume(ctx, req)
 	wantCode(t, err, codes.AlreadyExists, "already exists as a persistent volume")
 }

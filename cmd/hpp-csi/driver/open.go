@@ -108,7 +108,9 @@ func (d *Driver) openOwnRoot(ctx context.Context, p *poolState) (*dirvol.Store, 
 		return notReady("%v", err)
 	}
 	var ledger *prjquota.Ledger
-	if p.cfg.EnforceSize {
+	if !p.cfg.EnforceSize {
+		d.liftQuotas(p)
+	} else {
 		// Never silently unenforced: a filesystem that cannot enforce
 		// keeps the pool closed, saying what to add.
 		if ledger, err = d.openLedger(ctx, p, store, dev); err != nil {

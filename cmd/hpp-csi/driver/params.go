@@ -7,22 +7,18 @@ import (
 	"strconv"
 	"strings"
 
+	"github.com/hostpath-provisioner/hpp/internal/contract"
 	"github.com/hostpath-provisioner/hpp/internal/dirvol"
 )
 
-// StorageClass parameters hpp-csi understands. storagePool is the KubeVirt
-// driver's; the directory* ones are hpp's, so non-root pods can own their
-// volume without an init container.
+// StorageClass parameters hpp-csi understands besides the KubeVirt driver's
+// (contract.ParamStoragePool, contract.ParamOverlayCSI): hpp's own, so
+// non-root pods can own their volume without an init container.
 const (
-	ParamStoragePool  = "storagePool"
 	ParamDirectoryUID = "directoryUID"
 	ParamDirectoryGID = "directoryGID"
 	// ParamDirectoryMode is an octal permission string such as "0770".
 	ParamDirectoryMode = "directoryMode"
-	// ParamOverlayCSI is set ("true") by the KubeVirt operator on the
-	// StorageClass of a shared pool. Whether a pool is shared comes from
-	// --datadir, so hpp only checks that the value is a boolean.
-	ParamOverlayCSI = "overlayCSI"
 )
 
 // Keys with these prefixes are set by Kubernetes components (for example
@@ -51,7 +47,7 @@ func parseParams(params map[string]string) (volumeParams, error) {
 	for _, k := range keys {
 		v := params[k]
 		switch k {
-		case ParamStoragePool:
+		case contract.ParamStoragePool:
 			p.storagePool = v
 		case ParamDirectoryUID:
 			id, err := parseID(v)
@@ -65,7 +61,9 @@ func parseParams(params map[string]string) (volumeParams, error) {
 				problems = append(problems, fmt.Sprintf("parameters.%s: %v", k, err))
 			}
 			p.ownership.GID = id
-		case ParamOverlayCSI:
+		case contract.ParamOverlayCSI:
+			// Whether a pool is shared comes from --datadir, so hpp only
+			// checks that the value is a boolean.
 			if _, err := strconv.ParseBool(v); err != nil {
 				problems = append(problems, fmt.Sprintf("parameters.%s: %q must be \"true\" or \"false\"", k, v))
 			}
@@ -78,7 +76,7 @@ func parseParams(params map[string]string) (volumeParams, error) {
 		default:
 			if !hasIgnoredPrefix(k) {
 				problems = append(problems, fmt.Sprintf("parameters.%s: unknown parameter (known: %s, %s, %s, %s, %s)",
-					k, ParamStoragePool, ParamDirectoryUID, ParamDirectoryGID, ParamDirectoryMode, ParamOverlayCSI))
+					k, contract.ParamStoragePool, ParamDirectoryUID, ParamDirectoryGID, ParamDirectoryMode, contract.ParamOverlayCSI))
 			}
 		}
 	}

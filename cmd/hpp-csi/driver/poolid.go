@@ -6,6 +6,7 @@ import (
 
 	"go.uber.org/zap"
 
+	"github.com/hostpath-provisioner/hpp/internal/contract"
 	"github.com/hostpath-provisioner/hpp/internal/pool"
 	"github.com/hostpath-provisioner/hpp/internal/poolmarker"
 )
@@ -61,7 +62,7 @@ func (d *Driver) checkPoolIdentity(id string, volCtx map[string]string) error {
 	if want == "" {
 		return nil
 	}
-	p, ok := d.pool(volCtx[VolumeContextPool])
+	p, ok := d.pool(volCtx[contract.ParamStoragePool])
 	if !ok {
 		return nil // the lookup that follows says what is wrong
 	}

@@ -10,6 +10,7 @@ import (
 	"github.com/container-storage-interface/spec/lib/go/csi"
 	"google.golang.org/grpc/codes"
 
+	"github.com/hostpath-provisioner/hpp/internal/contract"
 	"github.com/hostpath-provisioner/hpp/internal/poolmarker"
 )
 
@@ -29,7 +30,7 @@ func TestPoolIdentityRecordedAndChecked(t *testing.T) {
 		t.Fatal(err)
 	}
 	volCtx := resp.GetVolume().GetVolumeContext()
-	if volCtx[VolumeContextPoolID] != old.ID || volCtx[VolumeContextPool] != "fast" {
+	if volCtx[VolumeContextPoolID] != old.ID || volCtx[contract.ParamStoragePool] != "fast" {
 		t.Fatalf("volume context %v, want %s=%s", volCtx, VolumeContextPoolID, old.ID)
 	}
 	publish := func(target string, volCtx map[string]string) error {
@@ -68,7 +69,7 @@ func TestPoolIdentityRecordedAndChecked(t *testing.T) {
 
 	// A volume without an identity (made before identities, or by the
 	// KubeVirt driver) publishes as today.
-	if err := publish("c", map[string]string{VolumeContextPool: "fast"}); err != nil {
+	if err := publish("c", map[string]string{contract.ParamStoragePool: "fast"}); err != nil {
 		t.Fatalf("publish without identity: %v", err)
 	}
 	if err := publish("d", nil); err != nil {

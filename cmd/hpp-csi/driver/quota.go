@@ -57,6 +57,25 @@ func (d *Driver) openLedger(ctx context.Context, p *poolState, store *dirvol.Sto
 	return l, nil
 }
 
+// liftQuotas clears the limits a pool set while it enforced sizes, once
+// it no longer does: left in place, the kernel would keep enforcing them
+// and an expansion (which then only records) would not raise them. A
+// failure is logged: the pool serves either way.
+func (d *Driver) liftQuotas(p *poolState) {
+	if d.deps.Quota == nil {
+		return
+	}
+	n, err := prjquota.Lift(p.cfg.Path, d.deps.Quota)
+	if err != nil {
+		d.log.Warn("lifting the project quotas of a pool that no longer enforces sizes failed; clear them by hand (xfs_quota or setquota)",
+			zap.String("pool", p.name()), zap.Int("lifted", n), zap.Error(err))
+		return
+	}
+	if n > 0 {
+		d.log.Info("project quotas lifted: the pool no longer enforces sizes", zap.String("pool", p.name()), zap.Int("volumes", n))
+	}
+}
+
 // refuseOverlappingIDs keeps two enforcing pools on one filesystem from
 // handing out the same project IDs.
 func (d *Driver) refuseOverlappingIDs(p *poolState, dev uint64) error {

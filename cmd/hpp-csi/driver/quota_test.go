@@ -10,6 +10,7 @@ import (
 	"github.com/container-storage-interface/spec/lib/go/csi"
 	"google.golang.org/grpc/codes"
 
+	"github.com/hostpath-provisioner/hpp/internal/contract"
 	"github.com/hostpath-provisioner/hpp/internal/pool"
 	"github.com/hostpath-provisioner/hpp/internal/prjquota"
 )
@@ -54,7 +55,7 @@ func TestEnforcedCreateStatsExpandDelete(t *testing.T) {
 
 	// Offered capacity counts the volume's full limit, not what it wrote.
 	fake.SetUsage(id, 30*MiB, 12)
-	c, err := h.d.GetCapacity(ctx, &csi.GetCapacityRequest{Parameters: map[string]string{ParamStoragePool: "fast"}})
+	c, err := h.d.GetCapacity(ctx, &csi.GetCapacityRequest{Parameters: map[string]string{contract.ParamStoragePool: "fast"}})
 	if err != nil || c.GetAvailableCapacity() != 512*MiB-70*MiB {
 		t.Fatalf("GetCapacity = %v, %v; want 512 MiB free less the 70 MiB the volume may still write", c, err)
 	}

@@ -14,17 +14,19 @@ import (
 	"google.golang.org/grpc"
 	"google.golang.org/grpc/credentials/insecure"
 	registerapi "k8s.io/kubelet/pkg/apis/pluginregistration/v1"
+
+	"github.com/hostpath-provisioner/hpp/internal/contract"
 )
 
 // The registrar is driven the way kubelet drives it: over its socket.
 func TestRegistrarAnswersKubeletAndReportsRefusal(t *testing.T) {
 	dir := t.TempDir()
 	m := NewMetrics()
-	reg := &Registrar{DriverName: DefaultDriverName, CSISocket: "/var/lib/kubelet/plugins/x/csi.sock", RegistryDir: dir, Log: zap.NewNop(), Metrics: m}
+	reg := &Registrar{DriverName: contract.DriverName, CSISocket: "/var/lib/kubelet/plugins/x/csi.sock", RegistryDir: dir, Log: zap.NewNop(), Metrics: m}
 	ctx, cancel := context.WithCancel(context.Background())
 	done := make(chan error, 1)
 	go func() { done <- reg.Run(ctx) }()
-	sock := filepath.Join(dir, DefaultDriverName+"-reg.sock")
+	sock := filepath.Join(dir, contract.DriverName+"-reg.sock")
 	var conn *grpc.ClientConn
 	var info *registerapi.PluginInfo
 	deadline := time.Now().Add(10 * time.Second)
@@ -43,7 +45,7 @@ func TestRegistrarAnswersKubeletAndReportsRefusal(t *testing.T) {
 		time.Sleep(20 * time.Millisecond)
 	}
 	defer conn.Close()
-	if info.GetType() != registerapi.CSIPlugin || info.GetName() != DefaultDriverName || info.GetEndpoint() != reg.CSISocket ||
+	if info.GetType() != registerapi.CSIPlugin || info.GetName() != contract.DriverName || info.GetEndpoint() != reg.CSISocket ||
 		len(info.GetSupportedVersions()) != 1 || info.GetSupportedVersions()[0] != "1.0.0" {
 		t.Fatalf("GetInfo = %v", info)
 	}

@@ -10,6 +10,7 @@ import (
 	"github.com/container-storage-interface/spec/lib/go/csi"
 	"google.golang.org/grpc/codes"
 
+	"github.com/hostpath-provisioner/hpp/internal/contract"
 	"github.com/hostpath-provisioner/hpp/internal/pool"
 )
 
@@ -36,7 +37,7 @@ func TestSharedPoolCreateHasNoTopology(t *testing.T) {
 	}{{"pvc-immediate", nil}, {"pvc-elsewhere", onNode("node-b")}, {"pvc-here", onNode(testNode)}} {
 		req := withMode(createReq(tc.name, "slow", 1<<20), csi.VolumeCapability_AccessMode_MULTI_NODE_MULTI_WRITER)
 		req.AccessibilityRequirements = tc.topo
-		req.Parameters[ParamOverlayCSI] = "true" // as the KubeVirt operator's StorageClass has it
+		req.Parameters[contract.ParamOverlayCSI] = "true" // as the KubeVirt operator's StorageClass has it
 		req.Parameters[paramPVCNamespace], req.Parameters[paramPVCName] = "ns", "claim"
 		resp, err := h.d.CreateVolume(ctx, req)
 		if err != nil {
@@ -112,7 +113,7 @@ func TestSharedPoolPublishMultiNode(t *testing.T) {
 func TestOverlayCSIParameterMustBeBoolean(t *testing.T) {
 	h := newHarness(t, sharedSlow)
 	req := createReq("pvc-1", "slow", 1)
-	req.Parameters[ParamOverlayCSI] = "yes"
+	req.Parameters[contract.ParamOverlayCSI] = "yes"
 	_, err := h.d.CreateVolume(context.Background(), req)
 	wantCode(t, err, codes.InvalidArgument, `parameters.overlayCSI: "yes" must be "true" or "false"`)
 }
@@ -126,7 +127,7 @@ func TestProvisionUndoesUnlabelledVolume(t *testing.T) {
 	_, err := h.d.CreateVolume(ctx, createReq("pvc-1", "fast", 1))
 	wantCode(t, err, codes.Internal, "labelling volume for SELinux: setxattr: operation not permitted")
 	eph := &csi.NodePublishVolumeRequest{VolumeId: "csi-abc", TargetPath: filepath.Join(h.dir, "pods", "e", "mount"), VolumeCapability: mountCap(),
-		VolumeContext: map[string]string{ephemeralContextKey: "true", ParamStoragePool: "fast"}}
+		VolumeContext: map[string]string{ephemeralContextKey: "true", contract.ParamStoragePool: "fast"}}
 	_, err = h.d.NodePublishVolume(ctx, eph)
 	wantCode(t, err, codes.Internal, "labelling ephemeral volume for SELinux: setxattr: operation not permitted")
 	for _, id := range []string{"pvc-1", "csi-abc"} {

@@ -7,6 +7,7 @@ import (
 
 	"github.com/container-storage-interface/spec/lib/go/csi"
 
+	"github.com/hostpath-provisioner/hpp/internal/contract"
 	"github.com/hostpath-provisioner/hpp/internal/pool"
 )
 
@@ -143,7 +144,7 @@ func (d *Driver) wantsThisNode(req *csi.TopologyRequirement) error {
 	var named []string
 	for _, list := range [][]*csi.Topology{req.GetRequisite(), req.GetPreferred()} {
 		for _, t := range list {
-			node, ok := t.GetSegments()[TopologyKey]
+			node, ok := t.GetSegments()[contract.TopologyKey]
 			if !ok {
 				continue
 			}
@@ -154,7 +155,7 @@ func (d *Driver) wantsThisNode(req *csi.TopologyRequirement) error {
 		}
 	}
 	return invalidArg("accessibility_requirements: names node(s) %v under %s, not this node %q",
-		named, TopologyKey, d.cfg.NodeID)
+		named, contract.TopologyKey, d.cfg.NodeID)
 }
 
 // createRequest is a validated CreateVolume request.

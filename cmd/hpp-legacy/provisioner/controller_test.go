@@ -21,6 +21,7 @@ import (
 	"sigs.k8s.io/sig-storage-lib-external-provisioner/v10/controller"
 
 	"github.com/hostpath-provisioner/hpp/internal/capacity"
+	"github.com/hostpath-provisioner/hpp/internal/contract"
 	"github.com/hostpath-provisioner/hpp/internal/dirvol"
 )
 
@@ -59,7 +60,7 @@ func startNode(ctx context.Context, t *testing.T, client *fake.Clientset, name s
 	// Verbosity 2: the library logs every object at 4 and 5.
 	logger := ktesting.NewLogger(t, ktesting.NewConfig(ktesting.Verbosity(2)))
 	lctx := klog.NewContext(ctx, logger)
-	ctrl := controller.NewProvisionController(logger, client, Name, p,
+	ctrl := controller.NewProvisionController(logger, client, contract.LegacyProvisionerName, p,
 		controller.LeaderElection(false),
 		controller.ClaimsInformer(claims), controller.VolumesInformer(volumes), controller.ClassesInformer(classes.Informer()),
 		// One worker per queue keeps each queue in order, which the Retain
@@ -130,7 +131,7 @@ func TestLibraryController(t *testing.T) {
 	// What the PV controller adds once the scheduler picked node-a.
 	handed := func(name, className string) *v1.PersistentVolumeClaim {
 		c := claim(name, className, map[string]string{
-			AnnSelectedNode: testNode, "volume.kubernetes.io/storage-provisioner": Name,
+			contract.AnnSelectedNode: testNode, "volume.kubernetes.io/storage-provisioner": contract.LegacyProvisionerName,
 		})
 		if _, err := client.CoreV1().PersistentVolumeClaims("ns1").Create(ctx, c, metav1.CreateOptions{}); err != nil {
 			t.Fatal(err)
@@ -158,7 +159,7 @@ func TestLibraryController(t *testing.T) {
 	pvKeep, pvGone := provisioned("pvc-uid-keep"), provisioned("pvc-uid-gone")
 	for _, pv := range []*v1.PersistentVolume{pvKeep, pvGone} {
 		if pv.Spec.ClaimRef == nil || pv.Spec.ClaimRef.UID != keep.UID && pv.Spec.ClaimRef.UID != gone.UID ||
-			pv.Annotations["pv.kubernetes.io/provisioned-by"] != Name || pv.Annotations[AnnProvisionOnNode] != testNode ||
+			pv.Annotations[contract.AnnProvisionedBy] != contract.LegacyProvisionerName || pv.Annotations[contract.AnnProvisionOnNode] != testNode ||
 			pv.Spec.NodeAffinity.Required.NodeSelectorTerms[0].MatchExpressions[0].Values[0] != testHostname {
 			t.Errorf("PV %s: claimRef %+v, annotations %v, affinity %+v", pv.Name, pv.Spec.ClaimRef, pv.Annotations, pv.Spec.NodeAffinity)
 		}
@@ -193,7 +194,7 @@ func TestLibraryController(t *testing.T) {
 	}
 
 	// Immediate without provisionOnNode: nobody provisions, one event.
-	c := claim("lost", "immediate", map[string]string{"volume.kubernetes.io/storage-provisioner": Name})
+	c := claim("lost", "immediate", map[string]string{"volume.kubernetes.io/storage-provisioner": contract.LegacyProvisionerName})
 	if _, err := client.CoreV1().PersistentVolumeClaims("ns1").Create(ctx, c, metav1.CreateOptions{}); err != nil {
 		t.Fatal(err)
 	}

@@ -10,6 +10,8 @@ import (
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"sigs.k8s.io/sig-storage-lib-external-provisioner/v10/util"
+
+	"github.com/hostpath-provisioner/hpp/internal/contract"
 )
 
 // verdict is what this node does with a claim.
@@ -43,23 +45,23 @@ func decide(claim *v1.PersistentVolumeClaim, class *storagev1.StorageClass, node
 		return skip, "claim is already bound"
 	case claim.DeletionTimestamp != nil:
 		return skip, "claim is being deleted"
-	case class == nil || class.Provisioner != Name:
-		return skip, "claim's StorageClass is not served by " + Name
+	case class == nil || class.Provisioner != contract.LegacyProvisionerName:
+		return skip, "claim's StorageClass is not served by " + contract.LegacyProvisionerName
 	case populatorSource(claim):
 		return skip, "claim is filled by a volume populator, which provisions its own claim"
 	}
 	wffc := class.VolumeBindingMode != nil && *class.VolumeBindingMode == storagev1.VolumeBindingWaitForFirstConsumer
-	if target, ok := claim.Annotations[AnnProvisionOnNode]; ok && target != "" {
+	if target, ok := claim.Annotations[contract.AnnProvisionOnNode]; ok && target != "" {
 		switch {
 		case target != node:
-			return skip, fmt.Sprintf("%s names node %q", AnnProvisionOnNode, target)
-		case wffc && claim.Annotations[AnnSelectedNode] == "":
-			return adopt, fmt.Sprintf("%s names this node and the class waits for a consumer", AnnProvisionOnNode)
+			return skip, fmt.Sprintf("%s names node %q", contract.AnnProvisionOnNode, target)
+		case wffc && claim.Annotations[contract.AnnSelectedNode] == "":
+			return adopt, fmt.Sprintf("%s names this node and the class waits for a consumer", contract.AnnProvisionOnNode)
 		}
-		return provision, fmt.Sprintf("%s names this node", AnnProvisionOnNode)
+		return provision, fmt.Sprintf("%s names this node", contract.AnnProvisionOnNode)
 	}
 	if wffc {
-		switch selected := claim.Annotations[AnnSelectedNode]; selected {
+		switch selected := claim.Annotations[contract.AnnSelectedNode]; selected {
 		case "":
 			return skip, "waiting for the scheduler to select a node"
 		case node:
@@ -68,7 +70,7 @@ func decide(claim *v1.PersistentVolumeClaim, class *storagev1.StorageClass, node
 			return skip, fmt.Sprintf("the scheduler selected node %q", selected)
 		}
 	}
-	return unplaceable, "Immediate binding and no " + AnnProvisionOnNode
+	return unplaceable, "Immediate binding and no " + contract.AnnProvisionOnNode
 }
 
 // populatorSource reports a claim whose data comes from a volume populator
@@ -122,7 +124,7 @@ func (p *Provisioner) ShouldProvision(ctx context.Context, claim *v1.PersistentV
 func unplaceableMessage(className string) string {
 	return fmt.Sprintf("no node will provision this claim: StorageClass %q binds immediately and the claim has no %s annotation, so %s cannot tell which node's disk to use; "+
 		"add the annotation %s: <node name> to the claim, or use a StorageClass with volumeBindingMode: WaitForFirstConsumer",
-		className, AnnProvisionOnNode, Name, AnnProvisionOnNode)
+		className, contract.AnnProvisionOnNode, contract.LegacyProvisionerName, contract.AnnProvisionOnNode)
 }
 
 // selectThisNode sets the selected-node annotation on a copy of the claim.
@@ -134,7 +136,7 @@ func (p *Provisioner) selectThisNode(ctx context.Context, cached *v1.PersistentV
 	if claim.Annotations == nil {
 		claim.Annotations = map[string]string{}
 	}
-	claim.Annotations[AnnSelectedNode] = p.node
+	claim.Annotations[contract.AnnSelectedNode] = p.node
 	_, err := p.client.CoreV1().PersistentVolumeClaims(claim.Namespace).Update(ctx, claim, metav1.UpdateOptions{})
 	switch {
 	case err == nil:

@@ -8,14 +8,16 @@ import (
 	v1 "k8s.io/api/core/v1"
 	storagev1 "k8s.io/api/storage/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+
+	"github.com/hostpath-provisioner/hpp/internal/contract"
 )
 
 func TestDecide(t *testing.T) {
 	wffc := class("wffc", storagev1.VolumeBindingWaitForFirstConsumer)
 	immediate := class("immediate", storagev1.VolumeBindingImmediate)
-	noMode := &storagev1.StorageClass{ObjectMeta: metav1.ObjectMeta{Name: "nomode"}, Provisioner: Name}
+	noMode := &storagev1.StorageClass{ObjectMeta: metav1.ObjectMeta{Name: "nomode"}, Provisioner: contract.LegacyProvisionerName}
 	other := &storagev1.StorageClass{ObjectMeta: metav1.ObjectMeta{Name: "other"}, Provisioner: "example.com/other"}
-	both := map[string]string{AnnProvisionOnNode: testNode, AnnSelectedNode: "node-b"}
+	both := map[string]string{contract.AnnProvisionOnNode: testNode, contract.AnnSelectedNode: "node-b"}
 	deleting := claim("c", "wffc", selected(testNode))
 	deleting.DeletionTimestamp = &metav1.Time{}
 	bound := claim("c", "wffc", selected(testNode))
@@ -38,7 +40,7 @@ func TestDecide(t *testing.T) {
 		{"wffc not selected yet", claim("c", "wffc", nil), wffc, skip, "waiting for the scheduler to select a node"},
 		{"wffc provisionOnNode here, no selected node", claim("c", "wffc", onNode(testNode)), wffc, adopt, "kubevirt.io/provisionOnNode names this node and the class waits for a consumer"},
 		{"wffc provisionOnNode here wins over selected node", claim("c", "wffc", both), wffc, provision, "kubevirt.io/provisionOnNode names this node"},
-		{"wffc provisionOnNode elsewhere", claim("c", "wffc", map[string]string{AnnProvisionOnNode: "node-b", AnnSelectedNode: testNode}), wffc, skip, `kubevirt.io/provisionOnNode names node "node-b"`},
+		{"wffc provisionOnNode elsewhere", claim("c", "wffc", map[string]string{contract.AnnProvisionOnNode: "node-b", contract.AnnSelectedNode: testNode}), wffc, skip, `kubevirt.io/provisionOnNode names node "node-b"`},
 		{"immediate provisionOnNode here", claim("c", "immediate", onNode(testNode)), immediate, provision, "kubevirt.io/provisionOnNode names this node"},
 		{"immediate provisionOnNode elsewhere", claim("c", "immediate", onNode("node-b")), immediate, skip, `kubevirt.io/provisionOnNode names node "node-b"`},
 		{"immediate without annotation", claim("c", "immediate", nil), immediate, unplaceable, "Immediate binding and no kubevirt.io/provisionOnNode"},
@@ -69,7 +71,7 @@ func TestShouldProvisionUnplaceableClaimGetsOneEventFromAllNodes(t *testing.T) {
 	mine := e.newProvisioner(testNode)
 	for _, p := range []*Provisioner{mine, other, mine, other} {
 		if p.ShouldProvision(context.Background(), c) {
-			t.Fatalf("node %s would provision an Immediate claim without %s", p.node, AnnProvisionOnNode)
+			t.Fatalf("node %s would provision an Immediate claim without %s", p.node, contract.AnnProvisionOnNode)
 		}
 	}
 	want := []string{`PersistentVolumeClaim/vm-disk Warning NoNodeForClaim: no node will provision this claim: StorageClass "immediate" binds immediately and the claim has no kubevirt.io/provisionOnNode annotation, so kubevirt.io/hostpath-provisioner cannot tell which node's disk to use; add the annotation kubevirt.io/provisionOnNode: <node name> to the claim, or use a StorageClass with volumeBindingMode: WaitForFirstConsumer`}
@@ -81,7 +83,7 @@ func TestShouldProvisionUnplaceableClaimGetsOneEventFromAllNodes(t *testing.T) {
 		t.Fatal(err)
 	}
 	ref := ev.Items[0].InvolvedObject
-	if ref.Kind != "PersistentVolumeClaim" || ref.Namespace != "ns1" || ref.UID != "uid-vm-disk" || ev.Items[0].Source.Component != Name {
+	if ref.Kind != "PersistentVolumeClaim" || ref.Namespace != "ns1" || ref.UID != "uid-vm-disk" || ev.Items[0].Source.Component != contract.LegacyProvisionerName {
 		t.Errorf("event refers to %+v from %+v", ref, ev.Items[0].Source)
 	}
 	if e.entries() != nil {
@@ -128,7 +130,7 @@ func TestShouldProvisionPinsWFFCClaimWithProvisionOnNode(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	want := map[string]string{AnnProvisionOnNode: testNode, AnnSelectedNode: testNode}
+	want := map[string]string{contract.AnnProvisionOnNode: testNode, contract.AnnSelectedNode: testNode}
 	if !reflect.DeepEqual(got.Annotations, want) {
 		t.Errorf("claim annotations = %v, want %v", got.Annotations, want)
 	}

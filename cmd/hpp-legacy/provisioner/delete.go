@@ -9,20 +9,21 @@ import (
 	v1 "k8s.io/api/core/v1"
 	"sigs.k8s.io/sig-storage-lib-external-provisioner/v10/controller"
 
+	"github.com/hostpath-provisioner/hpp/internal/contract"
 	"github.com/hostpath-provisioner/hpp/internal/pool"
 )
 
 // owner returns the node that owns a PV's directory, or why no node does.
 func owner(pv *v1.PersistentVolume) (string, string) {
-	if id, ok := pv.Annotations[AnnIdentity]; ok && id != Name {
-		return "", fmt.Sprintf("%s is %q, not %q", AnnIdentity, id, Name)
+	if id, ok := pv.Annotations[contract.AnnIdentity]; ok && id != contract.LegacyProvisionerName {
+		return "", fmt.Sprintf("%s is %q, not %q", contract.AnnIdentity, id, contract.LegacyProvisionerName)
 	}
 	if pv.Spec.HostPath == nil {
 		return "", "it is not a hostPath volume"
 	}
-	node := pv.Annotations[AnnProvisionOnNode]
+	node := pv.Annotations[contract.AnnProvisionOnNode]
 	if node == "" {
-		return "", fmt.Sprintf("it has no %s annotation naming the node that owns the directory", AnnProvisionOnNode)
+		return "", fmt.Sprintf("it has no %s annotation naming the node that owns the directory", contract.AnnProvisionOnNode)
 	}
 	return node, ""
 }

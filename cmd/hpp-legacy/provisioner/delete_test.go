@@ -12,6 +12,8 @@ import (
 	v1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"sigs.k8s.io/sig-storage-lib-external-provisioner/v10/controller"
+
+	"github.com/hostpath-provisioner/hpp/internal/contract"
 )
 
 // provisioned makes a volume through Provision and returns its PV as the
@@ -22,7 +24,7 @@ func (e *env) provisioned(name string) *v1.PersistentVolume {
 	if err != nil {
 		e.t.Fatal(err)
 	}
-	pv.Annotations["pv.kubernetes.io/provisioned-by"] = Name
+	pv.Annotations[contract.AnnProvisionedBy] = contract.LegacyProvisionerName
 	pv.Status.Phase = v1.VolumeReleased
 	// A file in the volume: what must survive every refused delete.
 	if err := os.WriteFile(filepath.Join(pv.Spec.HostPath.Path, "data"), []byte("keep"), 0o644); err != nil {
@@ -129,9 +131,9 @@ func TestDeleteOwnership(t *testing.T) {
 		edit func(*v1.PersistentVolume)
 		why  string
 	}{
-		{"foreign identity", func(pv *v1.PersistentVolume) { pv.Annotations[AnnIdentity] = "example.com/other" },
+		{"foreign identity", func(pv *v1.PersistentVolume) { pv.Annotations[contract.AnnIdentity] = "example.com/other" },
 			`hostPathProvisionerIdentity is "example.com/other", not "kubevirt.io/hostpath-provisioner"`},
-		{"no owner annotation", func(pv *v1.PersistentVolume) { delete(pv.Annotations, AnnProvisionOnNode) },
+		{"no owner annotation", func(pv *v1.PersistentVolume) { delete(pv.Annotations, contract.AnnProvisionOnNode) },
 			"it has no kubevirt.io/provisionOnNode annotation naming the node that owns the directory"},
 		{"not hostPath", func(pv *v1.PersistentVolume) {
 			pv.Spec.HostPath = nil
@@ -165,9 +167,9 @@ func TestDeleteKubeVirtVolume(t *testing.T) {
 	}
 	pv := &v1.PersistentVolume{
 		ObjectMeta: metav1.ObjectMeta{Name: "pvc-old", Annotations: map[string]string{
-			"hostPathProvisionerIdentity":     "kubevirt.io/hostpath-provisioner",
-			"kubevirt.io/provisionOnNode":     testNode,
-			"pv.kubernetes.io/provisioned-by": "kubevirt.io/hostpath-provisioner",
+			contract.AnnIdentity:        contract.LegacyProvisionerName,
+			contract.AnnProvisionOnNode: testNode,
+			contract.AnnProvisionedBy:   contract.LegacyProvisionerName,
 		}},
 		Spec: v1.PersistentVolumeSpec{
 			PersistentVolumeReclaimPolicy: v1.PersistentVolumeReclaimDelete,
@@ -189,7 +191,7 @@ func TestDeleteKubeVirtVolume(t *testing.T) {
 func TestOwnerlessReleasedVolumeGetsOneEvent(t *testing.T) {
 	e := newEnv(t)
 	pv := e.provisioned("c")
-	delete(pv.Annotations, AnnProvisionOnNode)
+	delete(pv.Annotations, contract.AnnProvisionOnNode)
 	b := e.newProvisioner("node-b")
 	a := e.newProvisioner(testNode)
 	for _, p := range []*Provisioner{a, b, a} {
@@ -205,7 +207,7 @@ func TestOwnerlessReleasedVolumeGetsOneEvent(t *testing.T) {
 	// Retained volumes are the admin's on purpose: no event.
 	e2 := newEnv(t)
 	pv2 := e2.provisioned("d")
-	delete(pv2.Annotations, AnnProvisionOnNode)
+	delete(pv2.Annotations, contract.AnnProvisionOnNode)
 	pv2.Spec.PersistentVolumeReclaimPolicy = v1.PersistentVolumeReclaimRetain
 	e2.p.ShouldDelete(context.Background(), pv2)
 	if got := e2.events(); got != nil {

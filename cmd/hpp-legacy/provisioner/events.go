@@ -13,6 +13,8 @@ import (
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/client-go/kubernetes"
+
+	"github.com/hostpath-provisioner/hpp/internal/contract"
 )
 
 // Event reasons this package emits itself. Refusals in Provision and Delete
@@ -77,11 +79,11 @@ func (e *eventSink) emit(ctx context.Context, namespace string, ref v1.ObjectRef
 		Reason:              reason,
 		Message:             message,
 		Type:                eventType,
-		Source:              v1.EventSource{Component: Name, Host: e.node},
+		Source:              v1.EventSource{Component: contract.LegacyProvisionerName, Host: e.node},
 		FirstTimestamp:      ts,
 		LastTimestamp:       ts,
 		Count:               1,
-		ReportingController: Name,
+		ReportingController: contract.LegacyProvisionerName,
 		ReportingInstance:   e.node,
 	}
 	_, err := e.client.CoreV1().Events(namespace).Create(ctx, ev, metav1.CreateOptions{})

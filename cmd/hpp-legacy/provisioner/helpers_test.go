@@ -20,6 +20,7 @@ import (
 	"k8s.io/client-go/kubernetes/fake"
 
 	"github.com/hostpath-provisioner/hpp/internal/capacity"
+	"github.com/hostpath-provisioner/hpp/internal/contract"
 	"github.com/hostpath-provisioner/hpp/internal/dirvol"
 )
 
@@ -156,7 +157,7 @@ func (e *env) events() []string {
 func class(name string, mode storagev1.VolumeBindingMode) *storagev1.StorageClass {
 	return &storagev1.StorageClass{
 		ObjectMeta:        metav1.ObjectMeta{Name: name},
-		Provisioner:       Name,
+		Provisioner:       contract.LegacyProvisionerName,
 		VolumeBindingMode: &mode,
 	}
 }
@@ -181,5 +182,9 @@ func claim(name, className string, annotations map[string]string) *v1.Persistent
 	}
 }
 
-func selected(node string) map[string]string { return map[string]string{AnnSelectedNode: node} }
-func onNode(node string) map[string]string   { return map[string]string{AnnProvisionOnNode: node} }
+func selected(node string) map[string]string {
+	return map[string]string{contract.AnnSelectedNode: node}
+}
+func onNode(node string) map[string]string {
+	return map[string]string{contract.AnnProvisionOnNode: node}
+}

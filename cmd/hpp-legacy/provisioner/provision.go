@@ -10,6 +10,7 @@ import (
 	"sigs.k8s.io/sig-storage-lib-external-provisioner/v10/controller"
 
 	"github.com/hostpath-provisioner/hpp/internal/capacity"
+	"github.com/hostpath-provisioner/hpp/internal/contract"
 	"github.com/hostpath-provisioner/hpp/internal/dirvol"
 )
 
@@ -53,7 +54,7 @@ func (p *Provisioner) Provision(ctx context.Context, opts controller.ProvisionOp
 	}
 	p.metrics.provision(r.result)
 	log.Warn("claim refused", zap.String("result", r.result), zap.String("reason", r.msg))
-	if r.result == ResultNoSpace && claim.Annotations[AnnProvisionOnNode] == "" {
+	if r.result == ResultNoSpace && claim.Annotations[contract.AnnProvisionOnNode] == "" {
 		// The scheduler picked this node without knowing its free space
 		// (legacy volumes publish no capacity); let it pick again.
 		return nil, controller.ProvisioningReschedule, err
@@ -109,13 +110,13 @@ func (p *Provisioner) provision(ctx context.Context, opts controller.ProvisionOp
 // checkClaim refuses what a hostPath directory cannot be.
 func checkClaim(claim *v1.PersistentVolumeClaim) error {
 	if claim.Spec.VolumeMode != nil && *claim.Spec.VolumeMode == v1.PersistentVolumeBlock {
-		return refuse("volumeMode Block is not supported: %s volumes are directories on the node; use volumeMode: Filesystem", Name)
+		return refuse("volumeMode Block is not supported: %s volumes are directories on the node; use volumeMode: Filesystem", contract.LegacyProvisionerName)
 	}
 	if claim.Spec.Selector != nil {
 		return refuse("spec.selector is not supported: a new hostPath volume has no labels to match it; remove the selector to get a new volume, or create a PersistentVolume yourself for a claim that must select one")
 	}
 	if src := dataSource(claim); src != nil {
-		return refuse("cloning from %s %q is not supported: %s creates empty directories; create the claim without a data source", src.Kind, src.Name, Name)
+		return refuse("cloning from %s %q is not supported: %s creates empty directories; create the claim without a data source", src.Kind, src.Name, contract.LegacyProvisionerName)
 	}
 	request, ok := claim.Spec.Resources.Requests[v1.ResourceStorage]
 	if !ok || request.Sign() <= 0 {

@@ -18,6 +18,7 @@ import (
 	"sigs.k8s.io/sig-storage-lib-external-provisioner/v10/controller"
 
 	"github.com/hostpath-provisioner/hpp/internal/capacity"
+	"github.com/hostpath-provisioner/hpp/internal/contract"
 	"github.com/hostpath-provisioner/hpp/internal/dirvol"
 )
 
@@ -43,8 +44,8 @@ func TestProvisionCreatesDirectoryAndPV(t *testing.T) {
 	dirType, fsMode := v1.HostPathDirectory, v1.PersistentVolumeFilesystem
 	want := &v1.PersistentVolume{
 		ObjectMeta: metav1.ObjectMeta{Name: "pvc-uid-data", Annotations: map[string]string{
-			"hostPathProvisionerIdentity": "kubevirt.io/hostpath-provisioner",
-			"kubevirt.io/provisionOnNode": testNode,
+			contract.AnnIdentity:        contract.LegacyProvisionerName,
+			contract.AnnProvisionOnNode: testNode,
 		}},
 		Spec: v1.PersistentVolumeSpec{
 			PersistentVolumeReclaimPolicy: v1.PersistentVolumeReclaimRetain,
@@ -172,7 +173,7 @@ func TestProvisionRefusesMoreThanOffered(t *testing.T) {
 	if err == nil || err.Error() != want || state != controller.ProvisioningReschedule {
 		t.Fatalf("scheduler-selected claim: Provision = %v, %v\nwant Reschedule, %q", state, err, want)
 	}
-	pinned := claim("big", "wffc", map[string]string{AnnProvisionOnNode: testNode, AnnSelectedNode: testNode})
+	pinned := claim("big", "wffc", map[string]string{contract.AnnProvisionOnNode: testNode, contract.AnnSelectedNode: testNode})
 	pinned.Spec.Resources.Requests[v1.ResourceStorage] = resource.MustParse("5Gi")
 	_, state, err = e.p.Provision(context.Background(), provisionOpts(pinned, e.classes["wffc"]))
 	if err == nil || err.Error() != want || state != controller.ProvisioningFinished {

@@ -26,21 +26,10 @@ import (
 	"github.com/hostpath-provisioner/hpp/internal/selinux"
 )
 
-// Names shared with the KubeVirt hostpath provisioner (DESIGN.md §1). PVs it
-// made carry the same annotations, so either provisioner can delete the
-// other's volumes after a switch in either direction.
-const (
-	// Name is the provisioner name StorageClasses refer to.
-	Name = "kubevirt.io/hostpath-provisioner"
-	// AnnProvisionOnNode on a claim picks the node; on a PV it names the
-	// node that owns (and alone may delete) the directory.
-	AnnProvisionOnNode = "kubevirt.io/provisionOnNode"
-	// AnnIdentity marks a PV as made by this provisioner family; its value
-	// is Name.
-	AnnIdentity = "hostPathProvisionerIdentity"
-	// AnnSelectedNode is set by the scheduler on WaitForFirstConsumer claims.
-	AnnSelectedNode = "volume.kubernetes.io/selected-node"
-)
+// The names shared with the KubeVirt hostpath provisioner (its provisioner
+// name and annotations) are in internal/contract: PVs it made carry the same
+// annotations, so either provisioner can delete the other's volumes after a
+// switch in either direction.
 
 // NodeGetter reads a Node (a lister from an informer in production).
 type NodeGetter interface {

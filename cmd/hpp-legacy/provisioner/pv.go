@@ -4,6 +4,8 @@ import (
 	v1 "k8s.io/api/core/v1"
 	storagev1 "k8s.io/api/storage/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+
+	"github.com/hostpath-provisioner/hpp/internal/contract"
 )
 
 type pvParams struct {
@@ -34,8 +36,8 @@ func buildPV(p pvParams) *v1.PersistentVolume {
 		ObjectMeta: metav1.ObjectMeta{
 			Name: p.name,
 			Annotations: map[string]string{
-				AnnIdentity:        Name,
-				AnnProvisionOnNode: p.node,
+				contract.AnnIdentity:        contract.LegacyProvisionerName,
+				contract.AnnProvisionOnNode: p.node,
 			},
 		},
 		Spec: v1.PersistentVolumeSpec{

@@ -10,6 +10,8 @@ import (
 
 	corev1 "k8s.io/api/core/v1"
 	storagev1 "k8s.io/api/storage/v1"
+
+	"github.com/hostpath-provisioner/hpp/internal/contract"
 )
 
 // Inventory is everything a plan is made from: one List of each kind, and
@@ -50,12 +52,12 @@ func IsLegacy(pv *corev1.PersistentVolume) bool {
 	if pv.Spec.HostPath == nil {
 		return false
 	}
-	return pv.Annotations[AnnProvisionedBy] == LegacyProvisioner || pv.Annotations[AnnIdentity] == LegacyProvisioner
+	return pv.Annotations[contract.AnnProvisionedBy] == contract.LegacyProvisionerName || pv.Annotations[contract.AnnIdentity] == contract.LegacyProvisionerName
 }
 
 // IsMigrated tells a CSI PV this tool made.
 func IsMigrated(pv *corev1.PersistentVolume) bool {
-	return pv.Spec.CSI != nil && pv.Spec.CSI.Driver == CSIDriver && pv.Annotations[AnnMigratedFrom] == LegacyProvisioner
+	return pv.Spec.CSI != nil && pv.Spec.CSI.Driver == contract.DriverName && pv.Annotations[contract.AnnMigratedFrom] == contract.LegacyProvisionerName
 }
 
 // InferPVDir returns the one directory holding every legacy PV's
@@ -163,7 +165,7 @@ func (s Selection) match(it *Item) bool {
 
 func migratedItem(pv *corev1.PersistentVolume) *Item {
 	it := &Item{PV: pv.Name, State: StateMigrated, VolumeHandle: pv.Spec.CSI.VolumeHandle,
-		Directory: pv.Annotations[AnnMigratedFromPath], StorageClass: pv.Spec.StorageClassName}
+		Directory: pv.Annotations[contract.AnnMigratedFromPath], StorageClass: pv.Spec.StorageClassName}
 	if ref := pv.Spec.ClaimRef; ref != nil {
 		it.Claim, it.ClaimUID = ref.Namespace+"/"+ref.Name, string(ref.UID)
 	}
@@ -173,7 +175,7 @@ func migratedItem(pv *corev1.PersistentVolume) *Item {
 	if na := pv.Spec.NodeAffinity; na != nil && na.Required != nil {
 		for _, t := range na.Required.NodeSelectorTerms {
 			for _, e := range t.MatchExpressions {
-				if e.Key == TopologyKey && len(e.Values) == 1 {
+				if e.Key == contract.TopologyKey && len(e.Values) == 1 {
 					it.Node = e.Values[0]
 				}
 			}

@@ -7,6 +7,8 @@ import (
 	corev1 "k8s.io/api/core/v1"
 	storagev1 "k8s.io/api/storage/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+
+	"github.com/hostpath-provisioner/hpp/internal/contract"
 )
 
 // inventory is a cluster with node-a (hostname label host-a, hpp-csi
@@ -42,11 +44,11 @@ func TestAssessReasons(t *testing.T) {
 	ok := legacyPV("ok", "c-ok", false)
 	prefixed := legacyPV("prefixed", "c-prefixed", true)
 	noOwner := legacyPV("no-owner", "c-no-owner", false)
-	delete(noOwner.Annotations, AnnProvisionOnNode) // found through the hostname label
+	delete(noOwner.Annotations, contract.AnnProvisionOnNode) // found through the hostname label
 	unknownNode := legacyPV("unknown-node", "c-unknown-node", false)
-	unknownNode.Annotations[AnnProvisionOnNode] = "gone"
+	unknownNode.Annotations[contract.AnnProvisionOnNode] = "gone"
 	noDriver := legacyPV("no-driver", "c-no-driver", false)
-	noDriver.Annotations[AnnProvisionOnNode] = "node-b"
+	noDriver.Annotations[contract.AnnProvisionOnNode] = "node-b"
 	outside := legacyPV("outside", "c-outside", false)
 	outside.Spec.HostPath.Path = "/elsewhere/outside"
 	missing := legacyPV("claim-missing", "c-gone", false)
@@ -184,11 +186,11 @@ func TestAssessResumeStates(t *testing.T) {
 func TestCounterparts(t *testing.T) {
 	retain := corev1.PersistentVolumeReclaimRetain
 	classes := []storagev1.StorageClass{
-		{ObjectMeta: metav1.ObjectMeta{Name: "hostpath"}, Provisioner: LegacyProvisioner, ReclaimPolicy: &retain},
-		{ObjectMeta: metav1.ObjectMeta{Name: "taken"}, Provisioner: LegacyProvisioner},
+		{ObjectMeta: metav1.ObjectMeta{Name: "hostpath"}, Provisioner: contract.LegacyProvisionerName, ReclaimPolicy: &retain},
+		{ObjectMeta: metav1.ObjectMeta{Name: "taken"}, Provisioner: contract.LegacyProvisionerName},
 		{ObjectMeta: metav1.ObjectMeta{Name: "taken-csi"}, Provisioner: "other.example.com"},
-		{ObjectMeta: metav1.ObjectMeta{Name: "done"}, Provisioner: LegacyProvisioner},
-		{ObjectMeta: metav1.ObjectMeta{Name: "done-csi"}, Provisioner: CSIDriver, Parameters: map[string]string{"storagePool": "legacy"}},
+		{ObjectMeta: metav1.ObjectMeta{Name: "done"}, Provisioner: contract.LegacyProvisionerName},
+		{ObjectMeta: metav1.ObjectMeta{Name: "done-csi"}, Provisioner: contract.DriverName, Parameters: map[string]string{contract.ParamStoragePool: "legacy"}},
 	}
 	got := counterparts(classes, "legacy")
 	states := map[string]string{}
@@ -200,7 +202,7 @@ func TestCounterparts(t *testing.T) {
 		t.Errorf("(-want +got):\n%s", diff)
 	}
 	sc := got[1].Object // hostpath
-	if sc.Name != "hostpath-csi" || sc.Provisioner != CSIDriver || sc.Parameters["storagePool"] != "legacy" ||
+	if sc.Name != "hostpath-csi" || sc.Provisioner != contract.DriverName || sc.Parameters[contract.ParamStoragePool] != "legacy" ||
 		*sc.ReclaimPolicy != retain || *sc.VolumeBindingMode != storagev1.VolumeBindingWaitForFirstConsumer {
 		t.Errorf("counterpart %+v", sc)
 	}
@@ -209,7 +211,7 @@ func TestCounterparts(t *testing.T) {
 func TestAssessSelection(t *testing.T) {
 	a := legacyPV("a", "ca", false)
 	b := legacyPV("b", "cb", false)
-	b.Annotations[AnnProvisionOnNode] = "node-b"
+	b.Annotations[contract.AnnProvisionOnNode] = "node-b"
 	cb := boundClaim("cb", "b")
 	cb.Namespace = "other"
 	b.Spec.ClaimRef.Namespace = "other"

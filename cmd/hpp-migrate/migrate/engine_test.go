@@ -15,6 +15,8 @@ import (
 	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/client-go/kubernetes/fake"
 	k8stesting "k8s.io/client-go/testing"
+
+	"github.com/hostpath-provisioner/hpp/internal/contract"
 )
 
 // killed is what the failure hook panics with: the run stops right there,
@@ -201,7 +203,7 @@ func TestMigrateKilledAfterEveryStepThenRollback(t *testing.T) {
 				if diff := cmp.Diff(orig.Labels, got.Labels); diff != "" {
 					t.Errorf("rolled back labels (-original +got):\n%s", diff)
 				}
-				if got.Annotations[AnnIdentity] != LegacyProvisioner || got.Annotations[AnnRestoredFrom] != string(orig.UID) || slices.Contains(got.Finalizers, FinalizerMigration) {
+				if got.Annotations[contract.AnnIdentity] != contract.LegacyProvisionerName || got.Annotations[contract.AnnRestoredFrom] != string(orig.UID) || slices.Contains(got.Finalizers, FinalizerMigration) {
 					t.Errorf("rolled back metadata %+v", got.ObjectMeta)
 				}
 			})
@@ -256,7 +258,7 @@ func TestRollbackRefusesForeignCSIPV(t *testing.T) {
 		t.Fatal(err)
 	}
 	foreign, _ := Translate(orig, Target{Node: "node-a", Pool: "legacy", Dir: "pvc-1"})
-	delete(foreign.Annotations, AnnMigratedFrom)
+	delete(foreign.Annotations, contract.AnnMigratedFrom)
 	if err := c.Tracker().Delete(corev1.SchemeGroupVersion.WithResource("persistentvolumes"), "", "pvc-1"); err != nil {
 		t.Fatal(err)
 	}

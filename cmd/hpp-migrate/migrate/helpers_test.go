@@ -6,6 +6,8 @@ import (
 	"k8s.io/apimachinery/pkg/api/resource"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/types"
+
+	"github.com/hostpath-provisioner/hpp/internal/contract"
 )
 
 const testPVDir = "/var/hpvolumes"
@@ -24,7 +26,7 @@ func legacyPV(name, claim string, prefixed bool) *corev1.PersistentVolume {
 			Name: name, UID: types.UID("uid-" + name), ResourceVersion: "7",
 			Labels: map[string]string{"app": "vm"},
 			Annotations: map[string]string{
-				AnnProvisionedBy: LegacyProvisioner, AnnIdentity: LegacyProvisioner, AnnProvisionOnNode: "node-a",
+				contract.AnnProvisionedBy: contract.LegacyProvisionerName, contract.AnnIdentity: contract.LegacyProvisionerName, contract.AnnProvisionOnNode: "node-a",
 				"example.com/keep": "yes",
 			},
 			Finalizers: []string{FinalizerPVProtection},
@@ -60,7 +62,7 @@ func node(name, hostname string) corev1.Node {
 }
 
 func csiNode(name string) storagev1.CSINode {
-	return storagev1.CSINode{ObjectMeta: metav1.ObjectMeta{Name: name}, Spec: storagev1.CSINodeSpec{Drivers: []storagev1.CSINodeDriver{{Name: CSIDriver, NodeID: name}}}}
+	return storagev1.CSINode{ObjectMeta: metav1.ObjectMeta{Name: name}, Spec: storagev1.CSINodeSpec{Drivers: []storagev1.CSINodeDriver{{Name: contract.DriverName, NodeID: name}}}}
 }
 
 func podUsing(name, claim string, phase corev1.PodPhase) corev1.Pod {

@@ -8,6 +8,8 @@ import (
 
 	corev1 "k8s.io/api/core/v1"
 	storagev1 "k8s.io/api/storage/v1"
+
+	"github.com/hostpath-provisioner/hpp/internal/contract"
 )
 
 // index answers the questions assess asks of an inventory.
@@ -56,7 +58,7 @@ func newIndex(inv Inventory) *index {
 	}
 	for _, cn := range inv.CSINodes {
 		for _, d := range cn.Spec.Drivers {
-			if d.Name == CSIDriver {
+			if d.Name == contract.DriverName {
 				ix.driverOnNodes[cn.Name] = true
 			}
 		}
@@ -68,9 +70,9 @@ func newIndex(inv Inventory) *index {
 // both legacy provisioners write, else the node whose hostname label the
 // PV's node affinity names (the label is not always the node name).
 func (ix *index) node(pv *corev1.PersistentVolume) (string, error) {
-	if n := pv.Annotations[AnnProvisionOnNode]; n != "" {
+	if n := pv.Annotations[contract.AnnProvisionOnNode]; n != "" {
 		if ix.nodes[n] == nil {
-			return "", fmt.Errorf("unknown node: annotation %s names node %q, which does not exist", AnnProvisionOnNode, n)
+			return "", fmt.Errorf("unknown node: annotation %s names node %q, which does not exist", contract.AnnProvisionOnNode, n)
 		}
 		return n, nil
 	}
@@ -85,7 +87,7 @@ func (ix *index) node(pv *corev1.PersistentVolume) (string, error) {
 		}
 	}
 	if len(hosts) != 1 {
-		return "", fmt.Errorf("unknown node: no %s annotation and the node affinity names %d hostnames %q (want exactly one)", AnnProvisionOnNode, len(hosts), hosts)
+		return "", fmt.Errorf("unknown node: no %s annotation and the node affinity names %d hostnames %q (want exactly one)", contract.AnnProvisionOnNode, len(hosts), hosts)
 	}
 	names := ix.nodeByHost[hosts[0]]
 	if len(names) != 1 {
@@ -138,7 +140,7 @@ func (ix *index) assess(orig, live *corev1.PersistentVolume, plan *Plan, cfg Con
 	} else {
 		it.Node = node
 		if !ix.driverOnNodes[node] {
-			reasons = append(reasons, fmt.Sprintf("hpp-csi is not running on node %s (its CSINode has no driver %s): install it first, or pods could not mount the volume", node, CSIDriver))
+			reasons = append(reasons, fmt.Sprintf("hpp-csi is not running on node %s (its CSINode has no driver %s): install it first, or pods could not mount the volume", node, contract.DriverName))
 		}
 	}
 	if m := orig.Spec.VolumeMode; m != nil && *m == corev1.PersistentVolumeBlock {
@@ -203,17 +205,17 @@ func counterparts(classes []storagev1.StorageClass, pool string) []ClassItem {
 	var out []ClassItem
 	for i := range classes {
 		sc := &classes[i]
-		if sc.Provisioner != LegacyProvisioner {
+		if sc.Provisioner != contract.LegacyProvisionerName {
 			continue
 		}
 		want := Counterpart(sc, pool)
 		item := ClassItem{Legacy: sc.Name, CSI: want.Name, State: "Create", Object: want}
 		if have := byName[want.Name]; have != nil {
 			switch {
-			case have.Provisioner != CSIDriver:
+			case have.Provisioner != contract.DriverName:
 				item.State, item.Reason = "Conflict", fmt.Sprintf("StorageClass %s exists with provisioner %s", have.Name, have.Provisioner)
-			case have.Parameters[AttrStoragePool] != pool:
-				item.State, item.Reason = "Conflict", fmt.Sprintf("StorageClass %s exists with storagePool %q, not %q", have.Name, have.Parameters[AttrStoragePool], pool)
+			case have.Parameters[contract.ParamStoragePool] != pool:
+				item.State, item.Reason = "Conflict", fmt.Sprintf("StorageClass %s exists with storagePool %q, not %q", have.Name, have.Parameters[contract.ParamStoragePool], pool)
 			default:
 				item.State = "Exists"
 			}
@@ -231,8 +233,8 @@ func counterparts(classes []storagev1.StorageClass, pool string) []ClassItem {
 func Counterpart(legacy *storagev1.StorageClass, pool string) *storagev1.StorageClass {
 	wffc := storagev1.VolumeBindingWaitForFirstConsumer
 	sc := &storagev1.StorageClass{
-		Provisioner:       CSIDriver,
-		Parameters:        map[string]string{AttrStoragePool: pool},
+		Provisioner:       contract.DriverName,
+		Parameters:        map[string]string{contract.ParamStoragePool: pool},
 		ReclaimPolicy:     legacy.ReclaimPolicy,
 		VolumeBindingMode: &wffc,
 	}

@@ -8,6 +8,8 @@ import (
 	"sync"
 
 	corev1 "k8s.io/api/core/v1"
+
+	"github.com/hostpath-provisioner/hpp/internal/contract"
 )
 
 // Outcome of one PV in a run.
@@ -95,7 +97,7 @@ func (r *Runner) migrateOne(ctx context.Context, it Item) error {
 		Want:     it.Want,
 		Live:     it.Live,
 		IsWant: func(pv *corev1.PersistentVolume) bool {
-			return pv.Spec.CSI != nil && pv.Spec.CSI.Driver == CSIDriver && pv.Spec.CSI.VolumeHandle == handle
+			return pv.Spec.CSI != nil && pv.Spec.CSI.Driver == contract.DriverName && pv.Spec.CSI.VolumeHandle == handle
 		},
 	})
 }
@@ -156,7 +158,7 @@ func (r *Runner) rollbackOne(ctx context.Context, backup *corev1.PersistentVolum
 		live.Spec.PersistentVolumeReclaimPolicy == backup.Spec.PersistentVolumeReclaimPolicy
 	// Only a PV this tool made from that very backup is replaced: a CSI PV
 	// of the same name made otherwise is someone else's volume.
-	ours := live != nil && IsMigrated(live) && live.Annotations[AnnMigratedFromUID] == string(backup.UID)
+	ours := live != nil && IsMigrated(live) && live.Annotations[contract.AnnMigratedFromUID] == string(backup.UID)
 	if live != nil && !rep.IsWant(live) && !ours {
 		return false, fmt.Errorf("PV %s is not the CSI PV hpp-migrate made from this backup (uid %s): left alone", backup.Name, backup.UID)
 	}

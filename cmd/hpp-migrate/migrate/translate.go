@@ -8,6 +8,8 @@ import (
 
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+
+	"github.com/hostpath-provisioner/hpp/internal/contract"
 )
 
 // Target is where a legacy volume goes: the node its directory is on, the
@@ -113,15 +115,15 @@ func Translate(orig *corev1.PersistentVolume, t Target) (*corev1.PersistentVolum
 			VolumeAttributesClassName:     orig.Spec.VolumeAttributesClassName,
 			NodeAffinity: &corev1.VolumeNodeAffinity{Required: &corev1.NodeSelector{
 				NodeSelectorTerms: []corev1.NodeSelectorTerm{{MatchExpressions: []corev1.NodeSelectorRequirement{{
-					Key: TopologyKey, Operator: corev1.NodeSelectorOpIn, Values: []string{t.Node},
+					Key: contract.TopologyKey, Operator: corev1.NodeSelectorOpIn, Values: []string{t.Node},
 				}}}},
 			}},
 			PersistentVolumeSource: corev1.PersistentVolumeSource{CSI: &corev1.CSIPersistentVolumeSource{
-				Driver:       CSIDriver,
+				Driver:       contract.DriverName,
 				VolumeHandle: t.Dir,
 				VolumeAttributes: map[string]string{
-					AttrStoragePool: t.Pool,
-					AttrLayout:      LayoutLegacy,
+					contract.ParamStoragePool:    t.Pool,
+					contract.VolumeContextLayout: contract.LayoutLegacy,
 				},
 			}},
 		},
@@ -139,15 +141,15 @@ func translateAnnotations(orig *corev1.PersistentVolume) map[string]string {
 	if ann == nil {
 		ann = map[string]string{}
 	}
-	delete(ann, AnnIdentity)
-	delete(ann, AnnProvisionOnNode)
+	delete(ann, contract.AnnIdentity)
+	delete(ann, contract.AnnProvisionOnNode)
 	// The last-applied annotation of kubectl would describe the old source.
 	delete(ann, corev1.LastAppliedConfigAnnotation)
-	ann[AnnProvisionedBy] = CSIDriver
-	ann[AnnMigratedFrom] = LegacyProvisioner
-	ann[AnnMigratedFromPath] = orig.Spec.HostPath.Path
+	ann[contract.AnnProvisionedBy] = contract.DriverName
+	ann[contract.AnnMigratedFrom] = contract.LegacyProvisionerName
+	ann[contract.AnnMigratedFromPath] = orig.Spec.HostPath.Path
 	if orig.UID != "" {
-		ann[AnnMigratedFromUID] = string(orig.UID)
+		ann[contract.AnnMigratedFromUID] = string(orig.UID)
 	}
 	return ann
 }
@@ -170,7 +172,7 @@ func Restore(orig *corev1.PersistentVolume) *corev1.PersistentVolume {
 		pv.Annotations = map[string]string{}
 	}
 	if orig.UID != "" {
-		pv.Annotations[AnnRestoredFrom] = string(orig.UID)
+		pv.Annotations[contract.AnnRestoredFrom] = string(orig.UID)
 	}
 	pv.Spec.ClaimRef = claimRef(orig.Spec.ClaimRef)
 	return pv

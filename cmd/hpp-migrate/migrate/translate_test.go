@@ -8,6 +8,8 @@ import (
 	corev1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/api/resource"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+
+	"github.com/hostpath-provisioner/hpp/internal/contract"
 )
 
 func TestTranslateCarriesEveryField(t *testing.T) {
@@ -35,11 +37,11 @@ func TestTranslateCarriesEveryField(t *testing.T) {
 				Name:   "pvc-1234",
 				Labels: map[string]string{"app": "vm"},
 				Annotations: map[string]string{
-					AnnProvisionedBy:    CSIDriver,
-					"example.com/keep":  "yes",
-					AnnMigratedFrom:     LegacyProvisioner,
-					AnnMigratedFromPath: testPVDir + "/" + wantDir,
-					AnnMigratedFromUID:  "uid-pvc-1234",
+					contract.AnnProvisionedBy:    contract.DriverName,
+					"example.com/keep":           "yes",
+					contract.AnnMigratedFrom:     contract.LegacyProvisionerName,
+					contract.AnnMigratedFromPath: testPVDir + "/" + wantDir,
+					contract.AnnMigratedFromUID:  "uid-pvc-1234",
 				},
 				Finalizers: []string{FinalizerPVProtection},
 			},
@@ -52,11 +54,11 @@ func TestTranslateCarriesEveryField(t *testing.T) {
 				VolumeMode:                    &fs,
 				ClaimRef:                      &corev1.ObjectReference{Kind: "PersistentVolumeClaim", APIVersion: "v1", Namespace: "ns", Name: "disk", UID: "uid-disk"},
 				PersistentVolumeSource: corev1.PersistentVolumeSource{CSI: &corev1.CSIPersistentVolumeSource{
-					Driver: CSIDriver, VolumeHandle: wantDir,
-					VolumeAttributes: map[string]string{AttrStoragePool: "legacy", AttrLayout: LayoutLegacy},
+					Driver: contract.DriverName, VolumeHandle: wantDir,
+					VolumeAttributes: map[string]string{contract.ParamStoragePool: "legacy", contract.VolumeContextLayout: contract.LayoutLegacy},
 				}},
 				NodeAffinity: &corev1.VolumeNodeAffinity{Required: &corev1.NodeSelector{NodeSelectorTerms: []corev1.NodeSelectorTerm{{
-					MatchExpressions: []corev1.NodeSelectorRequirement{{Key: TopologyKey, Operator: corev1.NodeSelectorOpIn, Values: []string{"node-a"}}},
+					MatchExpressions: []corev1.NodeSelectorRequirement{{Key: contract.TopologyKey, Operator: corev1.NodeSelectorOpIn, Values: []string{"node-a"}}},
 				}}}},
 			},
 		}
@@ -64,7 +66,7 @@ func TestTranslateCarriesEveryField(t *testing.T) {
 			t.Errorf("prefixed=%v: Translate (-want +got):\n%s", prefixed, diff)
 		}
 		// The original is not modified (it is the backup).
-		if orig.Spec.HostPath == nil || orig.Annotations[AnnIdentity] != LegacyProvisioner {
+		if orig.Spec.HostPath == nil || orig.Annotations[contract.AnnIdentity] != contract.LegacyProvisionerName {
 			t.Errorf("Translate modified its input")
 		}
 	}
@@ -136,7 +138,7 @@ func TestRestoreDropsServerFields(t *testing.T) {
 	if got.Spec.ClaimRef.ResourceVersion != "" || got.Spec.ClaimRef.UID != "uid-c" {
 		t.Errorf("claimRef %+v: want uid kept, resourceVersion dropped", got.Spec.ClaimRef)
 	}
-	if !strings.HasSuffix(got.Spec.HostPath.Path, "/c-pv") || got.Annotations[AnnRestoredFrom] != "uid-pv" || got.Annotations[AnnIdentity] != LegacyProvisioner {
+	if !strings.HasSuffix(got.Spec.HostPath.Path, "/c-pv") || got.Annotations[contract.AnnRestoredFrom] != "uid-pv" || got.Annotations[contract.AnnIdentity] != contract.LegacyProvisionerName {
 		t.Errorf("restored object lost the original: %+v", got)
 	}
 }

@@ -16,6 +16,7 @@ import (
 	"k8s.io/apimachinery/pkg/runtime"
 
 	hppv1 "github.com/hostpath-provisioner/hpp/internal/api/v1beta1"
+	"github.com/hostpath-provisioner/hpp/internal/contract"
 )
 
 // Action is what the switch does to an object.
@@ -261,8 +262,8 @@ func systemManager(m string) bool {
 
 // Driver and provisioner names of the compatibility contract.
 const (
-	CSIDriverName         = "kubevirt.io.hostpath-provisioner"
-	LegacyProvisionerName = "kubevirt.io/hostpath-provisioner"
+	CSIDriverName         = contract.DriverName
+	LegacyProvisionerName = contract.LegacyProvisionerName
 )
 
 func (p *Plan) assessPVs(inv *Inventory, crs []*unstructured.Unstructured) {
@@ -288,7 +289,7 @@ func (p *Plan) assessPVs(inv *Inventory, crs []*unstructured.Unstructured) {
 			p.PVs = append(p.PVs, fmt.Sprintf("PV %s: does not decode: %v", o.GetName(), err))
 			continue
 		}
-		if pv.Annotations["pv.kubernetes.io/provisioned-by"] == LegacyProvisionerName && pv.Spec.HostPath != nil {
+		if pv.Annotations[contract.AnnProvisionedBy] == LegacyProvisionerName && pv.Spec.HostPath != nil {
 			legacy = append(legacy, pv.Name)
 			continue
 		}
@@ -298,7 +299,7 @@ func (p *Plan) assessPVs(inv *Inventory, crs []*unstructured.Unstructured) {
 		if fs := pv.Spec.CSI.FSType; fs != "" {
 			fsTypes[fs] = append(fsTypes[fs], pv.Name)
 		}
-		if pool := pv.Spec.CSI.VolumeAttributes["storagePool"]; pool != "" && len(crs) > 0 && !pools[pool] {
+		if pool := pv.Spec.CSI.VolumeAttributes[contract.ParamStoragePool]; pool != "" && len(crs) > 0 && !pools[pool] {
 			p.PVs = append(p.PVs, fmt.Sprintf("PV %s: pool %q is not in the CR: it cannot be mounted until the pool is back", pv.Name, pool))
 		}
 	}

@@ -10,6 +10,8 @@ import (
 	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/apimachinery/pkg/runtime/schema"
 	dynamicfake "k8s.io/client-go/dynamic/fake"
+
+	"github.com/hostpath-provisioner/hpp/internal/contract"
 )
 
 const ns = "hostpath-provisioner"
@@ -69,9 +71,9 @@ func upstreamInstall() []runtime.Object {
 		obj("storage.k8s.io/v1", "StorageClass", "", "hostpath-csi", KubectlCreateManager, nil, map[string]any{"provisioner": CSIDriverName}),
 		obj("storage.k8s.io/v1", "StorageClass", "", "standard", KubectlCreateManager, nil, map[string]any{"provisioner": "other"}),
 		obj("v1", "PersistentVolume", "", "pvc-1", "csi-provisioner", nil, map[string]any{"spec": map[string]any{
-			"csi": map[string]any{"driver": CSIDriverName, "volumeHandle": "pvc-1", "fsType": "xfs", "volumeAttributes": map[string]any{"storagePool": "local"}}}}),
+			"csi": map[string]any{"driver": CSIDriverName, "volumeHandle": "pvc-1", "fsType": "xfs", "volumeAttributes": map[string]any{contract.ParamStoragePool: "local"}}}}),
 		obj("v1", "PersistentVolume", "", "pvc-2", "csi-provisioner", nil, map[string]any{"spec": map[string]any{
-			"csi": map[string]any{"driver": CSIDriverName, "volumeHandle": "pvc-2", "fsType": "xfs", "volumeAttributes": map[string]any{"storagePool": "gone"}}}}),
+			"csi": map[string]any{"driver": CSIDriverName, "volumeHandle": "pvc-2", "fsType": "xfs", "volumeAttributes": map[string]any{contract.ParamStoragePool: "gone"}}}}),
 		obj("v1", "ConfigMap", ns, "kube-root-ca.crt", "kube-controller-manager", nil, nil),
 	}
 }

@@ -20,6 +20,7 @@ import (
 	"github.com/hostpath-provisioner/hpp/cmd/hpp-operator/internal/testenv"
 	"github.com/hostpath-provisioner/hpp/cmd/hpp-operator/render"
 	hppv1 "github.com/hostpath-provisioner/hpp/internal/api/v1beta1"
+	"github.com/hostpath-provisioner/hpp/internal/contract"
 )
 
 func TestPoolsCRInstallsCSIDriverAndSteadyStateWritesNothing(t *testing.T) {
@@ -71,7 +72,7 @@ func TestPoolsCRInstallsCSIDriverAndSteadyStateWritesNothing(t *testing.T) {
 		t.Errorf("driver image %s", drv.Image)
 	}
 	wantArgs := map[string]string{
-		"--drivername":                render.DriverName,
+		"--drivername":                contract.DriverName,
 		"--endpoint":                  "unix:///csi/csi.sock",
 		"--nodeid":                    "$(NODE_NAME)",
 		"--version":                   "v9.9.9-test",
@@ -145,7 +146,7 @@ func TestPoolsCRInstallsCSIDriverAndSteadyStateWritesNothing(t *testing.T) {
 		}
 	}
 	csiDriver := &storagev1.CSIDriver{}
-	if err := h.get(client.ObjectKey{Name: render.DriverName}, csiDriver); err != nil {
+	if err := h.get(client.ObjectKey{Name: contract.DriverName}, csiDriver); err != nil {
 		t.Fatal(err)
 	}
 	sp := csiDriver.Spec

@@ -20,6 +20,7 @@ import (
 
 	"github.com/hostpath-provisioner/hpp/cmd/hpp-operator/render"
 	hppv1 "github.com/hostpath-provisioner/hpp/internal/api/v1beta1"
+	"github.com/hostpath-provisioner/hpp/internal/contract"
 )
 
 // CleanupTimeout bounds how long the finalizer retries a failing cleanup
@@ -156,7 +157,7 @@ func (r *Reconciler) deleteIfOwned(ctx context.Context, log logr.Logger, cr *hpp
 // is gone) it only acts if no HostPathProvisioner exists at all.
 func (r *Reconciler) releaseCSIDriver(ctx context.Context, cr *hppv1.HostPathProvisioner) error {
 	drv := &storagev1.CSIDriver{}
-	if err := r.Client.Get(ctx, client.ObjectKey{Name: render.DriverName}, drv); err != nil {
+	if err := r.Client.Get(ctx, client.ObjectKey{Name: contract.DriverName}, drv); err != nil {
 		return client.IgnoreNotFound(err)
 	}
 	if drv.Labels[render.ManagedByLabel] != r.Config.ManagedBy || !drv.DeletionTimestamp.IsZero() {
@@ -179,7 +180,7 @@ func (r *Reconciler) releaseCSIDriver(ctx context.Context, cr *hppv1.HostPathPro
 		if cr != nil {
 			r.eventf(cr, corev1.EventTypeWarning, "CSIDriverKept",
 				"%d PersistentVolume(s) of %s still exist: the CSIDriver object stays until they are deleted (kubelet needs it to unmount them); the operator deletes it then, or delete it by hand to force",
-				n, render.DriverName)
+				n, contract.DriverName)
 		}
 		return nil
 	}
@@ -194,7 +195,7 @@ func countDriverPVs(ctx context.Context, c client.Reader) (int, error) {
 	}
 	n := 0
 	for _, pv := range pvs.Items {
-		if pv.Spec.CSI != nil && pv.Spec.CSI.Driver == render.DriverName {
+		if pv.Spec.CSI != nil && pv.Spec.CSI.Driver == contract.DriverName {
 			n++
 		}
 	}

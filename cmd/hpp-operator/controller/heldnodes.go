@@ -11,6 +11,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	"github.com/hostpath-provisioner/hpp/cmd/hpp-operator/render"
+	"github.com/hostpath-provisioner/hpp/internal/contract"
 )
 
 // heldNodes are the nodes outside spec.workload's placement that still
@@ -51,7 +52,7 @@ func findHeldNodes(ctx context.Context, c client.Reader, placement nodeSet) (hel
 			if held[node] == nil {
 				held[node] = map[string]int{}
 			}
-			held[node][pv.Spec.CSI.VolumeAttributes["storagePool"]]++
+			held[node][pv.Spec.CSI.VolumeAttributes[contract.ParamStoragePool]]++
 		}
 	}
 	return held, nil

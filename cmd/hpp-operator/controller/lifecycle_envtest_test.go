@@ -17,6 +17,7 @@ import (
 
 	"github.com/hostpath-provisioner/hpp/cmd/hpp-operator/render"
 	hppv1 "github.com/hostpath-provisioner/hpp/internal/api/v1beta1"
+	"github.com/hostpath-provisioner/hpp/internal/contract"
 )
 
 func TestLegacyCRAndSwitchToPools(t *testing.T) {
@@ -135,8 +136,8 @@ func TestDeletionRemovesObjectsAndKeepsCSIDriverWhilePVsExist(t *testing.T) {
 			AccessModes:                   []corev1.PersistentVolumeAccessMode{corev1.ReadWriteOnce},
 			PersistentVolumeReclaimPolicy: corev1.PersistentVolumeReclaimDelete,
 			PersistentVolumeSource: corev1.PersistentVolumeSource{CSI: &corev1.CSIPersistentVolumeSource{
-				Driver: render.DriverName, VolumeHandle: "pvc-1234",
-				VolumeAttributes: map[string]string{"storagePool": "local"}}},
+				Driver: contract.DriverName, VolumeHandle: "pvc-1234",
+				VolumeAttributes: map[string]string{contract.ParamStoragePool: "local"}}},
 		},
 	}
 	if err := h.admin.Create(h.ctx, pv); err != nil {
@@ -169,7 +170,7 @@ func TestDeletionRemovesObjectsAndKeepsCSIDriverWhilePVsExist(t *testing.T) {
 			return client.IgnoreNotFound(err)
 		})
 	}
-	if err := h.get(client.ObjectKey{Name: render.DriverName}, &storagev1.CSIDriver{}); err != nil {
+	if err := h.get(client.ObjectKey{Name: contract.DriverName}, &storagev1.CSIDriver{}); err != nil {
 		t.Fatalf("CSIDriver deleted while a PV of the driver exists: %v", err)
 	}
 	eventually(t, "CSIDriverKept event", func() error {
@@ -199,7 +200,7 @@ func TestDeletionRemovesObjectsAndKeepsCSIDriverWhilePVsExist(t *testing.T) {
 		return h.admin.Update(h.ctx, cur)
 	})
 	eventually(t, "CSIDriver deleted after the last PV", func() error {
-		err := h.get(client.ObjectKey{Name: render.DriverName}, &storagev1.CSIDriver{})
+		err := h.get(client.ObjectKey{Name: contract.DriverName}, &storagev1.CSIDriver{})
 		if err == nil {
 			return fmt.Errorf("still there")
 		}

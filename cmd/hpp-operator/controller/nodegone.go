@@ -20,7 +20,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/predicate"
 	"sigs.k8s.io/controller-runtime/pkg/reconcile"
 
-	"github.com/hostpath-provisioner/hpp/cmd/hpp-operator/render"
+	"github.com/hostpath-provisioner/hpp/internal/contract"
 )
 
 // NodeLossReconciler reports the volumes of nodes that went away and, for
@@ -109,7 +109,7 @@ func volumeNode(pv *corev1.PersistentVolume) string {
 	if nodes := pinnedNodes(pv); len(nodes) == 1 {
 		return nodes[0]
 	}
-	if pv.Spec.HostPath == nil || pv.Annotations[annProvisionedBy] != render.LegacyProvisionerName {
+	if pv.Spec.HostPath == nil || pv.Annotations[annProvisionedBy] != contract.LegacyProvisionerName {
 		return ""
 	}
 	if n := pv.Annotations[annProvisionOnNode]; n != "" {
@@ -130,8 +130,8 @@ func volumeNode(pv *corev1.PersistentVolume) string {
 
 // Annotations of legacy PVs (the legacy provisioners').
 const (
-	annProvisionedBy   = "pv.kubernetes.io/provisioned-by"
-	annProvisionOnNode = "kubevirt.io/provisionOnNode"
+	annProvisionedBy   = contract.AnnProvisionedBy
+	annProvisionOnNode = contract.AnnProvisionOnNode
 )
 
 // Reconcile looks at every hpp volume's node, acts on the decisions and

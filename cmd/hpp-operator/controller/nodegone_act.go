@@ -15,6 +15,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	hppv1 "github.com/hostpath-provisioner/hpp/internal/api/v1beta1"
+	"github.com/hostpath-provisioner/hpp/internal/contract"
 )
 
 // provisionerFinalizer is csi-provisioner's (and the provisioner
@@ -289,7 +290,7 @@ func (r *NodeLossReconciler) removePV(ctx context.Context, v *observedVolume) er
 
 func volumePool(pv *corev1.PersistentVolume) string {
 	if pv.Spec.CSI != nil {
-		return pv.Spec.CSI.VolumeAttributes["storagePool"]
+		return pv.Spec.CSI.VolumeAttributes[contract.ParamStoragePool]
 	}
 	return ""
 }

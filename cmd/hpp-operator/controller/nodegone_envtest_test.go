@@ -16,8 +16,8 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/metrics"
 
 	"github.com/hostpath-provisioner/hpp/cmd/hpp-operator/controller"
-	"github.com/hostpath-provisioner/hpp/cmd/hpp-operator/render"
 	hppv1 "github.com/hostpath-provisioner/hpp/internal/api/v1beta1"
+	"github.com/hostpath-provisioner/hpp/internal/contract"
 )
 
 // nodeLoss is the node-loss controller beside the operator's reconciler,
@@ -87,13 +87,13 @@ func (nl *nodeLoss) volume(ns, name, node string, legacy bool, claimAnn map[stri
 			ClaimRef:                      &corev1.ObjectReference{Namespace: ns, Name: name},
 		},
 	}
-	key := render.TopologyKey
+	key := contract.TopologyKey
 	if legacy {
 		key = corev1.LabelHostname
-		pv.Annotations = map[string]string{"pv.kubernetes.io/provisioned-by": render.LegacyProvisionerName, "hostPathProvisionerIdentity": node}
+		pv.Annotations = map[string]string{contract.AnnProvisionedBy: contract.LegacyProvisionerName, contract.AnnIdentity: node}
 		pv.Spec.HostPath = &corev1.HostPathVolumeSource{Path: "/var/hpvolumes/" + pvName}
 	} else {
-		pv.Spec.CSI = &corev1.CSIPersistentVolumeSource{Driver: render.DriverName, VolumeHandle: pvName, VolumeAttributes: map[string]string{"storagePool": "local"}}
+		pv.Spec.CSI = &corev1.CSIPersistentVolumeSource{Driver: contract.DriverName, VolumeHandle: pvName, VolumeAttributes: map[string]string{contract.ParamStoragePool: "local"}}
 	}
 	pv.Spec.NodeAffinity = &corev1.VolumeNodeAffinity{Required: &corev1.NodeSelector{NodeSelectorTerms: []corev1.NodeSelectorTerm{{
 		MatchExpressions: []corev1.NodeSelectorRequirement{{Key: key, Operator: corev1.NodeSelectorOpIn, Values: []string{node}}},

@@ -16,6 +16,7 @@ import (
 
 	"github.com/hostpath-provisioner/hpp/cmd/hpp-operator/render"
 	hppv1 "github.com/hostpath-provisioner/hpp/internal/api/v1beta1"
+	"github.com/hostpath-provisioner/hpp/internal/contract"
 )
 
 // reconcilePools makes, for every pvcTemplate pool and every node the CSI
@@ -116,7 +117,7 @@ func (r *Reconciler) ensureOverlayClasses(ctx context.Context, cfg render.Config
 		live := &storagev1.StorageClass{}
 		err := r.Client.Get(ctx, client.ObjectKey{Name: name}, live)
 		if err == nil {
-			if sp := live.Parameters["storagePool"]; live.Provisioner != render.DriverName || sp != p.Name {
+			if sp := live.Parameters[contract.ParamStoragePool]; live.Provisioner != contract.DriverName || sp != p.Name {
 				r.reportOverlayConflict(cr, st, fmt.Sprintf("StorageClass %q exists for provisioner %s, storagePool %q, not for storage pool %q: rename it or set spec.storagePools[].overlayClassName", name, live.Provisioner, sp, p.Name))
 			}
 			continue
@@ -151,7 +152,7 @@ func (r *Reconciler) poolDeployments(ctx context.Context, cr *hppv1.HostPathProv
 
 // poolObjects selects the namespaced objects of pvcTemplate pools.
 func (r *Reconciler) poolObjects() []client.ListOption {
-	return []client.ListOption{client.InNamespace(r.Config.Namespace), client.HasLabels{render.PoolLabel}}
+	return []client.ListOption{client.InNamespace(r.Config.Namespace), client.HasLabels{contract.PoolLabel}}
 }
 
 // controlledBy keeps the items the owner controls.
@@ -221,7 +222,7 @@ func (r *Reconciler) poolVolumesOnNodeLive(ctx context.Context, pool, node strin
 	n := 0
 	for i := range pvs.Items {
 		pv := &pvs.Items[i]
-		if slices.Contains(pinnedNodes(pv), node) && pv.Spec.CSI.VolumeAttributes["storagePool"] == pool {
+		if slices.Contains(pinnedNodes(pv), node) && pv.Spec.CSI.VolumeAttributes[contract.ParamStoragePool] == pool {
 			n++
 		}
 	}
@@ -231,13 +232,13 @@ func (r *Reconciler) poolVolumesOnNodeLive(ctx context.Context, pool, node strin
 // pinnedNodes are the nodes a PV of the driver is pinned to by the
 // driver's topology key (none for another driver's PV).
 func pinnedNodes(pv *corev1.PersistentVolume) []string {
-	if pv.Spec.CSI == nil || pv.Spec.CSI.Driver != render.DriverName || pv.Spec.NodeAffinity == nil || pv.Spec.NodeAffinity.Required == nil {
+	if pv.Spec.CSI == nil || pv.Spec.CSI.Driver != contract.DriverName || pv.Spec.NodeAffinity == nil || pv.Spec.NodeAffinity.Required == nil {
 		return nil
 	}
 	var out []string
 	for _, t := range pv.Spec.NodeAffinity.Required.NodeSelectorTerms {
 		for _, e := range t.MatchExpressions {
-			if e.Key == render.TopologyKey {
+			if e.Key == contract.TopologyKey {
 				out = append(out, e.Values...)
 			}
 		}

@@ -17,6 +17,7 @@ import (
 	"github.com/hostpath-provisioner/hpp/cmd/hpp-operator/internal/testenv"
 	"github.com/hostpath-provisioner/hpp/cmd/hpp-operator/render"
 	hppv1 "github.com/hostpath-provisioner/hpp/internal/api/v1beta1"
+	"github.com/hostpath-provisioner/hpp/internal/contract"
 )
 
 // A Block pvcTemplate pool: a PVC and a pinned mounter per node the CSI
@@ -116,7 +117,7 @@ func TestTemplatePoolMountersFollowNodes(t *testing.T) {
 		t.Fatal(err)
 	}
 	if *pvc.Spec.VolumeMode != corev1.PersistentVolumeBlock || *pvc.Spec.StorageClassName != "backing" || len(pvc.OwnerReferences) != 0 ||
-		pvc.Labels[render.PoolLabel] != "block-hpp" {
+		pvc.Labels[contract.PoolLabel] != "block-hpp" {
 		t.Errorf("pool claim: owners %v labels %v spec %+v", pvc.OwnerReferences, pvc.Labels, pvc.Spec)
 	}
 	ds := h.csiDaemonSet()
@@ -347,7 +348,7 @@ func TestSharedPoolAndOverlayClassConflict(t *testing.T) {
 	}
 	sc := &storagev1.StorageClass{}
 	eventually(t, "overlay StorageClass", func() error { return h.get(client.ObjectKey{Name: "hpp-overlay"}, sc) })
-	if sc.Provisioner != render.DriverName || sc.Parameters["storagePool"] != "nfs" || sc.Parameters["overlayCSI"] != "true" ||
+	if sc.Provisioner != contract.DriverName || sc.Parameters[contract.ParamStoragePool] != "nfs" || sc.Parameters[contract.ParamOverlayCSI] != "true" ||
 		*sc.VolumeBindingMode != storagev1.VolumeBindingImmediate {
 		t.Errorf("overlay StorageClass %+v", sc)
 	}
@@ -466,7 +467,7 @@ func TestUpstreamMounterIsReplaced(t *testing.T) {
 	upstreamLabels := map[string]string{"hpp-pool": "blk"}
 	upstream := &appsv1.Deployment{
 		ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: "hpp-pool-blk-tk-1",
-			Labels: map[string]string{"k8s-app": "hostpath-provisioner", render.PoolLabel: "blk-hpp"}},
+			Labels: map[string]string{"k8s-app": "hostpath-provisioner", contract.PoolLabel: "blk-hpp"}},
 		Spec: appsv1.DeploymentSpec{
 			Selector: &metav1.LabelSelector{MatchLabels: upstreamLabels},
 			Template: corev1.PodTemplateSpec{ObjectMeta: metav1.ObjectMeta{Labels: upstreamLabels},

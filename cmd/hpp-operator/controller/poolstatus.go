@@ -13,6 +13,7 @@ import (
 
 	"github.com/hostpath-provisioner/hpp/cmd/hpp-operator/render"
 	hppv1 "github.com/hostpath-provisioner/hpp/internal/api/v1beta1"
+	"github.com/hostpath-provisioner/hpp/internal/contract"
 )
 
 // poolState is what reconcilePools learnt for the status.
@@ -178,7 +179,7 @@ func podProblem(p *corev1.Pod) string {
 func (r *Reconciler) claimStatuses(ctx context.Context, pool string) ([]hppv1.ClaimStatus, error) {
 	list := &corev1.PersistentVolumeClaimList{}
 	if err := r.Client.List(ctx, list, client.InNamespace(r.Config.Namespace),
-		client.MatchingLabels{render.PoolLabel: render.PoolLabelValue(pool)}); err != nil {
+		client.MatchingLabels{contract.PoolLabel: render.PoolLabelValue(pool)}); err != nil {
 		return nil, err
 	}
 	out := make([]hppv1.ClaimStatus, 0, len(list.Items))

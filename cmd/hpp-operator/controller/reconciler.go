@@ -26,6 +26,7 @@ import (
 
 	"github.com/hostpath-provisioner/hpp/cmd/hpp-operator/render"
 	hppv1 "github.com/hostpath-provisioner/hpp/internal/api/v1beta1"
+	"github.com/hostpath-provisioner/hpp/internal/contract"
 )
 
 // Finalizer holds the CR until the operator has removed what it made.
@@ -288,7 +289,7 @@ func (r *Reconciler) observeWorkloads(ctx context.Context, cr *hppv1.HostPathPro
 // is "legacy" (render/pathconfig.go), as upstream reports it.
 func statusPools(spec *hppv1.HostPathProvisionerSpec) []hppv1.StoragePool {
 	if spec.IsLegacy() {
-		return []hppv1.StoragePool{{Name: render.PathConfigPool, Path: spec.PathConfig.Path}}
+		return []hppv1.StoragePool{{Name: contract.DefaultPool, Path: spec.PathConfig.Path}}
 	}
 	return spec.StoragePools
 }

@@ -25,6 +25,7 @@ import (
 
 	"github.com/hostpath-provisioner/hpp/cmd/hpp-operator/render"
 	hppv1 "github.com/hostpath-provisioner/hpp/internal/api/v1beta1"
+	"github.com/hostpath-provisioner/hpp/internal/contract"
 )
 
 // releaseRequest is the request name (never a valid CR name) of a
@@ -90,7 +91,7 @@ func (r *Reconciler) SetupWithManager(mgr ctrl.Manager) error {
 	// mounters must stay (heldnodes.go) and whether the CSIDriver can go.
 	isDriverPV := func(o client.Object) bool {
 		pv, ok := o.(*corev1.PersistentVolume)
-		return ok && pv.Spec.CSI != nil && pv.Spec.CSI.Driver == render.DriverName
+		return ok && pv.Spec.CSI != nil && pv.Spec.CSI.Driver == contract.DriverName
 	}
 	driverPVAddedOrDeleted := predicate.Funcs{
 		CreateFunc:  func(e event.CreateEvent) bool { return isDriverPV(e.Object) },
@@ -99,7 +100,7 @@ func (r *Reconciler) SetupWithManager(mgr ctrl.Manager) error {
 		DeleteFunc:  func(e event.DeleteEvent) bool { return isDriverPV(e.Object) },
 	}
 	poolClaim := predicate.NewPredicateFuncs(func(o client.Object) bool {
-		_, ok := o.GetLabels()[render.PoolLabel]
+		_, ok := o.GetLabels()[contract.PoolLabel]
 		return ok
 	})
 	mounterPod := predicate.NewPredicateFuncs(func(o client.Object) bool {

@@ -18,6 +18,7 @@ import (
 
 	"github.com/hostpath-provisioner/hpp/cmd/hpp-operator/controller"
 	"github.com/hostpath-provisioner/hpp/cmd/hpp-operator/render"
+	"github.com/hostpath-provisioner/hpp/internal/contract"
 )
 
 // The upstream operator's CR name in every fixture.
@@ -36,13 +37,13 @@ func TestTakeoverOfUpstreamStoragePoolsInstall(t *testing.T) {
 	h, up := takeOverUpstream(t, "hpp-up-pools", "storagepools", nil, "DaemonSet/"+render.CSIDaemonSetName)
 
 	drv := &storagev1.CSIDriver{}
-	if err := h.get(client.ObjectKey{Name: render.DriverName}, drv); err != nil {
+	if err := h.get(client.ObjectKey{Name: contract.DriverName}, drv); err != nil {
 		t.Fatal(err)
 	}
 	if got := drv.Spec.VolumeLifecycleModes; !reflect.DeepEqual(got, []storagev1.VolumeLifecycleMode{storagev1.VolumeLifecyclePersistent}) {
 		t.Errorf("CSIDriver volumeLifecycleModes %v: upstream's (immutable) must be kept, not fought over", got)
 	}
-	h.waitEvent("ImmutableFieldsKept", "CSIDriver "+render.DriverName+" keeps spec.volumeLifecycleModes")
+	h.waitEvent("ImmutableFieldsKept", "CSIDriver "+contract.DriverName+" keeps spec.volumeLifecycleModes")
 	checkPVsUntouched(t, h, up)
 	assertSteadyStateWritesNothing(t, h, upstreamCR)
 }
@@ -432,9 +433,9 @@ func checkPVsUntouched(t *testing.T, h *harness, up *upstreamInstall) {
 			}
 			if c := pv.Spec.CSI; c != nil {
 				term := pv.Spec.NodeAffinity.Required.NodeSelectorTerms[0].MatchExpressions[0]
-				if c.Driver != render.DriverName || c.VolumeHandle != pv.Name || term.Key != render.TopologyKey || !pools[c.VolumeAttributes["storagePool"]] {
+				if c.Driver != contract.DriverName || c.VolumeHandle != pv.Name || term.Key != contract.TopologyKey || !pools[c.VolumeAttributes[contract.ParamStoragePool]] {
 					t.Errorf("CSI PV %s no longer fits hpp: driver %s handle %s topology %s pool %s (pools %v)",
-						pv.Name, c.Driver, c.VolumeHandle, term.Key, c.VolumeAttributes["storagePool"], pools)
+						pv.Name, c.Driver, c.VolumeHandle, term.Key, c.VolumeAttributes[contract.ParamStoragePool], pools)
 				}
 				if err := h.get(client.ObjectKey{Name: c.Driver}, &storagev1.CSIDriver{}); err != nil {
 					t.Errorf("CSI PV %s: its CSIDriver: %v", pv.Name, err)
@@ -449,10 +450,10 @@ func checkPVsUntouched(t *testing.T, h *harness, up *upstreamInstall) {
 			if sc.ResourceVersion != o.GetResourceVersion() {
 				t.Errorf("StorageClass %s was written to", sc.Name)
 			}
-			if sc.Provisioner != render.DriverName && sc.Provisioner != render.LegacyProvisionerName {
+			if sc.Provisioner != contract.DriverName && sc.Provisioner != contract.LegacyProvisionerName {
 				t.Errorf("StorageClass %s provisioner %s is neither hpp's driver nor its legacy provisioner", sc.Name, sc.Provisioner)
 			}
-			if p, ok := sc.Parameters["storagePool"]; ok && !pools[p] {
+			if p, ok := sc.Parameters[contract.ParamStoragePool]; ok && !pools[p] {
 				t.Errorf("StorageClass %s names pool %s, not in the CR", sc.Name, p)
 			}
 			checked++

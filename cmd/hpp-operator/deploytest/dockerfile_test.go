@@ -8,8 +8,9 @@ import (
 	"testing"
 )
 
-// TestDockerfilesStampTheMakefilesVersion: every image is built with the
-// same -X version variables as `make build`, and make images passes them.
+// TestDockerfilesStampTheMakefilesVersion: every image is built from the one
+// Dockerfile with the same -X version variables as `make build`, and make
+// images passes them and the component.
 func TestDockerfilesStampTheMakefilesVersion(t *testing.T) {
 	root := testenvRoot()
 	mk, err := os.ReadFile(filepath.Join(root, "Makefile"))
@@ -24,9 +25,25 @@ func TestDockerfilesStampTheMakefilesVersion(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	dockerfiles, _ := filepath.Glob(filepath.Join(root, "cmd", "*", "Dockerfile"))
-	if len(dockerfiles) < 5 {
-		t.Fatalf("want a Dockerfile per component, found %v", dockerfiles)
+	if stray, _ := filepath.Glob(filepath.Join(root, "cmd", "*", "Dockerfile")); len(stray) > 0 {
+		t.Errorf("component Dockerfiles %v: the one Dockerfile at the root builds every component", stray)
+	}
+	dockerfiles := []string{filepath.Join(root, "Dockerfile")}
+	df, err := os.ReadFile(dockerfiles[0])
+	if err != nil {
+		t.Fatal(err)
+	}
+	components, _ := filepath.Glob(filepath.Join(root, "cmd", "hpp-*"))
+	if len(components) < 5 {
+		t.Fatalf("want the five components under cmd/, found %v", components)
+	}
+	for _, c := range components {
+		if name := filepath.Base(c); !regexp.MustCompile(`(?m)^FROM \S+ AS ` + name + `$`).Match(df) {
+			t.Errorf("Dockerfile: no final stage named %s (FROM <base> AS %s)", name, name)
+		}
+	}
+	if !strings.Contains(string(images), `--build-arg "COMPONENT=`) {
+		t.Error("hack/images.sh does not pass --build-arg COMPONENT")
 	}
 	for _, v := range vars {
 		flag, arg := "-X "+v[1]+"=${"+v[2]+"}", v[2]

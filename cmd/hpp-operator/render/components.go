@@ -1,6 +1,7 @@
 package render
 
 import (
+	"github.com/hostpath-provisioner/hpp/internal/contract"
 	rbacv1 "k8s.io/api/rbac/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
@@ -26,7 +27,7 @@ func (c *Config) SnapshotterObjects() []client.Object {
 		"apiVersion":     "snapshot.storage.k8s.io/v1",
 		"kind":           "VolumeSnapshotClass",
 		"metadata":       map[string]any{"name": SnapshotClassName, "labels": toAny(c.labels(SnapshotClassName))},
-		"driver":         DriverName,
+		"driver":         contract.DriverName,
 		"deletionPolicy": "Delete",
 	}}
 	return []client.Object{

@@ -17,14 +17,13 @@ import (
 )
 
 // Object names kept from the KubeVirt operator: users, tooling and takeover
-// of an existing installation rely on them.
+// of an existing installation rely on them. The drivers' names are in
+// internal/contract.
 const (
-	DriverName            = "kubevirt.io.hostpath-provisioner"
-	LegacyProvisionerName = "kubevirt.io/hostpath-provisioner"
-	CSIDaemonSetName      = "hostpath-provisioner-csi"
-	CSIServiceAccount     = "hostpath-provisioner-admin-csi"
-	LegacyDaemonSetName   = "hostpath-provisioner"
-	LegacyServiceAccount  = "hostpath-provisioner-admin"
+	CSIDaemonSetName     = "hostpath-provisioner-csi"
+	CSIServiceAccount    = "hostpath-provisioner-admin-csi"
+	LegacyDaemonSetName  = "hostpath-provisioner"
+	LegacyServiceAccount = "hostpath-provisioner-admin"
 	// CSIContainerName is the driver's container in the CSI DaemonSet.
 	CSIContainerName = "hostpath-provisioner"
 )

@@ -14,6 +14,7 @@ import (
 	"k8s.io/utils/ptr"
 
 	hppv1 "github.com/hostpath-provisioner/hpp/internal/api/v1beta1"
+	"github.com/hostpath-provisioner/hpp/internal/contract"
 )
 
 const (
@@ -72,13 +73,13 @@ func (c *Config) CSIDaemonSet(spec *hppv1.HostPathProvisionerSpec) (*appsv1.Daem
 		return nil, err
 	}
 	pp := pullPolicy(spec.ImagePullPolicy)
-	pluginDir := path.Join(c.KubeletDir, "plugins", DriverName)
+	pluginDir := path.Join(c.KubeletDir, "plugins", contract.DriverName)
 	podsDir := path.Join(c.KubeletDir, "pods")
 	bidi := corev1.MountPropagationBidirectional
 	h2c := corev1.MountPropagationHostToContainer
 
 	args := []string{
-		"--drivername=" + DriverName,
+		"--drivername=" + contract.DriverName,
 		"--v=" + strconv.Itoa(c.Verbosity),
 		"--endpoint=" + csiSocket,
 		"--nodeid=$(NODE_NAME)",

@@ -9,6 +9,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	hppv1 "github.com/hostpath-provisioner/hpp/internal/api/v1beta1"
+	"github.com/hostpath-provisioner/hpp/internal/contract"
 )
 
 // CSIDriver is the driver's registration object. Its spec is cluster-wide
@@ -17,7 +18,7 @@ func (c *Config) CSIDriver() *storagev1.CSIDriver {
 	fsGroup := storagev1.FileFSGroupPolicy
 	return &storagev1.CSIDriver{
 		TypeMeta:   metav1.TypeMeta{APIVersion: "storage.k8s.io/v1", Kind: "CSIDriver"},
-		ObjectMeta: metav1.ObjectMeta{Name: DriverName, Labels: c.labels(CSIDaemonSetName)},
+		ObjectMeta: metav1.ObjectMeta{Name: contract.DriverName, Labels: c.labels(CSIDaemonSetName)},
 		Spec: storagev1.CSIDriverSpec{
 			AttachRequired:  ptr.To(false),
 			PodInfoOnMount:  ptr.To(true),

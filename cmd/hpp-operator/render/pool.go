@@ -13,14 +13,14 @@ import (
 	"k8s.io/utils/ptr"
 
 	hppv1 "github.com/hostpath-provisioner/hpp/internal/api/v1beta1"
+	"github.com/hostpath-provisioner/hpp/internal/contract"
 )
 
-// Labels and annotations of pvcTemplate pool objects. PoolLabel is
+// Labels and annotations of pvcTemplate pool objects. contract.PoolLabel is
 // upstream's key (tooling selects pool PVCs by it); the annotations record
 // what a cleanup Job needs, so a pool removed from the CR can still be
 // unmounted.
 const (
-	PoolLabel          = "kubevirt.io.hostpath-provisioner/storagePool"
 	MounterSelector    = "hostpathprovisioner.kubevirt.io/mounter"
 	PoolNameAnnotation = "hostpathprovisioner.kubevirt.io/pool"
 	PoolPathAnnotation = "hostpathprovisioner.kubevirt.io/pool-path"
@@ -28,8 +28,6 @@ const (
 	// DefaultOverlayClassName is upstream's backend StorageClass name for
 	// a ReadWriteMany pool.
 	DefaultOverlayClassName = "hpp-overlay"
-	// TopologyKey is the CSI driver's topology key (the node name).
-	TopologyKey = "topology.hostpath.csi/node"
 	// MounterApp is the app label of mounter pods and cleanup Jobs.
 	MounterApp = "hpp-pool"
 )
@@ -85,7 +83,7 @@ func ClaimFor(p *hppv1.StoragePool, node string) string {
 
 func (c *Config) poolLabels(pool string) map[string]string {
 	l := c.labels(MounterApp)
-	l[PoolLabel] = PoolLabelValue(pool)
+	l[contract.PoolLabel] = PoolLabelValue(pool)
 	return l
 }
 
@@ -112,8 +110,8 @@ func (c *Config) OverlayStorageClass(p *hppv1.StoragePool) *storagev1.StorageCla
 	return &storagev1.StorageClass{
 		TypeMeta:          metav1.TypeMeta{APIVersion: "storage.k8s.io/v1", Kind: "StorageClass"},
 		ObjectMeta:        metav1.ObjectMeta{Name: OverlayClassName(p), Labels: c.poolLabels(p.Name)},
-		Provisioner:       DriverName,
-		Parameters:        map[string]string{"storagePool": p.Name, "overlayCSI": "true"},
+		Provisioner:       contract.DriverName,
+		Parameters:        map[string]string{contract.ParamStoragePool: p.Name, contract.ParamOverlayCSI: "true"},
 		ReclaimPolicy:     ptr.To(corev1.PersistentVolumeReclaimDelete),
 		VolumeBindingMode: ptr.To(storagev1.VolumeBindingImmediate),
 	}

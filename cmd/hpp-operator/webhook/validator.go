@@ -15,15 +15,15 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/client"
 	"sigs.k8s.io/controller-runtime/pkg/webhook/admission"
 
-	"github.com/hostpath-provisioner/hpp/cmd/hpp-operator/render"
 	hppv1 "github.com/hostpath-provisioner/hpp/internal/api/v1beta1"
+	"github.com/hostpath-provisioner/hpp/internal/contract"
 )
 
 // Path is where the webhook is served (controller-runtime's path for the type).
 const Path = "/validate-hostpathprovisioner-kubevirt-io-v1beta1-hostpathprovisioner"
 
 // legacyProvisionedBy marks the PVs of the legacy provisioner.
-const legacyProvisionedBy = "pv.kubernetes.io/provisioned-by"
+const legacyProvisionedBy = contract.AnnProvisionedBy
 
 // Validator validates HostPathProvisioner creates and updates. It never
 // sees DELETE: the webhook configuration does not register it, so a CR can
@@ -96,9 +96,9 @@ func usage(ctx context.Context, r client.Reader) (hppv1.Usage, error) {
 	use := hppv1.Usage{PoolVolumes: map[string]int{}}
 	for _, pv := range pvs.Items {
 		switch {
-		case pv.Spec.CSI != nil && pv.Spec.CSI.Driver == render.DriverName:
-			use.PoolVolumes[pv.Spec.CSI.VolumeAttributes["storagePool"]]++
-		case pv.Annotations[legacyProvisionedBy] == render.LegacyProvisionerName:
+		case pv.Spec.CSI != nil && pv.Spec.CSI.Driver == contract.DriverName:
+			use.PoolVolumes[pv.Spec.CSI.VolumeAttributes[contract.ParamStoragePool]]++
+		case pv.Annotations[legacyProvisionedBy] == contract.LegacyProvisionerName:
 			use.LegacyVolumes++
 		}
 	}

@@ -71,7 +71,9 @@ func TestValidateUpdateRatchets(t *testing.T) {
 		}},
 		"a known gate added": {edit: func(s *HostPathProvisionerSpec) { s.FeatureGates = append(s.FeatureGates, FeatureSnapshotting) }},
 		"a bad new pool": {
-			edit: func(s *HostPathProvisionerSpec) { s.StoragePools = append(s.StoragePools, StoragePool{Name: "New_Pool", Path: "/mnt//x"}) },
+			edit: func(s *HostPathProvisionerSpec) {
+				s.StoragePools = append(s.StoragePools, StoragePool{Name: "New_Pool", Path: "/mnt//x"})
+			},
 			want: []string{"spec.storagePools[2].name: FieldValueInvalid", "spec.storagePools[2].path: FieldValueInvalid"},
 		},
 		"the bad pool's path changed": {
@@ -80,7 +82,9 @@ func TestValidateUpdateRatchets(t *testing.T) {
 			want: []string{"spec.storagePools[0].name: FieldValueInvalid"},
 		},
 		"a pool now holds another": {
-			edit: func(s *HostPathProvisionerSpec) { s.StoragePools = append(s.StoragePools, StoragePool{Name: "outer", Path: "/var"}) },
+			edit: func(s *HostPathProvisionerSpec) {
+				s.StoragePools = append(s.StoragePools, StoragePool{Name: "outer", Path: "/var"})
+			},
 			want: []string{"spec.storagePools[1].path: FieldValueInvalid"},
 		},
 		"an unknown gate added": {

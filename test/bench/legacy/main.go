@@ -30,11 +30,12 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/utils/ptr"
 
+	"github.com/hostpath-provisioner/hpp/internal/contract"
 	"github.com/hostpath-provisioner/hpp/test/cluster"
 	"github.com/hostpath-provisioner/hpp/test/e2e"
 )
 
-const legacyProvisioner = "kubevirt.io/hostpath-provisioner"
+const legacyProvisioner = contract.LegacyProvisionerName
 
 type config struct {
 	n        int
@@ -209,7 +210,7 @@ func measure(ctx context.Context, c *cluster.Cluster, driver, mode, flags string
 		name := fmt.Sprintf("v-%04d", i)
 		pvc := e2e.PVC(ns, name, sc.Name, "1Mi")
 		if mode == "pinned" {
-			pvc.Annotations = map[string]string{"kubevirt.io/provisionOnNode": nodes[i%len(nodes)].Name}
+			pvc.Annotations = map[string]string{contract.AnnProvisionOnNode: nodes[i%len(nodes)].Name}
 		}
 		if _, err := c.Client.CoreV1().PersistentVolumeClaims(ns).Create(ctx, pvc, metav1.CreateOptions{}); err != nil {
 			return err

@@ -18,6 +18,7 @@ import (
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 
+	"github.com/hostpath-provisioner/hpp/internal/contract"
 	"github.com/hostpath-provisioner/hpp/test/cluster"
 	"github.com/hostpath-provisioner/hpp/test/e2e"
 )
@@ -130,7 +131,7 @@ func (d *demo) walkthrough(ctx context.Context) int {
 		return d.failed("read the PersistentVolume", err, "kube-apiserver")
 	}
 	dir := filepath.Join(pool, "csi", pv.Spec.CSI.VolumeHandle)
-	say("PersistentVolume %s created by hpp-csi (volume id %s, node affinity %s=%s)", pv.Name, pv.Spec.CSI.VolumeHandle, cluster.TopologyKey, scheduled)
+	say("PersistentVolume %s created by hpp-csi (volume id %s, node affinity %s=%s)", pv.Name, pv.Spec.CSI.VolumeHandle, contract.TopologyKey, scheduled)
 	if fi, err := os.Stat(dir); err != nil || !fi.IsDir() {
 		return d.failed("find the volume directory on the host", fmt.Errorf("%s: %w", dir, err), "hpp-csi@"+node.Name)
 	}

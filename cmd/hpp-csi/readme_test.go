@@ -1,0 +1,14 @@
+package main
+
+import (
+	"testing"
+
+	"github.com/hostpath-provisioner/hpp/internal/cli"
+	"github.com/hostpath-provisioner/hpp/internal/testutil"
+)
+
+// TestREADMEFlags: the flag table in README.md is the command's own
+// (make generate writes it; a stale one fails here and in make lint).
+func TestREADMEFlags(t *testing.T) {
+	testutil.GeneratedSection(t, "README.md", "flags", cli.FlagsMarkdown(newCommand(&options{}, nil), envFlags...))
+}

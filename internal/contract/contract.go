@@ -1,0 +1,82 @@
+// Package contract holds the names of hpp's compatibility contract
+// (DESIGN.md §1): the strings that are stored in clusters (in PVs,
+// StorageClasses, CSINode objects, labels and annotations) or that two
+// binaries must agree on. A cluster that ran the KubeVirt hostpath
+// provisioner and its operator has them already, and a PV keeps them for
+// its whole life: never change a value here.
+//
+// Every binary and test takes these names from this package;
+// TestNoCopies fails when one of them appears as a literal anywhere else.
+package contract
+
+// The drivers, as StorageClasses and PVs name them.
+const (
+	// DriverName is the CSI driver's name (hpp-csi's default --drivername,
+	// the CSIDriver object, spec.csi.driver of every CSI PV).
+	DriverName = "kubevirt.io.hostpath-provisioner"
+	// LegacyProvisionerName is the pre-CSI provisioner's name
+	// (StorageClass.provisioner of hpp-legacy and upstream's legacy PVs).
+	LegacyProvisionerName = "kubevirt.io/hostpath-provisioner"
+	// TopologyKey is the CSI driver's topology key; its value is the node
+	// name. It is in the node affinity of every CSI PV.
+	TopologyKey = "topology.hostpath.csi/node"
+)
+
+// StorageClass parameters and volume context keys.
+const (
+	// ParamStoragePool names the pool of a StorageClass, and of a volume in
+	// its volume context (hpp-csi writes it there; hpp-migrate writes it on
+	// the PVs it moves).
+	ParamStoragePool = "storagePool"
+	// ParamOverlayCSI is set ("true") by the operators on the StorageClass
+	// of a shared (ReadWriteMany pvcTemplate) pool.
+	ParamOverlayCSI = "overlayCSI"
+	// DefaultPool is the pool a StorageClass without ParamStoragePool gets,
+	// and the pool a pathConfig CR's directory is served as.
+	DefaultPool = "legacy"
+	// VolumeContextLayout says where a volume's directory is. Absent means
+	// a volume hpp-csi created (<pool path>/<volume id>).
+	VolumeContextLayout = "hostpath.csi/layout"
+	// LayoutLegacy: the directory is <pool legacyPath>/<volume handle>, a
+	// volume the legacy provisioner made and hpp-migrate moved onto the CSI
+	// driver in place.
+	LayoutLegacy = "legacy"
+)
+
+// Annotations of the legacy provisioners (KubeVirt's and hpp-legacy) on
+// claims and PVs, so that either provisioner can delete the other's volumes
+// and hpp-migrate can find them.
+const (
+	// AnnProvisionOnNode on a claim picks the node; on a PV it names the
+	// node that owns (and alone may delete) the directory.
+	AnnProvisionOnNode = "kubevirt.io/provisionOnNode"
+	// AnnSelectedNode is set by the scheduler on WaitForFirstConsumer
+	// claims.
+	AnnSelectedNode = "volume.kubernetes.io/selected-node"
+	// AnnIdentity marks a PV as made by the legacy provisioner family; its
+	// value is LegacyProvisionerName.
+	AnnIdentity = "hostPathProvisionerIdentity"
+	// AnnProvisionedBy is Kubernetes' annotation naming a PV's provisioner.
+	AnnProvisionedBy = "pv.kubernetes.io/provisioned-by"
+)
+
+// Annotations hpp-migrate puts on the PVs it moves or restores: where a
+// volume came from, for people and for resuming.
+const (
+	// AnnMigratedFrom is the legacy provisioner's name.
+	AnnMigratedFrom = "hostpath.csi/migrated-from"
+	// AnnMigratedFromPath is the hostPath path of the original PV.
+	AnnMigratedFromPath = "hostpath.csi/migrated-from-path"
+	// AnnMigratedFromUID is the UID of the original PV object.
+	AnnMigratedFromUID = "hostpath.csi/migrated-from-uid"
+	// AnnRestoredFrom marks a PV that `hpp-migrate rollback` re-created
+	// from a backup.
+	AnnRestoredFrom = "hostpath.csi/restored-from-uid"
+)
+
+// Labels the operators put on pool objects (claims, mounter Deployments,
+// cleanup Jobs); a takeover finds upstream's objects by them.
+const (
+	// PoolLabel carries a pool's name (shortened as upstream does).
+	PoolLabel = "kubevirt.io.hostpath-provisioner/storagePool"
+)
