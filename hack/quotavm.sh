@@ -3,8 +3,11 @@
 # quotas, for the node tests that need them (XFS prjquota, ext4 project
 # quota) on machines whose own kernel cannot give them.
 #
-#   hack/quotavm.sh [-t TIMEOUT] TESTBIN... [-- TEST FLAGS...]
+#   hack/quotavm.sh [-t TIMEOUT] [-f FILE]... [-e NAME=VALUE]... TESTBIN... [-- TEST FLAGS...]
 #
+# -f copies FILE into the VM as /quotavm/files/<its name> (a binary the
+# tests start, e.g. hpp-csi; its libraries come along); -e sets an
+# environment variable for the tests (CI is passed on as the host has it).
 # Each TESTBIN (a `go test -c` binary; static, or dynamic with its libraries
 # found by ldd) runs in turn in one VM, in a directory of its own, as
 # `TESTBIN -test.v -test.count=1 [TEST FLAGS]`; its output is printed live.
@@ -35,7 +38,9 @@
 #                           memory only as the guest touches it)
 #   HPP_QUOTAVM_SMP         guest CPUs (default 2: qemu runs one thread each)
 #   HPP_QUOTAVM_TIMEOUT     seconds the whole VM may run (default 600; -t too)
-#   HPP_QUOTAVM_BOOT_TIMEOUT seconds until the guest's init must report (default 120)
+#   HPP_QUOTAVM_BOOT_TIMEOUT seconds until the guest's init must report (default
+#                           300: 20 s on a machine with 2 busy cores, more
+#                           when it is overloaded)
 set -euo pipefail
 
 root=$(cd "$(dirname "$0")/.." && pwd)
@@ -45,7 +50,7 @@ kernel_pkg=${HPP_QUOTAVM_KERNEL_PKG:-linux-image-cloud-amd64}
 mem=${HPP_QUOTAVM_MEM:-2G}
 smp=${HPP_QUOTAVM_SMP:-2}
 timeout_s=${HPP_QUOTAVM_TIMEOUT:-600}
-boot_timeout_s=${HPP_QUOTAVM_BOOT_TIMEOUT:-120}
+boot_timeout_s=${HPP_QUOTAVM_BOOT_TIMEOUT:-300}
 # Modules the guest loads (with their dependencies) when the kernel does not
 # have them built in: loop devices, the two filesystems, the quota file
 # formats ext4's hidden quota inodes use, and crc32c for XFS v5 and ext4
@@ -55,6 +60,8 @@ modules=(loop xfs ext4 quota_v2 quota_tree crc32c_generic)
 programs=(mkfs.xfs xfs_quota xfs_io xfs_db mkfs.ext4 mke2fs tune2fs dumpe2fs losetup mount umount blkid)
 
 log() { echo "quotavm: $*" >&2; }
+# shell_quote S: S in single quotes for the guest's busybox sh.
+shell_quote() { printf "'%s'" "${1//\'/\'\\\'\'}"; }
 die() { log "error: $*"; exit 1; }
 # missing: a prerequisite this machine lacks. Skip (exit 0) with the reason,
 # except under CI=true, where a skipped tier would pass without running.
@@ -64,13 +71,18 @@ missing() {
   exit 0
 }
 
-usage() { sed -n '2,13p' "$0" | sed 's/^# \{0,1\}//' >&2; exit 2; }
+usage() { sed -n '2,17p' "$0" | sed 's/^# \{0,1\}//' >&2; exit 2; }
 
 bins=()
+files=()
+envs=()
 test_args=()
 while (($#)); do
   case $1 in
     -t) timeout_s=${2:?-t needs seconds}; shift 2 ;;
+    -f) files+=("${2:?-f needs a file}"); shift 2 ;;
+    -e) [[ ${2:-} =~ ^[A-Za-z_][A-Za-z0-9_]*= ]] || die "-e needs NAME=VALUE, got '${2:-}'"
+        envs+=("$2"); shift 2 ;;
     -h|--help) usage ;;
     --) shift; test_args=("$@"); break ;;
     -*) log "unknown option $1"; usage ;;
@@ -80,6 +92,9 @@ done
 ((${#bins[@]})) || usage
 for b in "${bins[@]}"; do
   [[ -f $b && -x $b ]] || die "test binary $b: not an executable file"
+done
+for f in "${files[@]}"; do
+  [[ -f $f ]] || die "-f $f: not a file"
 done
 for v in timeout_s boot_timeout_s smp; do
   [[ ${!v} =~ ^[1-9][0-9]*$ ]] || die "$v must be a positive integer, got '${!v}'"
@@ -239,10 +254,14 @@ export PATH=/usr/sbin:/usr/bin:/sbin:/bin HOME=/root TMPDIR=/tmp
 mount -t proc proc /proc
 mount -t sysfs sysfs /sys
 mount -t devtmpfs devtmpfs /dev 2>/dev/null
-mount -t tmpfs -o mode=1777 tmpfs /tmp
+# The loop images live here, in the guest's memory (sparse: only what is
+# written counts).
+mount -t tmpfs -o mode=1777,size=75% tmpfs /tmp
 mkdir -p /dev/pts /dev/shm && mount -t devpts devpts /dev/pts
 echo /sbin/modprobe >/proc/sys/kernel/modprobe
-finish() { echo "QUOTAVM-EXIT=$1"; sync; poweroff -f; sleep 5; }
+# Booted with acpi=off, so no power-off: a reset, which -no-reboot turns
+# into qemu's exit.
+finish() { echo "QUOTAVM-EXIT=$1"; sync; reboot -f; sleep 5; }
 for m in $(cat /etc/quotavm-modules); do
   if grep -q "/$m.ko" /lib/modules/$(uname -r)/modules.dep 2>/dev/null; then
     modprobe "$m" || { echo "quotavm: modprobe $m failed"; finish 125; }
@@ -288,21 +307,35 @@ exec 9>&-
 run=$(mktemp -d "$out/.run.XXXXXX")
 trap 'rm -rf "$run"' EXIT
 mkdir -p "$run/root/quotavm/tests"
+mkdir -p "$run/root/quotavm/files"
+# add_libs FILE: a dynamic binary (-race, cgo) brings its libraries.
+add_libs() {
+  local lib
+  while read -r lib; do
+    [[ -e $run/root$lib ]] && continue
+    mkdir -p "$run/root$(dirname "$lib")"
+    cp -L "$lib" "$run/root$lib"
+  done < <(ldd "$1" 2>/dev/null | grep -oE '/[^ ]+\.so[^ ]*' || true)
+}
 i=0
 for b in "${bins[@]}"; do
   i=$((i + 1))
   name=$(printf '%02d-%s' "$i" "$(basename "$b")")
   cp "$b" "$run/root/quotavm/tests/$name"
-  # A dynamic binary (-race, cgo) brings its libraries.
-  while read -r lib; do
-    [[ -e $run/root$lib ]] && continue
-    mkdir -p "$run/root$(dirname "$lib")"
-    cp -L "$lib" "$run/root$lib"
-  done < <(ldd "$b" 2>/dev/null | grep -oE '/[^ ]+\.so[^ ]*' || true)
+  add_libs "$b"
+done
+for f in "${files[@]}"; do
+  cp "$f" "$run/root/quotavm/files/"
+  add_libs "$f"
 done
 printf '%s\n' "${test_args[@]}" >"$run/root/quotavm/args"
 # The guest sees CI as the host does: a missing prerequisite in there fails too.
-printf 'export CI=%q\n' "${CI:-}" >"$run/root/quotavm/env"
+{
+  printf 'export CI=%s\n' "$(shell_quote "${CI:-}")"
+  for e in "${envs[@]}"; do
+    printf 'export %s=%s\n' "${e%%=*}" "$(shell_quote "${e#*=}")"
+  done
+} >"$run/root/quotavm/env"
 (cd "$run/root" && find . -mindepth 1 | LC_ALL=C sort | /bin/busybox cpio -o -H newc -R 0:0 2>/dev/null) >"$run/tests.cpio"
 cat "$dir/base.cpio" "$run/tests.cpio" >"$out/initrd.img"
 rm -rf "$run/root"
@@ -314,23 +347,22 @@ qemu_err=$out/qemu.stderr
 now_ms() { echo $(($(date +%s%N) / 1000000)); }
 secs() { printf '%d.%d' $(($1 / 1000)) $(($1 % 1000 / 100)); }
 log "booting kernel $kver under qemu (TCG, $smp CPUs, $mem; timeout ${timeout_s}s) with ${#bins[@]} test binaries; console: $console"
-# qboot (qemu-system-data) loads kernel and initramfs faster than SeaBIOS and
-# writes nothing to the console; SeaBIOS is the fallback.
-bios=()
-[[ -f /usr/share/qemu/qboot.rom ]] && bios=(-bios /usr/share/qemu/qboot.rom)
-# No crypto self-tests, mitigations or timer checks: seconds each under
-# emulation, and nothing the tests depend on.
+# No crypto self-tests, mitigations, timer checks, ACPI or PCI (the serial
+# port is ISA; nothing else is attached): seconds each under emulation, a
+# quarter of the boot, and nothing the tests depend on. SeaBIOS, qemu's
+# default firmware, stays: qboot gives no MP table, and without ACPI the
+# kernel then hangs before its first message.
 # Every kernel message goes to the console log (the error shows its tail when
 # the VM fails to boot); only the lines after the guest's init reports are
 # printed live, and init lowers the console level so the kernel's messages
 # come after the tests' output (dumped from dmesg), not inside it.
 append="console=ttyS0 panic=-1 loglevel=7 rdinit=/init mitigations=off cryptomgr.notests"
-append+=" tsc=reliable no_timer_check edd=off i8042.noaux i8042.nokbd"
+append+=" tsc=reliable no_timer_check edd=off acpi=off pci=off i8042.noaux i8042.nokbd"
 mkfifo "$run/console"
 start=$(now_ms)
 timeout -k 10 "$timeout_s" qemu-system-x86_64 \
   -nodefaults -nographic -no-reboot -monitor none -serial stdio -nic none \
-  -machine pc "${bios[@]}" -accel tcg,thread=multi -cpu max -smp "$smp" -m "$mem" \
+  -machine pc -accel tcg,thread=multi -cpu max -smp "$smp" -m "$mem" \
   -kernel "$dir/vmlinuz" -initrd "$out/initrd.img" -append "$append" \
   </dev/null >"$run/console" 2>"$qemu_err" &
 qpid=$!
