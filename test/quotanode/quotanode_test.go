@@ -115,7 +115,7 @@ func quotaFS(t *testing.T, kind string) string {
 func startDriver(t *testing.T, mnt string) *csitest.Driver {
 	t.Helper()
 	d, err := csitest.Launch(driverBinary(t), csitest.Config{NodeID: nodeID, Dir: t.TempDir(), LogLevel: "info", Pools: []csitest.Pool{{
-		Name: poolName, Path: mnt, EnforceSize: true, ProjectIDs: map[string]uint32{"first": firstID, "last": lastID}}}})
+		Name: poolName, Path: mnt, EnforceSize: true, SnapshotProvider: "reflink", ProjectIDs: map[string]uint32{"first": firstID, "last": lastID}}}})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -135,14 +135,47 @@ func mountCap() *csi.VolumeCapability {
 	}
 }
 
-func createVolume(ctx context.Context, c *csitest.Client, id string, size int64) error {
+func createRequest(id string, size int64) *csi.CreateVolumeRequest {
 	topo := &csi.Topology{Segments: map[string]string{contract.TopologyKey: nodeID}}
-	_, err := c.CreateVolume(ctx, &csi.CreateVolumeRequest{
+	return &csi.CreateVolumeRequest{
 		Name: id, CapacityRange: &csi.CapacityRange{RequiredBytes: size}, VolumeCapabilities: []*csi.VolumeCapability{mountCap()},
 		Parameters:                map[string]string{contract.ParamStoragePool: poolName},
 		AccessibilityRequirements: &csi.TopologyRequirement{Requisite: []*csi.Topology{topo}, Preferred: []*csi.Topology{topo}},
-	})
+	}
+}
+
+func createVolume(ctx context.Context, c *csitest.Client, id string, size int64) error {
+	_, err := c.CreateVolume(ctx, createRequest(id, size))
 	return err
+}
+
+// publish bind-mounts volume id where a writer running as nobody reaches
+// it (the directories above the target let it through) and returns the
+// target; it is unpublished at the test's cleanup if still mounted.
+func publish(t *testing.T, c *csitest.Client, id string) string {
+	t.Helper()
+	base := t.TempDir()
+	for _, dir := range []string{filepath.Dir(base), base} {
+		if err := os.Chmod(dir, 0o755); err != nil {
+			t.Fatal(err)
+		}
+	}
+	target := filepath.Join(base, "target")
+	if _, err := c.NodePublishVolume(t.Context(), &csi.NodePublishVolumeRequest{VolumeId: id, TargetPath: target, VolumeCapability: mountCap(),
+		VolumeContext: map[string]string{contract.ParamStoragePool: poolName}}); err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() {
+		_, _ = c.NodeUnpublishVolume(context.Background(), &csi.NodeUnpublishVolumeRequest{VolumeId: id, TargetPath: target})
+	})
+	return target
+}
+
+func unpublish(t *testing.T, c *csitest.Client, id, target string) {
+	t.Helper()
+	if _, err := c.NodeUnpublishVolume(t.Context(), &csi.NodeUnpublishVolumeRequest{VolumeId: id, TargetPath: target}); err != nil {
+		t.Fatal(err)
+	}
 }
 
 // expandVolume is what csi-resizer and kubelet do: the controller call,
@@ -181,6 +214,8 @@ func TestEnforcedSize(t *testing.T) {
 			mnt := quotaFS(t, kind)
 			d := startDriver(t, mnt)
 			t.Run("limit statfs online expansion delete", func(t *testing.T) { testLifecycle(t, d, mnt, kind) })
+			t.Run("snapshot restore clone own IDs", func(t *testing.T) { testCopies(t, d, mnt, kind) })
+			t.Run("adopted directory unenforced until expanded", func(t *testing.T) { testAdopted(t, d, mnt, kind) })
 			t.Run("SIGKILL after every step", func(t *testing.T) { testKills(t, d, mnt) })
 		})
 	}
@@ -200,30 +235,18 @@ func testLifecycle(t *testing.T, d *csitest.Driver, mnt, kind string) {
 	if err := createVolume(ctx, c, id, 100*MiB); err != nil {
 		t.Fatal(err)
 	}
-	// The writer runs as nobody: the directories above the target must
-	// let it through.
-	base := t.TempDir()
-	for _, dir := range []string{filepath.Dir(base), base} {
-		if err := os.Chmod(dir, 0o755); err != nil {
-			t.Fatal(err)
-		}
-	}
-	target := filepath.Join(base, "target")
-	if _, err := c.NodePublishVolume(ctx, &csi.NodePublishVolumeRequest{VolumeId: id, TargetPath: target, VolumeCapability: mountCap(),
-		VolumeContext: map[string]string{contract.ParamStoragePool: poolName}}); err != nil {
-		t.Fatal(err)
-	}
 	deleted := false
 	t.Cleanup(func() {
-		ctx := context.Background()
-		_, _ = c.NodeUnpublishVolume(ctx, &csi.NodeUnpublishVolumeRequest{VolumeId: id, TargetPath: target})
 		if !deleted {
-			_ = deleteVolume(ctx, c, id)
+			_ = deleteVolume(context.Background(), c, id)
 		}
 	})
+	// The writer runs as nobody, as a pod does.
+	target := publish(t, c, id)
 	if got := statfsTotal(t, target); got != 100*MiB {
 		t.Errorf("statfs inside the volume: %d bytes, want the volume's 100 MiB (%d)", got, 100*MiB)
 	}
+	t.Logf("statfs inside the 100 MiB volume: %d bytes", statfsTotal(t, target))
 	w := startWriter(t, filepath.Join(target, "data"))
 	if n, errno := w.do("write 99"); errno != 0 {
 		t.Fatalf("writing 99 MiB into a 100 MiB volume: %d bytes, then %v", n, errno)
@@ -247,12 +270,14 @@ func testLifecycle(t *testing.T, d *csitest.Driver, mnt, kind string) {
 	if got := statfsTotal(t, target); got != 300*MiB {
 		t.Errorf("statfs after expanding to 300 MiB: %d bytes", got)
 	}
+	t.Logf("statfs after the online expansion to 300 MiB: %d bytes", statfsTotal(t, target))
 	if n, errno := w.do("write 250"); errno != 0 {
 		t.Fatalf("after the expansion to 300 MiB, a 250 MiB write through the open file: %d bytes, then %v", n, errno)
 	}
 	if _, errno := w.do("sync"); errno != 0 {
 		t.Fatalf("fsync of the 250 MiB write: %v", errno)
 	}
+	t.Logf("after the expansion, 250 MiB written and synced through the file kept open")
 	volDir := filepath.Join(mnt, csitest.VolumesSubdir, id)
 	qid, inherit, err := kernel.Project(volDir)
 	if err != nil || !inherit || qid < firstID || qid > lastID {
@@ -268,9 +293,7 @@ func testLifecycle(t *testing.T, d *csitest.Driver, mnt, kind string) {
 	}
 	w.stop()
 
-	if _, err := c.NodeUnpublishVolume(ctx, &csi.NodeUnpublishVolumeRequest{VolumeId: id, TargetPath: target}); err != nil {
-		t.Fatal(err)
-	}
+	unpublish(t, c, id, target)
 	if err := deleteVolume(ctx, c, id); err != nil {
 		t.Fatal(err)
 	}
