@@ -10,6 +10,7 @@ import (
 	"github.com/spf13/pflag"
 
 	"github.com/hostpath-provisioner/hpp/cmd/hpp-csi/driver"
+	"github.com/hostpath-provisioner/hpp/cmd/hpp-csi/serve"
 	"github.com/hostpath-provisioner/hpp/internal/cli"
 	"github.com/hostpath-provisioner/hpp/internal/contract"
 	"github.com/hostpath-provisioner/hpp/internal/logging"
@@ -48,7 +49,7 @@ type options struct {
 	// filled by Validate
 	socketPath string
 	pools      *pool.Set
-	metricsTLS *driver.MetricsTLS // nil: plain HTTP
+	metricsTLS *serve.MetricsTLS // nil: plain HTTP
 }
 
 // defaultTLSMetricsAddress is where the KubeVirt plugin serves its TLS
@@ -111,7 +112,7 @@ func (o *options) Validate() error {
 		errs = append(errs, err)
 	}
 	var err error
-	if o.socketPath, err = driver.ParseEndpoint(o.endpoint); err != nil {
+	if o.socketPath, err = serve.ParseEndpoint(o.endpoint); err != nil {
 		errs = append(errs, err)
 	}
 	if o.controllerOnly {
@@ -179,7 +180,7 @@ func (o *options) completeMetricsTLS(fs *pflag.FlagSet) error {
 		return nil
 	}
 	var errs []error
-	v, err := driver.ParseTLSVersion(o.metricsTLSVersion)
+	v, err := serve.ParseTLSVersion(o.metricsTLSVersion)
 	if err != nil {
 		errs = append(errs, fmt.Errorf("--metrics-tls-version: %w", err))
 	}
@@ -197,7 +198,7 @@ func (o *options) completeMetricsTLS(fs *pflag.FlagSet) error {
 			hosts = append(hosts, h)
 		}
 	}
-	o.metricsTLS = &driver.MetricsTLS{CertFile: o.metricsCertFile, KeyFile: o.metricsKeyFile, MinVersion: v, Hosts: hosts}
+	o.metricsTLS = &serve.MetricsTLS{CertFile: o.metricsCertFile, KeyFile: o.metricsKeyFile, MinVersion: v, Hosts: hosts}
 	return errors.Join(errs...)
 }
 

@@ -10,6 +10,7 @@ import (
 
 	"github.com/hostpath-provisioner/hpp/cmd/hpp-csi/driver"
 	"github.com/hostpath-provisioner/hpp/cmd/hpp-csi/kubeapi"
+	"github.com/hostpath-provisioner/hpp/cmd/hpp-csi/serve"
 	"github.com/hostpath-provisioner/hpp/internal/prjquota"
 	"github.com/hostpath-provisioner/hpp/internal/selinux"
 	"github.com/hostpath-provisioner/hpp/internal/version"
@@ -61,18 +62,19 @@ func (o *options) Run(ctx context.Context) error {
 		}
 		g.Go(func() error { d.RetryPools(gctx, o.poolRetry); return nil })
 	}
-	g.Go(func() error { return d.Serve(gctx, o.socketPath, o.shutdownGrace) })
-	var reg *driver.Registrar
+	csiLog := log.With(zap.String("driver", o.driverName), zap.String("node", o.nodeID))
+	g.Go(func() error { return serve.CSI(gctx, csiLog, d.NewGRPCServer(), o.socketPath, o.shutdownGrace) })
+	var reg *serve.Registrar
 	if o.kubeletRegistrationPath != "" {
-		reg = &driver.Registrar{
+		reg = &serve.Registrar{
 			DriverName: o.driverName, CSISocket: o.kubeletRegistrationPath, RegistryDir: o.pluginRegistryDir,
-			Log: log.Named("registration"), Metrics: metrics,
+			Log: log.Named("registration"), Gauge: metrics,
 		}
 		g.Go(func() error { return reg.Run(gctx) })
 	}
 	if o.healthAddress != "" {
 		g.Go(func() error {
-			return driver.ServeHTTP(gctx, log, "health", o.healthAddress, driver.HealthHandler(d, reg), nil)
+			return serve.HTTP(gctx, log, "health", o.healthAddress, serve.HealthHandler(d.Ready, reg), nil)
 		})
 	}
 	if o.metricsAddress != "" {
@@ -83,7 +85,7 @@ func (o *options) Run(ctx context.Context) error {
 			}
 		}
 		g.Go(func() error {
-			return driver.ServeHTTP(gctx, log, "metrics", o.metricsAddress, driver.MetricsHandler(metrics), tlsConfig)
+			return serve.HTTP(gctx, log, "metrics", o.metricsAddress, serve.MetricsHandler(metrics.Registry), tlsConfig)
 		})
 	}
 	err = g.Wait()

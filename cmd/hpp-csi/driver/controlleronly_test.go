@@ -2,6 +2,7 @@ package driver
 
 import (
 	"context"
+	"net"
 	"os"
 	"path/filepath"
 	"testing"
@@ -30,12 +31,16 @@ func serveControllerOnly(t *testing.T) *grpc.ClientConn {
 	if err != nil {
 		t.Fatal(err)
 	}
-	ctx, cancel := context.WithCancel(context.Background())
 	sock := filepath.Join(dir, "csi.sock")
 	done := make(chan error, 1)
-	go func() { done <- d.Serve(ctx, sock, time.Second) }()
+	lis, err := net.Listen("unix", sock)
+	if err != nil {
+		t.Fatal(err)
+	}
+	srv := d.NewGRPCServer()
+	go func() { done <- srv.Serve(lis) }()
 	t.Cleanup(func() {
-		cancel()
+		srv.GracefulStop()
 		if err := <-done; err != nil {
 			t.Errorf("serve: %v", err)
 		}

@@ -1,4 +1,4 @@
-package driver
+package serve
 
 import (
 	"crypto/tls"

@@ -1,4 +1,4 @@
-package driver
+package serve
 
 import (
 	"context"
@@ -9,19 +9,24 @@ import (
 	"net/http"
 	"time"
 
+	"github.com/prometheus/client_golang/prometheus"
 	"github.com/prometheus/client_golang/prometheus/promhttp"
 	"go.uber.org/zap"
 )
 
+// Readiness is what /healthz asks: nil when the plugin can serve (the
+// driver's Ready, the same answer Probe gives).
+type Readiness func(ctx context.Context) error
+
 // HealthHandler serves /healthz like the livenessprobe sidecar: 200 when
-// Probe says ready (and kubelet has not refused the registration), else 503
-// with the reason.
-func HealthHandler(d *Driver, reg *Registrar) http.Handler {
+// ready says so (and kubelet has not refused the registration), else 503
+// with the reason. reg may be nil (no registration served).
+func HealthHandler(ready Readiness, reg *Registrar) http.Handler {
 	mux := http.NewServeMux()
 	mux.HandleFunc("/healthz", func(w http.ResponseWriter, r *http.Request) {
 		ctx, cancel := context.WithTimeout(r.Context(), 10*time.Second)
 		defer cancel()
-		err := d.Ready(ctx)
+		err := ready(ctx)
 		if err == nil && reg != nil {
 			err = reg.Healthy()
 		}
@@ -34,16 +39,16 @@ func HealthHandler(d *Driver, reg *Registrar) http.Handler {
 	return mux
 }
 
-// MetricsHandler serves /metrics from the driver's registry.
-func MetricsHandler(m *Metrics) http.Handler {
+// MetricsHandler serves /metrics from a registry (the driver's).
+func MetricsHandler(g prometheus.Gatherer) http.Handler {
 	mux := http.NewServeMux()
-	mux.Handle("/metrics", promhttp.HandlerFor(m.Registry, promhttp.HandlerOpts{}))
+	mux.Handle("/metrics", promhttp.HandlerFor(g, promhttp.HandlerOpts{}))
 	return mux
 }
 
-// ServeHTTP serves h on addr until ctx ends, over TLS when tlsConfig is
-// set.
-func ServeHTTP(ctx context.Context, log *zap.Logger, what, addr string, h http.Handler, tlsConfig *tls.Config) error {
+// HTTP serves h on addr until ctx ends, over TLS when tlsConfig is set;
+// what names the server in errors and logs.
+func HTTP(ctx context.Context, log *zap.Logger, what, addr string, h http.Handler, tlsConfig *tls.Config) error {
 	lis, err := net.Listen("tcp", addr)
 	if err != nil {
 		return fmt.Errorf("%s address %q: %w", what, addr, err)

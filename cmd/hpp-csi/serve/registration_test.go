@@ -1,10 +1,10 @@
-package driver
+package serve
 
 import (
 	"context"
+	"errors"
 	"net/http"
 	"net/http/httptest"
-	"os"
 	"path/filepath"
 	"strings"
 	"testing"
@@ -18,11 +18,16 @@ import (
 	"github.com/hostpath-provisioner/hpp/internal/contract"
 )
 
+// gauge records what the registrar reports, as the driver's metric would.
+type gauge struct{ got []bool }
+
+func (g *gauge) SetRegistered(ok bool) { g.got = append(g.got, ok) }
+
 // The registrar is driven the way kubelet drives it: over its socket.
 func TestRegistrarAnswersKubeletAndReportsRefusal(t *testing.T) {
 	dir := t.TempDir()
-	m := NewMetrics()
-	reg := &Registrar{DriverName: contract.DriverName, CSISocket: "/var/lib/kubelet/plugins/x/csi.sock", RegistryDir: dir, Log: zap.NewNop(), Metrics: m}
+	g := &gauge{}
+	reg := &Registrar{DriverName: contract.DriverName, CSISocket: "/var/lib/kubelet/plugins/x/csi.sock", RegistryDir: dir, Log: zap.NewNop(), Gauge: g}
 	ctx, cancel := context.WithCancel(context.Background())
 	done := make(chan error, 1)
 	go func() { done <- reg.Run(ctx) }()
@@ -56,9 +61,9 @@ func TestRegistrarAnswersKubeletAndReportsRefusal(t *testing.T) {
 	if err := reg.Healthy(); err == nil || !strings.Contains(err.Error(), "version mismatch") {
 		t.Fatalf("Healthy() = %v after a refusal, want the kubelet error", err)
 	}
-	h := newHarness(t)
+	ready := func(context.Context) error { return nil }
 	rec := httptest.NewRecorder()
-	HealthHandler(h.d, reg).ServeHTTP(rec, httptest.NewRequest(http.MethodGet, "/healthz", nil))
+	HealthHandler(ready, reg).ServeHTTP(rec, httptest.NewRequest(http.MethodGet, "/healthz", nil))
 	if rec.Code != http.StatusServiceUnavailable || !strings.Contains(rec.Body.String(), "refused the plugin registration") {
 		t.Fatalf("/healthz = %d %q, want 503 naming the refusal", rec.Code, rec.Body.String())
 	}
@@ -66,9 +71,12 @@ func TestRegistrarAnswersKubeletAndReportsRefusal(t *testing.T) {
 		t.Fatal(err)
 	}
 	rec = httptest.NewRecorder()
-	HealthHandler(h.d, reg).ServeHTTP(rec, httptest.NewRequest(http.MethodGet, "/healthz", nil))
+	HealthHandler(ready, reg).ServeHTTP(rec, httptest.NewRequest(http.MethodGet, "/healthz", nil))
 	if rec.Code != http.StatusOK {
 		t.Fatalf("/healthz = %d %q after registration, want 200", rec.Code, rec.Body.String())
+	}
+	if len(g.got) != 2 || g.got[0] || !g.got[1] {
+		t.Fatalf("gauge heard %v, want [false true]", g.got)
 	}
 	cancel()
 	if err := <-done; err != nil {
@@ -76,43 +84,17 @@ func TestRegistrarAnswersKubeletAndReportsRefusal(t *testing.T) {
 	}
 }
 
-func TestMetricsExposePoolsAndOperations(t *testing.T) {
-	var hostRoot string
-	h := newHarness(t, func(c *Config) {
-		// Stands for the host's root seen through a hostPath mount.
-		hostRoot = filepath.Join(filepath.Dir(filepath.Dir(c.Pools.All()[0].Path)), "host-root")
-		c.HostRootRef = hostRoot
-	})
-	if err := os.Mkdir(hostRoot, 0o755); err != nil {
-		t.Fatal(err)
+// /healthz says why the plugin is not ready, and stays 200-free until it is.
+func TestHealthHandlerReportsNotReady(t *testing.T) {
+	notReady := func(context.Context) error { return errors.New(`storage pool "fast": not opened yet`) }
+	rec := httptest.NewRecorder()
+	HealthHandler(notReady, nil).ServeHTTP(rec, httptest.NewRequest(http.MethodGet, "/healthz", nil))
+	if rec.Code != http.StatusServiceUnavailable || rec.Body.String() != "not healthy: storage pool \"fast\": not opened yet\n" {
+		t.Fatalf("/healthz = %d %q, want 503 with the reason", rec.Code, rec.Body.String())
 	}
-	if _, err := h.d.CreateVolume(context.Background(), createReq("pvc-1", "fast", 1)); err != nil {
-		t.Fatal(err)
-	}
-	h.d.deps.Metrics.observe("CreateVolume", 0, time.Millisecond)
-	// "fast" is on the host's root filesystem, "slow" on a disk of its own.
-	h.fs.devices[hostRoot], h.fs.devices[h.pools["fast"]], h.fs.devices[h.pools["slow"]] = 7, 7, 8
-	scrape := func() string {
-		rec := httptest.NewRecorder()
-		MetricsHandler(h.d.deps.Metrics).ServeHTTP(rec, httptest.NewRequest(http.MethodGet, "/metrics", nil))
-		return rec.Body.String()
-	}
-	body := scrape()
-	for _, want := range []string{
-		`hpp_pool_capacity_bytes{pool="fast"} 1.073741824e+09`,
-		`hpp_pool_available_bytes{pool="fast"} 5.36870912e+08`,
-		`hpp_pool_shares_os_filesystem{pool="fast"} 1`,
-		`hpp_pool_shares_os_filesystem{pool="slow"} 0`,
-		"\nkubevirt_hpp_pool_path_shared_with_os 1\n",
-		`hpp_csi_operations_total{code="OK",method="CreateVolume"} 1`,
-		`hpp_csi_operation_duration_seconds_bucket{code="OK",method="CreateVolume"`,
-	} {
-		if !strings.Contains(body, want) {
-			t.Errorf("/metrics lacks %q", want)
-		}
-	}
-	h.fs.devices[h.pools["fast"]] = 9
-	if body := scrape(); !strings.Contains(body, "\nkubevirt_hpp_pool_path_shared_with_os 0\n") {
-		t.Errorf("no pool on the host's root, yet /metrics says:\n%s", body)
+	rec = httptest.NewRecorder()
+	HealthHandler(func(context.Context) error { return nil }, nil).ServeHTTP(rec, httptest.NewRequest(http.MethodGet, "/healthz", nil))
+	if rec.Code != http.StatusOK || rec.Body.String() != "ok\n" {
+		t.Fatalf("/healthz = %d %q, want 200 ok", rec.Code, rec.Body.String())
 	}
 }

@@ -1,4 +1,4 @@
-package driver
+package serve
 
 import (
 	"context"
@@ -26,11 +26,18 @@ type Registrar struct {
 	// RegistryDir is kubelet's plugins_registry directory.
 	RegistryDir string
 	Log         *zap.Logger
-	Metrics     *Metrics
+	// Gauge, when set, hears kubelet's answer (the driver's
+	// hpp_csi_kubelet_registered).
+	Gauge RegistrationGauge
 
 	mu     sync.Mutex
 	status error // nil once kubelet confirmed
 	asked  bool
+}
+
+// RegistrationGauge records kubelet's verdict on the registration.
+type RegistrationGauge interface {
+	SetRegistered(ok bool)
 }
 
 // SocketPath is where kubelet finds the registration socket.
@@ -63,8 +70,8 @@ func (r *Registrar) NotifyRegistrationStatus(_ context.Context, st *registerapi.
 		// until this is fixed, and /healthz now fails so it is noticed.
 		r.Log.Error("kubelet refused the plugin registration", zap.String("driver", r.DriverName), zap.String("error", st.GetError()))
 	}
-	if r.Metrics != nil {
-		r.Metrics.SetRegistered(st.GetPluginRegistered())
+	if r.Gauge != nil {
+		r.Gauge.SetRegistered(st.GetPluginRegistered())
 	}
 	return &registerapi.RegistrationStatusResponse{}, nil
 }
