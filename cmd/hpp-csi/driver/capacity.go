@@ -90,7 +90,7 @@ func (d *Driver) GetCapacity(ctx context.Context, req *csi.GetCapacityRequest) (
 		return nil, err
 	}
 	if params.storagePool != "" {
-		if _, ok := d.pool(params.storagePool); !ok {
+		if _, ok := d.poolNamed(params.storagePool); !ok {
 			// Pools differ between nodes; a class for a pool this node
 			// lacks simply has no capacity here.
 			return &csi.GetCapacityResponse{}, nil

@@ -18,26 +18,6 @@ import (
 // is told apart from a different request with the same name.
 const contentSourceAttr = "hpp.kubevirt.io/content-source"
 
-// validateContentSource checks the form of a CreateVolume content source.
-func validateContentSource(src *csi.VolumeContentSource) error {
-	if src == nil {
-		return nil
-	}
-	switch {
-	case src.GetSnapshot() != nil:
-		if src.GetSnapshot().GetSnapshotId() == "" {
-			return invalidArg("volume_content_source.snapshot.snapshot_id: required")
-		}
-	case src.GetVolume() != nil:
-		if src.GetVolume().GetVolumeId() == "" {
-			return invalidArg("volume_content_source.volume.volume_id: required")
-		}
-	default:
-		return invalidArg("volume_content_source: names neither a snapshot nor a volume")
-	}
-	return nil
-}
-
 // sourceKey is what contentSourceAttr records for src ("" for none).
 func sourceKey(src *csi.VolumeContentSource) string {
 	switch {

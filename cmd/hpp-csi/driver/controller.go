@@ -36,22 +36,6 @@ func (d *Driver) ControllerGetCapabilities(_ context.Context, _ *csi.ControllerG
 	return resp, nil
 }
 
-// requestedBytes is the capacity a volume records and reports: the request,
-// never the pool's size (reporting the disk lets the scheduler overcommit).
-func requestedBytes(r *csi.CapacityRange) (int64, error) {
-	req, limit := r.GetRequiredBytes(), r.GetLimitBytes()
-	if req < 0 || limit < 0 {
-		return 0, invalidArg("capacity_range: required_bytes %d and limit_bytes %d must not be negative", req, limit)
-	}
-	if limit > 0 && req > limit {
-		return 0, invalidArg("capacity_range: required_bytes %d exceeds limit_bytes %d", req, limit)
-	}
-	if req > 0 {
-		return req, nil
-	}
-	return limit, nil
-}
-
 // compatible reports whether an existing volume satisfies a repeated request.
 func compatible(existing int64, r *csi.CapacityRange) bool {
 	if existing == 0 {
@@ -70,7 +54,7 @@ func (d *Driver) CreateVolume(ctx context.Context, req *csi.CreateVolumeRequest)
 	if err != nil {
 		return nil, err
 	}
-	p, _ := d.pool(cr.pool.Name)
+	p, _ := d.poolNamed(cr.pool.Name)
 	// A shared pool's volumes are on every node: any node may make them,
 	// whatever topology the CO asks for, and Immediate binding is fine.
 	if !p.shared() {

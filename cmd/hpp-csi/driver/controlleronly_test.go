@@ -9,10 +9,11 @@ import (
 	"time"
 
 	"github.com/container-storage-interface/spec/lib/go/csi"
-	"github.com/hostpath-provisioner/hpp/internal/contract"
 	"google.golang.org/grpc"
 	"google.golang.org/grpc/codes"
 	"google.golang.org/grpc/credentials/insecure"
+
+	"github.com/hostpath-provisioner/hpp/internal/contract"
 )
 
 // serveControllerOnly serves a --controller-only driver on a real unix

@@ -135,34 +135,9 @@ type Driver struct {
 	pools []*poolState
 	locks *volumeLocks
 	stats *usageCache
-	// mismatches: volumes refused for another pool identity (poolid.go).
+	// mismatches: volumes refused for another pool identity (poolid.go;
+	// the record is in problem.go).
 	mismatches identityMismatches
-}
-
-// New builds a driver; it touches no disk until OpenPools.
-func New(cfg Config, deps Deps) (*Driver, error) {
-	if err := cfg.Validate(); err != nil {
-		return nil, err
-	}
-	if deps.Mounter == nil || deps.Labeler == nil || deps.FS == nil {
-		return nil, errors.New("driver.New: Mounter, Labeler and FS are required")
-	}
-	if deps.Logger == nil {
-		deps.Logger = zap.NewNop()
-	}
-	if deps.Now == nil {
-		deps.Now = time.Now
-	}
-	if deps.Metrics == nil {
-		deps.Metrics = NewMetrics()
-	}
-	d := &Driver{cfg: cfg, deps: deps, log: deps.Logger, locks: newVolumeLocks()}
-	d.stats = newUsageCache(deps.FS.Usage, deps.Now, cfg.StatsCacheTTL, cfg.StatsTimeout)
-	for _, p := range cfg.Pools.All() {
-		d.pools = append(d.pools, newPoolState(p))
-	}
-	deps.Metrics.registerPools(d)
-	return d, nil
 }
 
 func (d *Driver) topology() *csi.Topology {

@@ -36,7 +36,7 @@ func (d *Driver) findOwnVolume(ctx context.Context, id, hint string) (located, e
 		return located{}, invalidArg("%v", err)
 	}
 	ordered := d.pools
-	if p, ok := d.pool(hint); ok {
+	if p, ok := d.poolNamed(hint); ok {
 		ordered = append([]*poolState{p}, without(d.pools, p)...)
 	}
 	var notReady error
@@ -180,7 +180,7 @@ func (d *Driver) legacyPool(name string) (*poolState, error) {
 		return nil, invalidArg("volume_context: %s is required with %s=%s (the pool whose legacyPath holds the directory)",
 			contract.ParamStoragePool, contract.VolumeContextLayout, contract.LayoutLegacy)
 	}
-	p, ok := d.pool(name)
+	p, ok := d.poolNamed(name)
 	if !ok {
 		return nil, failedPrecondition("volume_context: %s %q is not a storage pool on node %s; available pools: %s",
 			contract.ParamStoragePool, name, d.cfg.NodeID, poolNames(d.cfg.Pools))
@@ -198,4 +198,24 @@ func poolNames(s *pool.Set) string {
 		names = append(names, "\""+p.Name+"\"")
 	}
 	return strings.Join(names, ", ")
+}
+
+// poolNamed returns the runtime state of the named pool.
+func (d *Driver) poolNamed(name string) (*poolState, bool) {
+	for _, p := range d.pools {
+		if p.cfg.Name == name {
+			return p, true
+		}
+	}
+	return nil, false
+}
+
+// selectPool applies the storagePool rules of the compatibility contract.
+func (d *Driver) selectPool(storagePool string) (*poolState, error) {
+	cfg, err := d.cfg.Pools.Select(storagePool)
+	if err != nil {
+		return nil, invalidArg("%v", err)
+	}
+	p, _ := d.poolNamed(cfg.Name)
+	return p, nil
 }

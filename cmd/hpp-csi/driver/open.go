@@ -11,6 +11,8 @@ import (
 	"go.uber.org/zap"
 
 	"github.com/hostpath-provisioner/hpp/internal/dirvol"
+	"github.com/hostpath-provisioner/hpp/internal/pool"
+	"github.com/hostpath-provisioner/hpp/internal/poolmarker"
 	"github.com/hostpath-provisioner/hpp/internal/prjquota"
 )
 
@@ -121,4 +123,88 @@ func (d *Driver) openOwnRoot(ctx context.Context, p *poolState) (*dirvol.Store, 
 	p.copies, p.quota = copies, ledger
 	p.mu.Unlock()
 	return store, dev, nil
+}
+
+// openRoot opens r, unless it is open already, and finishes what a crash
+// left in it; on failure it keeps the reason for storeOf to report.
+func (d *Driver) openRoot(ctx context.Context, p *poolState, r *root) error {
+	if r == nil {
+		return nil
+	}
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	if r.store != nil {
+		return nil
+	}
+	open := d.openOwnRoot
+	if r.legacy {
+		open = d.openLegacyRoot
+	}
+	store, dev, err := open(ctx, p)
+	if err != nil {
+		r.notOpen = notOpenReason(err)
+		return err
+	}
+	r.store, r.device, r.notOpen = store, dev, ""
+	return nil
+}
+
+// notOpenReason is what storeOf says while a directory could not be opened.
+func notOpenReason(err error) string {
+	var nr *errPoolNotReady
+	if errors.As(err, &nr) {
+		return nr.reason
+	}
+	return err.Error()
+}
+
+// storeOf returns the store of r for a request. It writes nothing: a
+// directory that is not open is Unavailable until the runner opens it. One
+// stat per call checks that it is still on the filesystem it was opened
+// on: if its disk was unmounted, going on would report its volumes as
+// deleted and write new ones to the wrong disk.
+func (d *Driver) storeOf(r *root) (*dirvol.Store, error) {
+	r.mu.Lock()
+	store, opened, why := r.store, r.device, r.notOpen
+	r.mu.Unlock()
+	if store == nil {
+		return nil, &errPoolNotReady{pool: r.pool.name(), reason: why}
+	}
+	if !r.legacy {
+		// Before the device check, so an unmounted pool says so in those words.
+		if err := checkMounted(r.pool.cfg); err != nil {
+			return nil, err
+		}
+	}
+	dev, err := d.deps.FS.DeviceOf(r.path)
+	if err != nil {
+		reason := err.Error()
+		if r.legacy {
+			reason = "legacy directory " + reason
+		}
+		if errors.Is(err, fs.ErrNotExist) {
+			reason = fmt.Sprintf("%s %s is gone: its mount disappeared (remount it; hpp-csi does not recreate it)", r.label(), r.path)
+		}
+		return nil, &errPoolNotReady{pool: r.pool.name(), reason: reason}
+	}
+	if dev != opened {
+		return nil, &errPoolNotReady{pool: r.pool.name(), reason: fmt.Sprintf(
+			"%s is on another filesystem than when it was opened (device %d, was %d): its mount disappeared; remount it (or restart hpp-csi if the pool moved to a new disk on purpose)",
+			r.named(), dev, opened)}
+	}
+	return store, nil
+}
+
+// checkMounted refuses a pool that hpp-mounter mounts ("mounted": true)
+// while its marker is not visible: then the directory is the bare mount
+// point on the OS disk, and a volume made there would silently land on it.
+func checkMounted(cfg pool.Pool) error {
+	if !cfg.Mounted {
+		return nil
+	}
+	if err := poolmarker.Check(cfg.Path, cfg.Name); err != nil {
+		return &errPoolNotReady{pool: cfg.Name, reason: fmt.Sprintf(
+			"it is not mounted: %v; hpp-mounter writes the marker once the pool's PVC is mounted there, and hpp-csi never uses the bare directory", err)}
+	}
+	return nil
 }

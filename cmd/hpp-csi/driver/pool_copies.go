@@ -18,14 +18,6 @@ import (
 // (reflinks work) and never a volume (ids never start with '.').
 const defaultSnapshotDir = ".hpp-snapshots"
 
-// poolCopies is what a pool copies with: reflink when its filesystem can
-// (probed once when the pool is opened), and its snapshot area when the
-// pool takes snapshots (nil otherwise).
-type poolCopies struct {
-	mode  treecopy.Mode
-	snaps *snapshot.Store
-}
-
 // snapshotsOn reports whether the pool takes snapshots: as in the KubeVirt
 // driver, a pool does when its snapshotProvider is set.
 func snapshotsOn(p pool.Pool) bool { return p.SnapshotProvider != "" }

@@ -2,7 +2,6 @@ package driver
 
 import (
 	"fmt"
-	"sync"
 
 	"go.uber.org/zap"
 
@@ -62,7 +61,7 @@ func (d *Driver) checkPoolIdentity(id string, volCtx map[string]string) error {
 	if want == "" {
 		return nil
 	}
-	p, ok := d.pool(volCtx[contract.ParamStoragePool])
+	p, ok := d.poolNamed(volCtx[contract.ParamStoragePool])
 	if !ok {
 		return nil // the lookup that follows says what is wrong
 	}
@@ -84,34 +83,4 @@ func (d *Driver) checkPoolIdentity(id string, volCtx map[string]string) error {
 		id, p.name(), want, p.cfg.Path, d.cfg.NodeID, now)
 	d.mismatches.record(id, problem{unreachable: true, reason: reasonPoolIdentityChanged, message: msg})
 	return failedPrecondition("%s", msg)
-}
-
-// identityMismatches are the volumes whose publish was refused for another
-// pool identity. Memory only: kubelet retries the publish, which records
-// it again after a restart.
-type identityMismatches struct {
-	mu   sync.Mutex
-	byID map[string]problem
-}
-
-func (m *identityMismatches) record(id string, pr problem) {
-	m.mu.Lock()
-	defer m.mu.Unlock()
-	if m.byID == nil {
-		m.byID = map[string]problem{}
-	}
-	m.byID[id] = pr
-}
-
-func (m *identityMismatches) forget(id string) {
-	m.mu.Lock()
-	defer m.mu.Unlock()
-	delete(m.byID, id)
-}
-
-func (m *identityMismatches) get(id string) (problem, bool) {
-	m.mu.Lock()
-	defer m.mu.Unlock()
-	pr, ok := m.byID[id]
-	return pr, ok
 }

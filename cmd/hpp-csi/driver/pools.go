@@ -1,13 +1,13 @@
 package driver
 
 import (
-	"fmt"
 	"sync"
 
 	"github.com/hostpath-provisioner/hpp/internal/capacity"
 	"github.com/hostpath-provisioner/hpp/internal/pool"
-	"github.com/hostpath-provisioner/hpp/internal/poolmarker"
 	"github.com/hostpath-provisioner/hpp/internal/prjquota"
+	"github.com/hostpath-provisioner/hpp/internal/snapshot"
+	"github.com/hostpath-provisioner/hpp/internal/treecopy"
 )
 
 // poolState is one configured pool at run time: its own volumes directory
@@ -53,36 +53,10 @@ func (p *poolState) roots() []*root {
 	return []*root{p.own, p.legacy}
 }
 
-// checkMounted refuses a pool that hpp-mounter mounts ("mounted": true)
-// while its marker is not visible: then the directory is the bare mount
-// point on the OS disk, and a volume made there would silently land on it.
-func checkMounted(cfg pool.Pool) error {
-	if !cfg.Mounted {
-		return nil
-	}
-	if err := poolmarker.Check(cfg.Path, cfg.Name); err != nil {
-		return &errPoolNotReady{pool: cfg.Name, reason: fmt.Sprintf(
-			"it is not mounted: %v; hpp-mounter writes the marker once the pool's PVC is mounted there, and hpp-csi never uses the bare directory", err)}
-	}
-	return nil
-}
-
-// pool returns the runtime state of the named pool.
-func (d *Driver) pool(name string) (*poolState, bool) {
-	for _, p := range d.pools {
-		if p.cfg.Name == name {
-			return p, true
-		}
-	}
-	return nil, false
-}
-
-// selectPool applies the storagePool rules of the compatibility contract.
-func (d *Driver) selectPool(storagePool string) (*poolState, error) {
-	cfg, err := d.cfg.Pools.Select(storagePool)
-	if err != nil {
-		return nil, invalidArg("%v", err)
-	}
-	p, _ := d.pool(cfg.Name)
-	return p, nil
+// poolCopies is what a pool copies with: reflink when its filesystem can
+// (probed once when the pool is opened), and its snapshot area when the
+// pool takes snapshots (nil otherwise).
+type poolCopies struct {
+	mode  treecopy.Mode
+	snaps *snapshot.Store
 }

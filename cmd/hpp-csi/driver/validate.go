@@ -1,11 +1,13 @@
 package driver
 
 import (
+	"context"
 	"fmt"
 	"path/filepath"
 	"strings"
 
 	"github.com/container-storage-interface/spec/lib/go/csi"
+	"go.uber.org/zap"
 
 	"github.com/hostpath-provisioner/hpp/internal/contract"
 	"github.com/hostpath-provisioner/hpp/internal/pool"
@@ -198,4 +200,68 @@ func validateCreateRequest(pools *pool.Set, req *csi.CreateVolumeRequest) (creat
 		return cr, err
 	}
 	return cr, nil
+}
+
+// refuseImmediate refuses claims of an Immediate StorageClass. In
+// node-deployment mode csi-provisioner takes such a claim by naming its own
+// node, so the request looks like a WaitForFirstConsumer one and only the
+// StorageClass tells them apart. Without the lookup (flag off, no claim
+// metadata, API unreachable) the request is served: refusing every volume
+// because the API server blinked would be worse than the rare Immediate
+// claim landing on the node that took it.
+func (d *Driver) refuseImmediate(ctx context.Context, params map[string]string) error {
+	if d.deps.Binding == nil {
+		return nil
+	}
+	ns, name := params[paramPVCNamespace], params[paramPVCName]
+	if ns == "" || name == "" {
+		return nil
+	}
+	class, immediate, err := d.deps.Binding.ImmediateClass(ctx, ns, name)
+	if err != nil {
+		d.log.Warn("cannot check the claim's binding mode; serving the request", zap.String("claim", ns+"/"+name), zap.Error(err))
+		return nil
+	}
+	if immediate {
+		return invalidArg("StorageClass %q of claim %s/%s uses volumeBindingMode Immediate; hostpath volumes need "+
+			"volumeBindingMode: WaitForFirstConsumer so the volume is created on the node the scheduler picks for the pod "+
+			"(create a StorageClass with WaitForFirstConsumer and recreate the claim)", class, ns, name)
+	}
+	return nil
+}
+
+// validateContentSource checks the form of a CreateVolume content source.
+func validateContentSource(src *csi.VolumeContentSource) error {
+	if src == nil {
+		return nil
+	}
+	switch {
+	case src.GetSnapshot() != nil:
+		if src.GetSnapshot().GetSnapshotId() == "" {
+			return invalidArg("volume_content_source.snapshot.snapshot_id: required")
+		}
+	case src.GetVolume() != nil:
+		if src.GetVolume().GetVolumeId() == "" {
+			return invalidArg("volume_content_source.volume.volume_id: required")
+		}
+	default:
+		return invalidArg("volume_content_source: names neither a snapshot nor a volume")
+	}
+	return nil
+}
+
+// requestedBytes is the capacity a volume records and reports: the request,
+// never the pool's size (reporting the disk lets the scheduler overcommit).
+func requestedBytes(r *csi.CapacityRange) (int64, error) {
+	req, limit := r.GetRequiredBytes(), r.GetLimitBytes()
+	if req < 0 || limit < 0 {
+		return 0, invalidArg("capacity_range: required_bytes %d and limit_bytes %d must not be negative", req, limit)
+	}
+	if limit > 0 && req > limit {
+		return 0, invalidArg("capacity_range: required_bytes %d exceeds limit_bytes %d", req, limit)
+	}
+	if req > 0 {
+		return req, nil
+	}
+	return limit, nil
 }
