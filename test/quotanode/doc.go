@@ -17,7 +17,11 @@
 // an ID over everything inside and a limit the kernel enforces; and SIGKILL
 // of hpp-csi after every step of create, clone, expand, adoption and
 // delete, then a restart and the CO's retry, leaves limits and IDs
-// consistent and nothing leaked.
+// consistent and nothing leaked. And a pool on a filesystem not prepared
+// for enforcement (XFS without prjquota; ext4 without the project,quota
+// features, or with them but without prjquota) is not ready: Probe says
+// so, it offers no capacity, and CreateVolume is Unavailable naming the
+// mount option or feature to add.
 //
 // Where the kernel cannot give project quotas (this development host: no
 // CONFIG_XFS_QUOTA, no QFMT_V2) each filesystem's tests skip with what the

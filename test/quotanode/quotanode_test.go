@@ -81,34 +81,47 @@ func driverBinary(t *testing.T) string {
 // kernel or tools refused.
 func quotaFS(t *testing.T, kind string) string {
 	t.Helper()
+	var features []string
+	if kind == "ext4" {
+		features = []string{"-O", "project,quota"}
+	}
+	mnt := loopFS(t, kind, features, "prjquota")
+	if err := prjquota.Check(kernel, mnt); err != nil {
+		unavailable(t, "mounted with prjquota, but: %v", err)
+	}
+	return mnt
+}
+
+// loopFS makes a 512 MiB filesystem of kind (mkfs with extra args) on a
+// loop device, mounts it with opts and returns the mount point.
+func loopFS(t *testing.T, kind string, mkfsArgs []string, opts string) string {
+	t.Helper()
 	testutil.RequireRoot(t)
 	mkfs := map[string][]string{
 		"xfs":  {"mkfs.xfs", "-q", "-f"},
-		"ext4": {"mkfs.ext4", "-q", "-F", "-O", "project,quota"},
+		"ext4": {"mkfs.ext4", "-q", "-F"},
 	}[kind]
 	if _, err := exec.LookPath(mkfs[0]); err != nil {
 		testutil.MissingPrerequisite(t, "%s not found (%v); install xfsprogs and e2fsprogs", mkfs[0], err)
 	}
 	// 512 MiB: in the VM the image lives in memory.
 	dev, _ := testutil.LoopDevice(t, 512*MiB)
-	if _, err := testutil.Run(context.Background(), mkfs[0], append(mkfs[1:], dev)...); err != nil {
+	args := append(append(mkfs[1:len(mkfs):len(mkfs)], mkfsArgs...), dev)
+	if _, err := testutil.Run(context.Background(), mkfs[0], args...); err != nil {
 		unavailable(t, "%v", err)
 	}
 	mnt := filepath.Join(t.TempDir(), "mnt")
 	if err := os.Mkdir(mnt, 0o755); err != nil {
 		t.Fatal(err)
 	}
-	if err := unix.Mount(dev, mnt, kind, 0, "prjquota"); err != nil {
-		unavailable(t, "mount -t %s -o prjquota %s: %v (the kernel logs why, e.g. \"quota support not available in this kernel\")", kind, dev, err)
+	if err := unix.Mount(dev, mnt, kind, 0, opts); err != nil {
+		unavailable(t, "mount -t %s -o %q %s: %v (the kernel logs why, e.g. \"quota support not available in this kernel\")", kind, opts, dev, err)
 	}
 	t.Cleanup(func() {
 		if err := unix.Unmount(mnt, 0); err != nil {
 			_ = unix.Unmount(mnt, unix.MNT_DETACH)
 		}
 	})
-	if err := prjquota.Check(kernel, mnt); err != nil {
-		unavailable(t, "mounted with prjquota, but: %v", err)
-	}
 	return mnt
 }
 
