@@ -26,8 +26,10 @@ type Probe struct {
 	// Accounting and Enforcing say whether project quotas are counted and
 	// enforced (quotactl Q_XGETQSTATV; false when quotactl is missing).
 	Accounting, Enforcing bool
-	// NoQuotactl is the error quotactl gave, when the kernel has none for
-	// this filesystem (ENOSYS, EOPNOTSUPP): quota support not built in.
+	// NoQuotactl is the error quotactl gave when the kernel has no quota
+	// support for this filesystem (ENOSYS, EOPNOTSUPP): not built in. A
+	// filesystem mounted without quotas gives the same error on a kernel
+	// that has them; then NoQuotactl is nil and Accounting false.
 	NoQuotactl error
 }
 

@@ -27,7 +27,7 @@ func (p Probe) problem(dir string) error {
 		case p.NoQuotactl != nil:
 			return fmt.Errorf("enforceSize: %s is ext4, but this kernel has no quota support for it (quotactl: %w); use a kernel built with CONFIG_QUOTA and CONFIG_QFMT_V2", dir, p.NoQuotactl)
 		case !p.Accounting:
-			return fmt.Errorf("enforceSize: %s is ext4 without project quota accounting; add the features with tune2fs -O project,quota <device> while it is unmounted (mkfs.ext4 -O project,quota for a new one), then mount it with the prjquota option", dir)
+			return fmt.Errorf("enforceSize: %s is ext4 without project quota accounting; add the features with tune2fs -O project,quota <device> while it is unmounted (mkfs.ext4 -O project,quota for a new one), then mount it with the prjquota option (a kernel without CONFIG_QFMT_V2 refuses that mount)", dir)
 		case !p.Enforcing:
 			return fmt.Errorf("enforceSize: %s is ext4 with project quotas counted but not enforced; mount it with the prjquota option", dir)
 		}

@@ -231,7 +231,7 @@ func TestCheckNamesWhatToAdd(t *testing.T) {
 	}{
 		{Probe{FSType: "xfs", NoQuotactl: syscall.ENOSYS}, "enforceSize: /p is XFS, but this kernel has no XFS quota support (quotactl: function not implemented); use a kernel built with CONFIG_XFS_QUOTA"},
 		{Probe{FSType: "xfs"}, "enforceSize: /p is XFS without project quotas enforced; mount it with the prjquota option (in /etc/fstab or the mount unit: XFS turns quotas on only at mount, not on remount)"},
-		{Probe{FSType: "ext4"}, "enforceSize: /p is ext4 without project quota accounting; add the features with tune2fs -O project,quota <device> while it is unmounted (mkfs.ext4 -O project,quota for a new one), then mount it with the prjquota option"},
+		{Probe{FSType: "ext4"}, "enforceSize: /p is ext4 without project quota accounting; add the features with tune2fs -O project,quota <device> while it is unmounted (mkfs.ext4 -O project,quota for a new one), then mount it with the prjquota option (a kernel without CONFIG_QFMT_V2 refuses that mount)"},
 		{Probe{FSType: "ext4", Accounting: true}, "enforceSize: /p is ext4 with project quotas counted but not enforced; mount it with the prjquota option"},
 		{Probe{FSType: "ext4", NoQuotactl: syscall.ENOSYS}, "enforceSize: /p is ext4, but this kernel has no quota support for it (quotactl: function not implemented); use a kernel built with CONFIG_QUOTA and CONFIG_QFMT_V2"},
 		{Probe{FSType: "0x1021994"}, "enforceSize: /p is on a 0x1021994 filesystem; size enforcement needs XFS mounted with prjquota, or ext4 with the features project,quota mounted with prjquota"},

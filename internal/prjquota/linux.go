@@ -5,6 +5,7 @@ package prjquota
 import (
 	"errors"
 	"fmt"
+	"io/fs"
 	"os"
 	"unsafe"
 
@@ -105,7 +106,13 @@ func (Linux) Probe(dir string) (Probe, error) {
 	err := quotactl(dir, qXGetQStatV, 0, unsafe.Pointer(&buf[0]))
 	switch {
 	case errors.Is(err, unix.ENOSYS), errors.Is(err, unix.EOPNOTSUPP), errors.Is(err, unix.ENOTTY), errors.Is(err, unix.EINVAL):
-		p.NoQuotactl = err
+		// The same answer for a kernel without quota support and for a
+		// filesystem mounted without quotas (XFS without a quota option,
+		// ext4 without the quota feature): the kernel's own files tell
+		// which, so the message names what to change.
+		if !kernelHasQuota(p.FSType) {
+			p.NoQuotactl = err
+		}
 		return p, nil
 	case errors.Is(err, unix.ENOENT), errors.Is(err, unix.ESRCH):
 		// No quota file of any type is on.
@@ -192,4 +199,22 @@ func (Linux) SetLimit(dir string, id uint32, bytes int64) error {
 		return fmt.Errorf("quotactl Q_XSETQLIM project %d to %d bytes on %s: %w", id, bytes, dir, err)
 	}
 	return nil
+}
+
+// kernelQuotaFiles are what the kernel shows when it has quota support for
+// a filesystem: XFS's quota statistics (CONFIG_XFS_QUOTA; the xfs module is
+// loaded, a filesystem of it being mounted) and the VFS quota sysctls
+// (CONFIG_QUOTA, which ext4 uses). Both are readable in a container.
+var kernelQuotaFiles = map[string]string{"xfs": "/proc/fs/xfs/xqmstat", "ext4": "/proc/sys/fs/quota"}
+
+// kernelHasQuota reports whether the kernel has quota support for fsType;
+// true when it cannot tell (the message then names the mount option or
+// feature, the likelier fix).
+func kernelHasQuota(fsType string) bool {
+	f, ok := kernelQuotaFiles[fsType]
+	if !ok {
+		return true
+	}
+	_, err := os.Stat(f)
+	return !errors.Is(err, fs.ErrNotExist)
 }

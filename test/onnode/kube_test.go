@@ -142,6 +142,29 @@ func (e *env) podStates(ctx context.Context) string {
 	return strings.Join(parts, "; ")
 }
 
+// podLogs is the tail of every container's log in the install namespace,
+// for the failure message of a wait that timed out: the pods' states say
+// that an operator runs, only its log says why it does nothing.
+func (e *env) podLogs(ctx context.Context) string {
+	pods, err := e.c.Client.CoreV1().Pods(namespace).List(ctx, metav1.ListOptions{})
+	if err != nil {
+		return err.Error()
+	}
+	var b strings.Builder
+	tail := int64(25)
+	for i := range pods.Items {
+		p := &pods.Items[i]
+		for _, c := range p.Spec.Containers {
+			raw, err := e.c.Client.CoreV1().Pods(namespace).GetLogs(p.Name, &corev1.PodLogOptions{Container: c.Name, TailLines: &tail}).DoRaw(ctx)
+			if err != nil {
+				raw = []byte(err.Error())
+			}
+			fmt.Fprintf(&b, "--- %s/%s ---\n%s\n", p.Name, c.Name, raw)
+		}
+	}
+	return b.String()
+}
+
 // waitRegistered waits until kubelet lists the driver on the node's
 // CSINode: the driver's pod registered with kubelet's plugin watcher.
 func (e *env) waitRegistered(ctx context.Context, t *testing.T) {

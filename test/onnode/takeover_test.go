@@ -240,7 +240,7 @@ func (r *takeoverRun) waitCRAvailable(ctx context.Context, t *testing.T, who str
 	t.Helper()
 	if _, err := r.kubectl(ctx, "", "wait", "--for=condition=Available", "--timeout=4m", "hostpathprovisioner/"+crName); err != nil {
 		status, _ := r.kubectl(ctx, "", "get", "hostpathprovisioner/"+crName, "-o", "jsonpath={.status}")
-		t.Fatalf("%s: %v\nstatus: %s\ninstall: %s", who, err, status, r.podStates(ctx))
+		t.Fatalf("%s: %v\nstatus: %s\ninstall: %s\nlogs:\n%s", who, err, status, r.podStates(ctx), r.podLogs(ctx))
 	}
 	r.tl.mark(who + ": CR Available")
 }

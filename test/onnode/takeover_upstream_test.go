@@ -100,6 +100,10 @@ const (
 // sidecar not built from upstream's tree). Also hpp's csi-provisioner
 // under the name hpp's operator overlay gives it, so the README's commands
 // apply that overlay as written.
+// upstreamOperatorVersion is what the test puts in the operator image's
+// version.txt: semver, naming the commit of shared/upstream's operator.
+const upstreamOperatorVersion = "v0.0.0-03d4d6711f6a"
+
 func upstreamImages(ctx context.Context, t *testing.T, dir string, bins cluster.Binaries) []cluster.Image {
 	t.Helper()
 	bin := func(name string) string { return filepath.Join(dir, "bin", name) }
@@ -111,6 +115,11 @@ func upstreamImages(ctx context.Context, t *testing.T, dir string, bins cluster.
 		Files: []cluster.ImageFile{
 			{Path: "/usr/bin/hostpath-provisioner-operator", Source: bin("hostpath-provisioner-operator"), Mode: 0o755},
 			{Path: "/usr/bin/mounter", Source: bin("mounter"), Mode: 0o755},
+			// Upstream's image carries /version.txt (its build writes the
+			// release there) and the operator reads it from its working
+			// directory, /, on every reconcile: without it the CR never gets
+			// a status. The value is the commit the binary was built from.
+			{Path: "/version.txt", Data: []byte(upstreamOperatorVersion)},
 			{Path: "/tmp"},
 		},
 	}

@@ -8,9 +8,20 @@
 // pod is: ext4 lets that capability past any quota); statfs inside the published volume shows 100 MiB;
 // expanded online to 300 MiB while a writer keeps its file open, a 250 MiB
 // write through that file succeeds; deletion frees the project ID and the
-// blocks; and SIGKILL of hpp-csi after every step of create, expand and
+// blocks; a snapshot, a restore from it and a clone each stand alone (the
+// restore and the clone get their own ID on every copied entry and their
+// own limit, the source's usage does not move, the snapshot carries no
+// volume's ID, a write into the clone stops at the clone's limit); a
+// directory the replaced driver made has no limit and says so (stats with
+// the pool's free space, health SizeNotEnforced) until an expansion gives it
+// an ID over everything inside and a limit the kernel enforces; and SIGKILL
+// of hpp-csi after every step of create, clone, expand, adoption and
 // delete, then a restart and the CO's retry, leaves limits and IDs
-// consistent and nothing leaked.
+// consistent and nothing leaked. And a pool on a filesystem not prepared
+// for enforcement (XFS without prjquota; ext4 without the project,quota
+// features, or with them but without prjquota) is not ready: Probe says
+// so, it offers no capacity, and CreateVolume is Unavailable naming the
+// mount option or feature to add.
 //
 // Where the kernel cannot give project quotas (this development host: no
 // CONFIG_XFS_QUOTA, no QFMT_V2) each filesystem's tests skip with what the
@@ -35,8 +46,8 @@
 // hack/quotavm.sh, which runs every executable file there, can carry it
 // as a non-executable file beside the test binary). Run as
 // root with $TMPDIR (default /tmp) on a filesystem with 1 GiB free: the
-// loop images are sparse files of 1 GiB, one filesystem at a time, of
-// which about 400 MiB is really written. It takes well under a minute.
+// loop images are sparse files of 512 MiB, one filesystem at a time, of
+// which about 400 MiB is really written. It takes 40 s in the VM.
 //
 //	HPP_CSI_BIN=/path/hpp-csi HPP_QUOTA_TIER=vm CI=true ./quotanode.test -test.v -test.timeout 30m
 //
@@ -46,6 +57,7 @@
 // prints one "--- PASS"/"--- SKIP" line per filesystem and ends with PASS
 // or FAIL; its exit status is 0 only when every test passed or skipped.
 //
-// On the host, `make quota-tests` builds both itself and runs the tests
-// with -race.
+// `make quota-vm-tests` (in `make test`) builds both and runs them in the
+// quota VM (hack/quotavm.sh), after its self-check; on the host,
+// `make quota-tests` runs them with -race where the kernel has quotas.
 package quotanode

@@ -10,16 +10,22 @@ import (
 	"testing"
 	"time"
 
+	"github.com/container-storage-interface/spec/lib/go/csi"
+
 	"github.com/hostpath-provisioner/hpp/internal/prjquota"
 	"github.com/hostpath-provisioner/hpp/test/csitest"
 )
 
 // The steps of create, expand and delete after which hpp-csi can be
 // killed (internal/prjquota/doc.go; the driver's own: create.published,
-// expand.recorded, delete.trashed).
+// expand.recorded, delete.trashed), each on the paths that pass it: a
+// clone (its ID set before the copy), and the expansion that adopts a
+// directory the replaced driver made (assign, then the ID on every entry).
 var killSteps = []struct{ call, step string }{
 	{"create", "assign.linked"}, {"create", "assign.limited"}, {"create", "apply"}, {"create", "create.published"},
+	{"clone", "assign.linked"}, {"clone", "apply"}, {"clone", "create.published"},
 	{"expand", "expand.recorded"}, {"expand", "grow.limited"},
+	{"adopt", "expand.recorded"}, {"adopt", "assign.linked"}, {"adopt", "assign.limited"}, {"adopt", "adopt.tree"},
 	{"delete", "delete.trashed"}, {"delete", "release.unlimited"}, {"delete", "release.unlinked"},
 }
 
@@ -32,18 +38,33 @@ func testKills(t *testing.T, d *csitest.Driver, mnt string) {
 	live := map[string]int64{}
 	for i, ks := range killSteps {
 		id := fmt.Sprintf("pvc-kill-%d", i)
+		src := id + "-source"
 		size := int64(10 * MiB)
 		run := func(ctx context.Context, c *csitest.Client) error {
 			switch ks.call {
 			case "create":
 				return createVolume(ctx, c, id, size)
-			case "expand":
+			case "clone":
+				return createFrom(ctx, c, id, size, &csi.VolumeContentSource{Type: &csi.VolumeContentSource_Volume{
+					Volume: &csi.VolumeContentSource_VolumeSource{VolumeId: src}}})
+			case "expand", "adopt":
 				return expandVolume(ctx, c, id, filepath.Join(root, id), 2*size)
 			default:
 				return deleteVolume(ctx, c, id)
 			}
 		}
-		if ks.call != "create" {
+		switch ks.call {
+		case "clone":
+			withClient(t, d, func(ctx context.Context, c *csitest.Client) error { return createVolume(ctx, c, src, size) })
+			writeTree(t, filepath.Join(root, src), 2)
+			live[src] = size
+		case "adopt":
+			// The replaced driver's directory: no record, no project ID.
+			if err := os.Mkdir(filepath.Join(root, id), 0o777); err != nil {
+				t.Fatal(err)
+			}
+			writeTree(t, filepath.Join(root, id), 2)
+		case "expand", "delete":
 			withClient(t, d, func(ctx context.Context, c *csitest.Client) error { return createVolume(ctx, c, id, size) })
 		}
 		restart(t, d, "HPP_KILL_AT="+ks.step)
@@ -62,13 +83,14 @@ func testKills(t *testing.T, d *csitest.Driver, mnt string) {
 		restart(t, d)
 		withClient(t, d, run)
 		switch ks.call {
-		case "create":
+		case "create", "clone":
 			live[id] = size
-		case "expand":
+		case "expand", "adopt":
 			live[id] = 2 * size
 		}
-		checkConsistent(t, root, live, ks.step)
+		checkConsistent(t, root, live, ks.call+" killed after "+ks.step)
 	}
+	t.Logf("hpp-csi SIGKILLed at %d points (create, clone, expand, adoption, delete), restarted and the call retried each time; %d volumes consistent", len(killSteps), len(live))
 	for id := range live {
 		withClient(t, d, func(ctx context.Context, c *csitest.Client) error { return deleteVolume(ctx, c, id) })
 	}
@@ -145,6 +167,11 @@ func checkConsistent(t *testing.T, root string, live map[string]int64, after str
 			pid, inherit, err := kernel.Project(filepath.Join(root, vol))
 			if err != nil || pid != id || !inherit || q.HardBytes != size {
 				t.Errorf("after %s: %q: directory project %d inherit %v (%v), limit %d; want project %d limited to %d", after, vol, pid, inherit, err, q.HardBytes, id, size)
+			}
+			for p, pid := range treeProjects(t, filepath.Join(root, vol)) {
+				if pid != id {
+					t.Errorf("after %s: %s carries project %d, its volume %d", after, p, pid, id)
+				}
 			}
 		case q.HardBytes != 0:
 			t.Errorf("after %s: project %d is limited to %d bytes but held by no volume (leaked)", after, id, q.HardBytes)

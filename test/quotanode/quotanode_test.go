@@ -81,41 +81,54 @@ func driverBinary(t *testing.T) string {
 // kernel or tools refused.
 func quotaFS(t *testing.T, kind string) string {
 	t.Helper()
-	testutil.RequireRoot(t)
-	mkfs := map[string][]string{
-		"xfs":  {"mkfs.xfs", "-q", "-f"},
-		"ext4": {"mkfs.ext4", "-q", "-F", "-O", "project,quota"},
-	}[kind]
-	if _, err := exec.LookPath(mkfs[0]); err != nil {
-		testutil.MissingPrerequisite(t, "%s not found (%v); install xfsprogs and e2fsprogs", mkfs[0], err)
+	var features []string
+	if kind == "ext4" {
+		features = []string{"-O", "project,quota"}
 	}
-	// 512 MiB: in the VM the image lives in memory.
-	dev, _ := testutil.LoopDevice(t, 512*MiB)
-	if _, err := testutil.Run(context.Background(), mkfs[0], append(mkfs[1:], dev)...); err != nil {
-		unavailable(t, "%v", err)
-	}
-	mnt := filepath.Join(t.TempDir(), "mnt")
-	if err := os.Mkdir(mnt, 0o755); err != nil {
-		t.Fatal(err)
-	}
-	if err := unix.Mount(dev, mnt, kind, 0, "prjquota"); err != nil {
-		unavailable(t, "mount -t %s -o prjquota %s: %v (the kernel logs why, e.g. \"quota support not available in this kernel\")", kind, dev, err)
-	}
-	t.Cleanup(func() {
-		if err := unix.Unmount(mnt, 0); err != nil {
-			_ = unix.Unmount(mnt, unix.MNT_DETACH)
-		}
-	})
+	mnt := loopFS(t, kind, features, "prjquota")
 	if err := prjquota.Check(kernel, mnt); err != nil {
 		unavailable(t, "mounted with prjquota, but: %v", err)
 	}
 	return mnt
 }
 
+// loopFS makes a 512 MiB filesystem of kind (mkfs with extra args) on a
+// loop device, mounts it with opts and returns the mount point.
+func loopFS(t *testing.T, kind string, mkfsArgs []string, opts string) string {
+	t.Helper()
+	testutil.RequireRoot(t)
+	mkfs := map[string][]string{
+		"xfs":  {"mkfs.xfs", "-q", "-f"},
+		"ext4": {"mkfs.ext4", "-q", "-F"},
+	}[kind]
+	if _, err := exec.LookPath(mkfs[0]); err != nil {
+		testutil.MissingPrerequisite(t, "%s not found (%v); install xfsprogs and e2fsprogs", mkfs[0], err)
+	}
+	// 512 MiB: in the VM the image lives in memory.
+	dev, _ := testutil.LoopDevice(t, 512*MiB)
+	args := append(append(mkfs[1:len(mkfs):len(mkfs)], mkfsArgs...), dev)
+	if _, err := testutil.Run(context.Background(), mkfs[0], args...); err != nil {
+		unavailable(t, "%v", err)
+	}
+	mnt := filepath.Join(t.TempDir(), "mnt")
+	if err := os.Mkdir(mnt, 0o755); err != nil {
+		t.Fatal(err)
+	}
+	if err := unix.Mount(dev, mnt, kind, 0, opts); err != nil {
+		unavailable(t, "mount -t %s -o %q %s: %v (the kernel logs why, e.g. \"quota support not available in this kernel\")", kind, opts, dev, err)
+	}
+	t.Cleanup(func() {
+		if err := unix.Unmount(mnt, 0); err != nil {
+			_ = unix.Unmount(mnt, unix.MNT_DETACH)
+		}
+	})
+	return mnt
+}
+
 func startDriver(t *testing.T, mnt string) *csitest.Driver {
 	t.Helper()
 	d, err := csitest.Launch(driverBinary(t), csitest.Config{NodeID: nodeID, Dir: t.TempDir(), LogLevel: "info", Pools: []csitest.Pool{{
-		Name: poolName, Path: mnt, EnforceSize: true, ProjectIDs: map[string]uint32{"first": firstID, "last": lastID}}}})
+		Name: poolName, Path: mnt, EnforceSize: true, SnapshotProvider: "reflink", ProjectIDs: map[string]uint32{"first": firstID, "last": lastID}}}})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -135,14 +148,47 @@ func mountCap() *csi.VolumeCapability {
 	}
 }
 
-func createVolume(ctx context.Context, c *csitest.Client, id string, size int64) error {
+func createRequest(id string, size int64) *csi.CreateVolumeRequest {
 	topo := &csi.Topology{Segments: map[string]string{contract.TopologyKey: nodeID}}
-	_, err := c.CreateVolume(ctx, &csi.CreateVolumeRequest{
+	return &csi.CreateVolumeRequest{
 		Name: id, CapacityRange: &csi.CapacityRange{RequiredBytes: size}, VolumeCapabilities: []*csi.VolumeCapability{mountCap()},
 		Parameters:                map[string]string{contract.ParamStoragePool: poolName},
 		AccessibilityRequirements: &csi.TopologyRequirement{Requisite: []*csi.Topology{topo}, Preferred: []*csi.Topology{topo}},
-	})
+	}
+}
+
+func createVolume(ctx context.Context, c *csitest.Client, id string, size int64) error {
+	_, err := c.CreateVolume(ctx, createRequest(id, size))
 	return err
+}
+
+// publish bind-mounts volume id where a writer running as nobody reaches
+// it (the directories above the target let it through) and returns the
+// target; it is unpublished at the test's cleanup if still mounted.
+func publish(t *testing.T, c *csitest.Client, id string) string {
+	t.Helper()
+	base := t.TempDir()
+	for _, dir := range []string{filepath.Dir(base), base} {
+		if err := os.Chmod(dir, 0o755); err != nil {
+			t.Fatal(err)
+		}
+	}
+	target := filepath.Join(base, "target")
+	if _, err := c.NodePublishVolume(t.Context(), &csi.NodePublishVolumeRequest{VolumeId: id, TargetPath: target, VolumeCapability: mountCap(),
+		VolumeContext: map[string]string{contract.ParamStoragePool: poolName}}); err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() {
+		_, _ = c.NodeUnpublishVolume(context.Background(), &csi.NodeUnpublishVolumeRequest{VolumeId: id, TargetPath: target})
+	})
+	return target
+}
+
+func unpublish(t *testing.T, c *csitest.Client, id, target string) {
+	t.Helper()
+	if _, err := c.NodeUnpublishVolume(t.Context(), &csi.NodeUnpublishVolumeRequest{VolumeId: id, TargetPath: target}); err != nil {
+		t.Fatal(err)
+	}
 }
 
 // expandVolume is what csi-resizer and kubelet do: the controller call,
@@ -181,6 +227,8 @@ func TestEnforcedSize(t *testing.T) {
 			mnt := quotaFS(t, kind)
 			d := startDriver(t, mnt)
 			t.Run("limit statfs online expansion delete", func(t *testing.T) { testLifecycle(t, d, mnt, kind) })
+			t.Run("snapshot restore clone own IDs", func(t *testing.T) { testCopies(t, d, mnt, kind) })
+			t.Run("adopted directory unenforced until expanded", func(t *testing.T) { testAdopted(t, d, mnt, kind) })
 			t.Run("SIGKILL after every step", func(t *testing.T) { testKills(t, d, mnt) })
 		})
 	}
@@ -200,30 +248,18 @@ func testLifecycle(t *testing.T, d *csitest.Driver, mnt, kind string) {
 	if err := createVolume(ctx, c, id, 100*MiB); err != nil {
 		t.Fatal(err)
 	}
-	// The writer runs as nobody: the directories above the target must
-	// let it through.
-	base := t.TempDir()
-	for _, dir := range []string{filepath.Dir(base), base} {
-		if err := os.Chmod(dir, 0o755); err != nil {
-			t.Fatal(err)
-		}
-	}
-	target := filepath.Join(base, "target")
-	if _, err := c.NodePublishVolume(ctx, &csi.NodePublishVolumeRequest{VolumeId: id, TargetPath: target, VolumeCapability: mountCap(),
-		VolumeContext: map[string]string{contract.ParamStoragePool: poolName}}); err != nil {
-		t.Fatal(err)
-	}
 	deleted := false
 	t.Cleanup(func() {
-		ctx := context.Background()
-		_, _ = c.NodeUnpublishVolume(ctx, &csi.NodeUnpublishVolumeRequest{VolumeId: id, TargetPath: target})
 		if !deleted {
-			_ = deleteVolume(ctx, c, id)
+			_ = deleteVolume(context.Background(), c, id)
 		}
 	})
+	// The writer runs as nobody, as a pod does.
+	target := publish(t, c, id)
 	if got := statfsTotal(t, target); got != 100*MiB {
 		t.Errorf("statfs inside the volume: %d bytes, want the volume's 100 MiB (%d)", got, 100*MiB)
 	}
+	t.Logf("statfs inside the 100 MiB volume: %d bytes", statfsTotal(t, target))
 	w := startWriter(t, filepath.Join(target, "data"))
 	if n, errno := w.do("write 99"); errno != 0 {
 		t.Fatalf("writing 99 MiB into a 100 MiB volume: %d bytes, then %v", n, errno)
@@ -247,12 +283,14 @@ func testLifecycle(t *testing.T, d *csitest.Driver, mnt, kind string) {
 	if got := statfsTotal(t, target); got != 300*MiB {
 		t.Errorf("statfs after expanding to 300 MiB: %d bytes", got)
 	}
+	t.Logf("statfs after the online expansion to 300 MiB: %d bytes", statfsTotal(t, target))
 	if n, errno := w.do("write 250"); errno != 0 {
 		t.Fatalf("after the expansion to 300 MiB, a 250 MiB write through the open file: %d bytes, then %v", n, errno)
 	}
 	if _, errno := w.do("sync"); errno != 0 {
 		t.Fatalf("fsync of the 250 MiB write: %v", errno)
 	}
+	t.Logf("after the expansion, 250 MiB written and synced through the file kept open")
 	volDir := filepath.Join(mnt, csitest.VolumesSubdir, id)
 	qid, inherit, err := kernel.Project(volDir)
 	if err != nil || !inherit || qid < firstID || qid > lastID {
@@ -268,9 +306,7 @@ func testLifecycle(t *testing.T, d *csitest.Driver, mnt, kind string) {
 	}
 	w.stop()
 
-	if _, err := c.NodeUnpublishVolume(ctx, &csi.NodeUnpublishVolumeRequest{VolumeId: id, TargetPath: target}); err != nil {
-		t.Fatal(err)
-	}
+	unpublish(t, c, id, target)
 	if err := deleteVolume(ctx, c, id); err != nil {
 		t.Fatal(err)
 	}
