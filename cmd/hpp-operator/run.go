@@ -4,7 +4,6 @@ import (
 	"context"
 	"crypto/tls"
 	"fmt"
-	"strconv"
 
 	"github.com/go-logr/logr"
 	"github.com/go-logr/zapr"
@@ -23,45 +22,7 @@ import (
 	"github.com/hostpath-provisioner/hpp/cmd/hpp-operator/render"
 	hppwebhook "github.com/hostpath-provisioner/hpp/cmd/hpp-operator/webhook"
 	hppv1 "github.com/hostpath-provisioner/hpp/internal/api/v1beta1"
-	"github.com/hostpath-provisioner/hpp/internal/version"
 )
-
-// renderConfig builds the objects' configuration from the flags and the
-// environment variables of DESIGN.md §1.
-func renderConfig(o *options) (render.Config, error) {
-	e := o.env
-	cfg := render.DefaultConfig()
-	cfg.Namespace = o.namespace
-	cfg.KubeletDir = o.kubeletDir
-	cfg.PriorityClassName = o.priorityClass
-	cfg.Version = version.Version
-	set := func(dst *string, v string) {
-		if v != "" {
-			*dst = v
-		}
-	}
-	set(&cfg.Images.CSI, e.csiImage)
-	set(&cfg.Images.Legacy, e.legacyImage)
-	set(&cfg.Images.Provisioner, e.provisionerImage)
-	set(&cfg.Images.NodeDriverRegistrar, e.registrarImage)
-	set(&cfg.Images.LivenessProbe, e.livenessImage)
-	set(&cfg.Images.Snapshotter, e.snapshotImage)
-	set(&cfg.Images.Resizer, e.resizerImage)
-	mounter, _ := e.mounter()
-	set(&cfg.Images.Mounter, mounter)
-	set(&cfg.MonitoringNamespace, e.monitoringNamespace)
-	set(&cfg.RunbookURLTemplate, e.runbookURLTemplate)
-	cfg.InstallerPartOf = e.installerPartOf
-	cfg.InstallerVersion = e.installerVersion
-	if v := e.verbosity; v != "" {
-		n, err := strconv.Atoi(v)
-		if err != nil || n < 0 {
-			return cfg, fmt.Errorf("VERBOSITY: %q is not a non-negative integer", v)
-		}
-		cfg.Verbosity = n
-	}
-	return cfg, cfg.Validate()
-}
 
 // Scheme is every type the operator reads or writes.
 func newScheme() (*runtime.Scheme, error) {
@@ -81,23 +42,17 @@ func newScheme() (*runtime.Scheme, error) {
 	return s, hppv1.AddToScheme(s)
 }
 
-func run(ctx context.Context, o *options) error {
+// Run starts the manager and serves until ctx is cancelled. The options
+// are validated.
+func (o *options) Run(ctx context.Context) error {
 	zl, err := o.logging.Build()
 	if err != nil {
 		return err
 	}
 	log := zapr.NewLogger(zl)
 	ctrl.SetLogger(log)
-	cfg, err := renderConfig(o)
-	if err != nil {
-		return err
-	}
 	if img, fromOperator := o.env.mounter(); fromOperator {
 		log.Info("MOUNTER_IMAGE is unset: pool mounters run OPERATOR_IMAGE, as upstream's do; that image must carry hpp-mounter", "image", img)
-	}
-	tlsPolicy, err := hppwebhook.NewTLSPolicy(o.env.tlsMinVersion, o.env.tlsCiphers)
-	if err != nil {
-		return err
 	}
 	scheme, err := newScheme()
 	if err != nil {
@@ -107,23 +62,18 @@ func run(ctx context.Context, o *options) error {
 	if err != nil {
 		return fmt.Errorf("kubeconfig: %w", err)
 	}
+	cfg := o.render
 	if o.controllers == controllersNodeLoss {
 		return runNodeLoss(ctx, o, cfg, scheme, restCfg, log)
 	}
-	if cfg.PrometheusOperator, err = controller.ServesPrometheusOperator(restCfg); err != nil {
-		return err
-	}
-	if !cfg.PrometheusOperator {
-		log.Info("prometheus-operator's API is not served: no ServiceMonitor or PrometheusRule (restart the operator after installing it)")
-	}
-	if cfg.OpenShift, err = controller.ServesSCC(restCfg); err != nil {
+	if err := discover(restCfg, &cfg, log); err != nil {
 		return err
 	}
 	direct, err := client.New(restCfg, client.Options{Scheme: scheme})
 	if err != nil {
 		return err
 	}
-	clusterTLS, err := clusterTLSProfile(ctx, restCfg, direct, tlsPolicy, log)
+	clusterTLS, err := clusterTLSProfile(ctx, restCfg, direct, o.tlsPolicy, log)
 	if err != nil {
 		return err
 	}
@@ -131,21 +81,16 @@ func run(ctx context.Context, o *options) error {
 	// (--metrics-tls-version); a later profile change reaches it at the
 	// operator's next start, while the operator's own servers follow it
 	// at once.
-	cfg.MetricsTLSVersion = hppwebhook.VersionName(tlsPolicy.Profile().MinVersion)
-	var certs *hppwebhook.SelfSigned
-	if o.selfSignedCerts {
-		certs = &hppwebhook.SelfSigned{Dir: o.certDir, Service: o.webhookService, Namespace: o.namespace,
-			ConfigName: o.webhookConfigName, Client: direct, Log: log.WithName("webhook-certs")}
-		// The server reads the files when it starts: make them first.
-		if _, err := certs.Ensure(); err != nil {
-			return fmt.Errorf("webhook certificate: %w", err)
-		}
+	cfg.MetricsTLSVersion = hppwebhook.VersionName(o.tlsPolicy.Profile().MinVersion)
+	certs, err := o.webhookCerts(direct, log)
+	if err != nil {
+		return err
 	}
 	mgr, err := ctrl.NewManager(restCfg, ctrl.Options{
 		Scheme:                  scheme,
-		WebhookServer:           hppwebhook.NewServer("", o.webhookPort, o.certDir, tlsPolicy),
+		WebhookServer:           hppwebhook.NewServer("", o.webhookPort, o.certDir, o.tlsPolicy),
 		Cache:                   controller.CacheOptions(cfg),
-		Metrics:                 metricsOptions(o, tlsPolicy),
+		Metrics:                 metricsOptions(o, o.tlsPolicy),
 		HealthProbeBindAddress:  o.healthAddress,
 		LeaderElection:          o.leaderElect,
 		LeaderElectionID:        "hpp-operator.hostpathprovisioner.kubevirt.io",
@@ -154,6 +99,47 @@ func run(ctx context.Context, o *options) error {
 	if err != nil {
 		return fmt.Errorf("manager: %w", err)
 	}
+	if err := o.setUp(mgr, cfg, scheme, clusterTLS, certs, log); err != nil {
+		return err
+	}
+	log.Info("starting", "version", cfg.Version, "namespace", cfg.Namespace, "openshift", cfg.OpenShift)
+	return mgr.Start(ctx)
+}
+
+// discover asks the API server which optional APIs it serves:
+// prometheus-operator's (ServiceMonitor, PrometheusRule) and OpenShift's
+// SecurityContextConstraints.
+func discover(restCfg *rest.Config, cfg *render.Config, log logr.Logger) error {
+	var err error
+	if cfg.PrometheusOperator, err = controller.ServesPrometheusOperator(restCfg); err != nil {
+		return err
+	}
+	if !cfg.PrometheusOperator {
+		log.Info("prometheus-operator's API is not served: no ServiceMonitor or PrometheusRule (restart the operator after installing it)")
+	}
+	cfg.OpenShift, err = controller.ServesSCC(restCfg)
+	return err
+}
+
+// webhookCerts makes the webhook's certificate before the server starts
+// (it reads the files then), with --self-signed-certs; nil otherwise.
+func (o *options) webhookCerts(direct client.Client, log logr.Logger) (*hppwebhook.SelfSigned, error) {
+	if !o.selfSignedCerts {
+		return nil, nil
+	}
+	certs := &hppwebhook.SelfSigned{Dir: o.certDir, Service: o.webhookService, Namespace: o.namespace,
+		ConfigName: o.webhookConfigName, Client: direct, Log: log.WithName("webhook-certs")}
+	if _, err := certs.Ensure(); err != nil {
+		return nil, fmt.Errorf("webhook certificate: %w", err)
+	}
+	return certs, nil
+}
+
+// setUp adds the reconciler, the node-loss controller, the webhook, the
+// cluster TLS profile watch and certificate rotation (when there are) and
+// the health checks to mgr.
+func (o *options) setUp(mgr ctrl.Manager, cfg render.Config, scheme *runtime.Scheme,
+	clusterTLS *hppwebhook.ClusterTLSProfile, certs *hppwebhook.SelfSigned, log logr.Logger) error {
 	r := &controller.Reconciler{
 		Client:   mgr.GetClient(),
 		Scheme:   scheme,
@@ -183,11 +169,7 @@ func run(ctx context.Context, o *options) error {
 	if err := mgr.AddHealthzCheck("ping", healthz.Ping); err != nil {
 		return err
 	}
-	if err := mgr.AddReadyzCheck("webhook", mgr.GetWebhookServer().StartedChecker()); err != nil {
-		return err
-	}
-	log.Info("starting", "version", cfg.Version, "namespace", cfg.Namespace, "openshift", cfg.OpenShift)
-	return mgr.Start(ctx)
+	return mgr.AddReadyzCheck("webhook", mgr.GetWebhookServer().StartedChecker())
 }
 
 // clusterTLSProfile: where OpenShift's APIServer configuration is served,

@@ -1,6 +1,8 @@
 package main
 
 import (
+	"bytes"
+	"context"
 	"fmt"
 	"strings"
 	"testing"
@@ -8,6 +10,7 @@ import (
 
 	"github.com/hostpath-provisioner/hpp/cmd/hpp-operator/render"
 	hppv1 "github.com/hostpath-provisioner/hpp/internal/api/v1beta1"
+	"github.com/hostpath-provisioner/hpp/internal/cli"
 )
 
 func TestRenderConfigFromEnvironment(t *testing.T) {
@@ -60,14 +63,72 @@ func TestMonitoringEnvironment(t *testing.T) {
 }
 
 func TestOptionsValidateNamesEveryBadFlag(t *testing.T) {
-	o := &options{webhookPort: 70000, controllers: "nodes", nodeLossDelay: time.Second}
+	o := &options{webhookPort: 70000, controllers: "nodes", nodeLossDelay: time.Second, kubeletDir: "var/lib/kubelet",
+		metricsCertDir: "/certs"}
 	o.logging.Level, o.logging.Format = "loud", "json"
-	err := o.validate()
+	err := o.Validate()
 	for _, want := range []string{`--log-level: "loud"`, "--webhook-port: 70000 is not a TCP port", "--namespace: required",
-		`--controllers: "nodes" is not "all" or "node-loss"`, "--node-loss-release-delay: 1s is shorter than 10s", "--node-not-ready-grace: 0s must be positive"} {
+		`--kubelet-dir: "var/lib/kubelet" must be a clean absolute path`,
+		`--controllers: "nodes" is not "all" or "node-loss"`, "--node-loss-release-delay: 1s is shorter than 10s", "--node-not-ready-grace: 0s must be positive",
+		"--metrics-cert-dir: only with --metrics-secure"} {
 		if err == nil || !strings.Contains(err.Error(), want) {
 			t.Errorf("error lacks %q: %v", want, err)
 		}
+	}
+}
+
+// The command reports every bad flag and every bad variable at once, each
+// by its name, and exits 2 before it does anything.
+func TestCommandNamesEveryBadFlagAndVariable(t *testing.T) {
+	env := map[string]string{
+		"OPERATOR_NAMESPACE":       "hpp",
+		"WATCH_NAMESPACE":          "openshift-cnv",
+		"VERBOSITY":                "-1",
+		"NODE_DRIVER_REG_IMAGE":    "r/registrar",
+		"INSTALLER_VERSION_LABEL":  "4.14 beta",
+		"RUNBOOK_URL_TEMPLATE":     "https://r.example/",
+		"TLS_MIN_VERSION_OVERRIDE": "VersionTLS11",
+		"TLS_CIPHERS_OVERRIDE":     "BOGUS",
+	}
+	o := &options{}
+	ran := false
+	cmd := newCommand(o, func(context.Context) error { ran = true; return nil }, func(k string) string { return env[k] })
+	var stderr bytes.Buffer
+	code := cli.Main(cmd, []string{"--webhook-port=0", "--kubelet-dir=/var/lib/kubelet/", "--controllers=some"}, &stderr)
+	if code != 2 || ran {
+		t.Fatalf("exit %d (ran: %v), want 2 without running; stderr:\n%s", code, ran, stderr.String())
+	}
+	for _, want := range []string{
+		"--webhook-port: 0 is not a TCP port",
+		`--kubelet-dir: "/var/lib/kubelet/" must be a clean absolute path`,
+		`--controllers: "some" is not "all" or "node-loss"`,
+		`OPERATOR_NAMESPACE "hpp" and WATCH_NAMESPACE "openshift-cnv" name different namespaces`,
+		`VERBOSITY: "-1" is not a non-negative integer`,
+		"NODE_DRIVER_REG_IMAGE and LIVENESS_PROBE_IMAGE: set both",
+		`INSTALLER_VERSION_LABEL: "4.14 beta" is not a label value`,
+		`RUNBOOK_URL_TEMPLATE: "https://r.example/" must hold exactly one %s`,
+		`TLS_MIN_VERSION_OVERRIDE: "VersionTLS11" is not one of VersionTLS12, VersionTLS13`,
+		"TLS_CIPHERS_OVERRIDE: unknown or insecure cipher(s) BOGUS",
+	} {
+		if !strings.Contains(stderr.String(), want) {
+			t.Errorf("stderr lacks %q:\n%s", want, stderr.String())
+		}
+	}
+}
+
+// A good command line and environment reach Run with the namespace from
+// the environment and the objects' configuration filled.
+func TestCommandRunsWithValidatedOptions(t *testing.T) {
+	env := map[string]string{"WATCH_NAMESPACE": "openshift-cnv", "VERBOSITY": "4"}
+	o := &options{}
+	ran := false
+	cmd := newCommand(o, func(context.Context) error { ran = true; return nil }, func(k string) string { return env[k] })
+	var stderr bytes.Buffer
+	if code := cli.Main(cmd, nil, &stderr); code != 0 || !ran {
+		t.Fatalf("exit %d (ran: %v); stderr:\n%s", code, ran, stderr.String())
+	}
+	if o.namespace != "openshift-cnv" || o.render.Namespace != "openshift-cnv" || o.render.Verbosity != 4 || o.tlsPolicy == nil {
+		t.Errorf("options after Validate: namespace %q, render %+v, TLS policy %v", o.namespace, o.render, o.tlsPolicy)
 	}
 }
 
@@ -77,7 +138,7 @@ func TestUnknownCipherStopsStart(t *testing.T) {
 	env := map[string]string{"TLS_CIPHERS_OVERRIDE": "ECDHE-RSA-AES128-GCM-SHA256,BOGUS-CIPHER,TLS_FAKE_SUITE"}
 	o := &options{namespace: "hpp", kubeletDir: "/var/lib/kubelet"}
 	o.env = readEnvironment(func(k string) string { return env[k] })
-	err := run(t.Context(), o)
+	err := o.Validate()
 	want := "TLS_CIPHERS_OVERRIDE: unknown or insecure cipher(s) BOGUS-CIPHER, TLS_FAKE_SUITE"
 	if err == nil || !strings.Contains(err.Error(), want) {
 		t.Fatalf("start with unknown ciphers: %v; want an error with %q", err, want)

@@ -162,6 +162,19 @@ func (c *Config) Validate() error {
 	if !path.IsAbs(c.KubeletDir) || path.Clean(c.KubeletDir) != c.KubeletDir {
 		errs = append(errs, fmt.Errorf("kubelet directory: %q must be a clean absolute path", c.KubeletDir))
 	}
+	switch c.MetricsTLSVersion {
+	case "", "VersionTLS10", "VersionTLS11", "VersionTLS12", "VersionTLS13":
+	default:
+		errs = append(errs, fmt.Errorf("metrics TLS version: %q is not one of VersionTLS10..VersionTLS13", c.MetricsTLSVersion))
+	}
+	return errors.Join(append(errs, c.ValidateEnvironment())...)
+}
+
+// ValidateEnvironment names every problem with what the operator's
+// environment sets (images, labels, monitoring), by variable name; the
+// operator checks its flags (namespace, kubelet directory) itself.
+func (c *Config) ValidateEnvironment() error {
+	var errs []error
 	for _, img := range [][2]string{{"CSI_PROVISIONER_IMAGE", c.Images.CSI},
 		{"PROVISIONER_IMAGE", c.Images.Legacy}, {"CSI_SIG_STORAGE_PROVISIONER_IMAGE", c.Images.Provisioner}, {"CSI_RESIZER_IMAGE", c.Images.Resizer}} {
 		if img[1] == "" {
@@ -175,11 +188,6 @@ func (c *Config) Validate() error {
 		for _, msg := range validation.IsValidLabelValue(l[1]) {
 			errs = append(errs, fmt.Errorf("%s: %q is not a label value: %s", l[0], l[1], msg))
 		}
-	}
-	switch c.MetricsTLSVersion {
-	case "", "VersionTLS10", "VersionTLS11", "VersionTLS12", "VersionTLS13":
-	default:
-		errs = append(errs, fmt.Errorf("metrics TLS version: %q is not one of VersionTLS10..VersionTLS13", c.MetricsTLSVersion))
 	}
 	if (c.Images.NodeDriverRegistrar == "") != (c.Images.LivenessProbe == "") {
 		errs = append(errs, errors.New("NODE_DRIVER_REG_IMAGE and LIVENESS_PROBE_IMAGE: set both (use the sidecars) or neither (hpp-csi registers itself and serves /healthz)"))
