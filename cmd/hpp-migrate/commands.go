@@ -2,6 +2,7 @@ package main
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"slices"
 	"strings"
@@ -28,38 +29,60 @@ func newRootCommand(env *environment) *cobra.Command {
 	return root
 }
 
+// runE is cli.RunE for a subcommand: the positional arguments (PV names)
+// go to *names, when it takes them, before Validate.
+func runE(names *[]string, validate func() error, run func(context.Context) error) func(*cobra.Command, []string) error {
+	return func(cmd *cobra.Command, args []string) error {
+		if names != nil {
+			*names = args
+		}
+		return cli.RunE(validate, run)(cmd, args)
+	}
+}
+
+// planCommand is `hpp-migrate plan`.
+type planCommand struct {
+	env    *environment
+	g      *globalOptions
+	p      planOptions
+	output string
+}
+
 func newPlanCommand(env *environment, g *globalOptions) *cobra.Command {
-	var p planOptions
-	var output string
+	c := &planCommand{env: env, g: g}
 	cmd := &cobra.Command{
 		Use:   "plan [PV name...]",
 		Short: "show the legacy PVs, what each becomes and why some cannot be migrated",
-		RunE: func(cmd *cobra.Command, args []string) error {
-			errs := append(g.validate(), p.validate(args)...)
-			if output != "table" && output != "json" && output != "yaml" {
-				errs = append(errs, fmt.Errorf("-o %q: must be table, json or yaml", output))
-			}
-			if err := usage(errs); err != nil {
-				return err
-			}
-			c, err := g.client()
-			if err != nil {
-				return err
-			}
-			plan, err := makePlan(cmd.Context(), c, &p)
-			if err != nil {
-				return err
-			}
-			if output == "table" {
-				printPlan(env.stdout, plan)
-				return nil
-			}
-			return printObject(env.stdout, output, plan)
-		},
+		RunE:  runE(&c.p.names, c.Validate, c.Run),
 	}
-	p.addFlags(cmd)
-	cmd.Flags().StringVarP(&output, "output", "o", "table", "table, json or yaml")
+	c.p.addFlags(cmd)
+	cmd.Flags().StringVarP(&c.output, "output", "o", "table", "table, json or yaml")
 	return cmd
+}
+
+// Validate names every bad flag and argument at once.
+func (c *planCommand) Validate() error {
+	errs := append(c.g.validate(), c.p.validate()...)
+	if c.output != "table" && c.output != "json" && c.output != "yaml" {
+		errs = append(errs, fmt.Errorf("-o %q: must be table, json or yaml", c.output))
+	}
+	return cli.Usage(errs...)
+}
+
+func (c *planCommand) Run(ctx context.Context) error {
+	client, err := c.g.client()
+	if err != nil {
+		return err
+	}
+	plan, err := makePlan(ctx, client, &c.p)
+	if err != nil {
+		return err
+	}
+	if c.output == "table" {
+		printPlan(c.env.stdout, plan)
+		return nil
+	}
+	return printObject(c.env.stdout, c.output, plan)
 }
 
 func makePlan(ctx context.Context, c kubernetes.Interface, p *planOptions) (*migrate.Plan, error) {
@@ -79,107 +102,137 @@ func makePlan(ctx context.Context, c kubernetes.Interface, p *planOptions) (*mig
 	return plan, nil
 }
 
+// migrateCommand is `hpp-migrate migrate`.
+type migrateCommand struct {
+	env     *environment
+	g       *globalOptions
+	p       planOptions
+	r       runOptions
+	classes bool
+
+	hook func(string, migrate.Step) // filled by Validate (HPP_MIGRATE_FAIL_AFTER)
+}
+
 func newMigrateCommand(env *environment, g *globalOptions) *cobra.Command {
-	var p planOptions
-	var r runOptions
-	var classes bool
+	c := &migrateCommand{env: env, g: g}
 	cmd := &cobra.Command{
 		Use:   "migrate [PV name...]",
 		Short: "replace legacy PVs (all, or those named/selected) by CSI PVs, backing each up first",
-		RunE: func(cmd *cobra.Command, args []string) error {
-			hook, err := env.failureHook()
-			if err := usage(g.validate(), p.validate(args), r.validate(), errList(err)); err != nil {
-				return err
-			}
-			started := time.Now()
-			c, urgent, err := g.clients()
-			if err != nil {
-				return err
-			}
-			plan, err := makePlan(cmd.Context(), c, &p)
-			if err != nil {
-				return err
-			}
-			if r.dryRun {
-				return printDryRun(env.stdout, plan, p.backupDir, classes)
-			}
-			printInUse(env.stdout, plan)
-			var results []migrate.Result
-			if classes {
-				results = migrate.CreateClasses(cmd.Context(), c, plan)
-			}
-			runner := &migrate.Runner{
-				Engine:   &migrate.Engine{Client: c, Urgent: urgent, AfterStep: hook, BoundTimeout: r.boundTimeout},
-				Backups:  migrate.Backups{Dir: p.backupDir},
-				Parallel: r.parallel,
-				Progress: env.progress("migrating"),
-			}
-			results = append(results, runner.Migrate(cmd.Context(), plan)...)
-			printSummary(env.stdout, results, g.requests.Load(), time.Since(started))
-			env.failed = migrate.Failed(results) || namedSkipped(p.names, results)
-			return nil
-		},
+		RunE:  runE(&c.p.names, c.Validate, c.Run),
 	}
-	p.addFlags(cmd)
-	r.addFlags(cmd)
-	cmd.Flags().BoolVar(&classes, "storage-classes", false, "also create a CSI StorageClass <name>-csi for each legacy StorageClass (never edits one)")
+	c.p.addFlags(cmd)
+	c.r.addFlags(cmd)
+	cmd.Flags().BoolVar(&c.classes, "storage-classes", false, "also create a CSI StorageClass <name>-csi for each legacy StorageClass (never edits one)")
 	return cmd
 }
 
+// Validate names every bad flag, argument and test setting at once.
+func (c *migrateCommand) Validate() error {
+	var err error
+	c.hook, err = c.env.failureHook()
+	return usage(c.g.validate(), c.p.validate(), c.r.validate(), errList(err))
+}
+
+func (c *migrateCommand) Run(ctx context.Context) error {
+	started := time.Now()
+	client, urgent, err := c.g.clients()
+	if err != nil {
+		return err
+	}
+	plan, err := makePlan(ctx, client, &c.p)
+	if err != nil {
+		return err
+	}
+	if c.r.dryRun {
+		return printDryRun(c.env.stdout, plan, c.p.backupDir, c.classes)
+	}
+	printInUse(c.env.stdout, plan)
+	var results []migrate.Result
+	if c.classes {
+		results = migrate.CreateClasses(ctx, client, plan)
+	}
+	runner := &migrate.Runner{
+		Engine:   &migrate.Engine{Client: client, Urgent: urgent, AfterStep: c.hook, BoundTimeout: c.r.boundTimeout},
+		Backups:  migrate.Backups{Dir: c.p.backupDir},
+		Parallel: c.r.parallel,
+		Progress: c.env.progress("migrating"),
+	}
+	results = append(results, runner.Migrate(ctx, plan)...)
+	printSummary(c.env.stdout, results, c.g.requests.Load(), time.Since(started))
+	c.env.failed = migrate.Failed(results) || namedSkipped(c.p.names, results)
+	return nil
+}
+
+// rollbackCommand is `hpp-migrate rollback`.
+type rollbackCommand struct {
+	env       *environment
+	g         *globalOptions
+	r         runOptions
+	backupDir string
+	names     []string
+
+	hook func(string, migrate.Step) // filled by Validate (HPP_MIGRATE_FAIL_AFTER)
+}
+
 func newRollbackCommand(env *environment, g *globalOptions) *cobra.Command {
-	var r runOptions
-	var backupDir string
+	c := &rollbackCommand{env: env, g: g}
 	cmd := &cobra.Command{
 		Use:   "rollback [PV name...]",
 		Short: "put backed-up legacy PVs back in place of their CSI PVs (all backups, or those named)",
-		RunE: func(cmd *cobra.Command, args []string) error {
-			hook, err := env.failureHook()
-			errs := append(g.validate(), r.validate()...)
-			if backupDir == "" {
-				errs = append(errs, fmt.Errorf("--backup-dir: empty"))
-			}
-			if err := usage(errs, errList(err)); err != nil {
-				return err
-			}
-			backups := migrate.Backups{Dir: backupDir}
-			names, err := backups.Names()
-			if err != nil {
-				return err
-			}
-			if len(args) > 0 {
-				for _, a := range args {
-					if !slices.Contains(names, a) {
-						return cli.Usage(fmt.Errorf("argument %q: no backup %s/%s.yaml", a, backupDir, a))
-					}
-				}
-				names = args
-			}
-			if len(names) == 0 {
-				return cli.Usage(fmt.Errorf("--backup-dir %s: no backups to roll back", backupDir))
-			}
-			if r.dryRun {
-				return printRollbackDryRun(env.stdout, backups, names)
-			}
-			started := time.Now()
-			c, urgent, err := g.clients()
-			if err != nil {
-				return err
-			}
-			runner := &migrate.Runner{
-				Engine:   &migrate.Engine{Client: c, Urgent: urgent, AfterStep: hook, BoundTimeout: r.boundTimeout},
-				Backups:  backups,
-				Parallel: r.parallel,
-				Progress: env.progress("rolling back"),
-			}
-			results := runner.Rollback(cmd.Context(), names)
-			printSummary(env.stdout, results, g.requests.Load(), time.Since(started))
-			env.failed = migrate.Failed(results)
-			return nil
-		},
+		RunE:  runE(&c.names, c.Validate, c.Run),
 	}
-	r.addFlags(cmd)
-	cmd.Flags().StringVar(&backupDir, "backup-dir", "hpp-migrate-backup", "directory of the PV backups written by migrate")
+	c.r.addFlags(cmd)
+	cmd.Flags().StringVar(&c.backupDir, "backup-dir", "hpp-migrate-backup", "directory of the PV backups written by migrate")
 	return cmd
+}
+
+// Validate names every bad flag and test setting at once; which backups
+// exist is Run's to find out.
+func (c *rollbackCommand) Validate() error {
+	var err error
+	c.hook, err = c.env.failureHook()
+	errs := append(c.g.validate(), c.r.validate()...)
+	if c.backupDir == "" {
+		errs = append(errs, errors.New("--backup-dir: empty"))
+	}
+	return usage(errs, errList(err))
+}
+
+func (c *rollbackCommand) Run(ctx context.Context) error {
+	backups := migrate.Backups{Dir: c.backupDir}
+	names, err := backups.Names()
+	if err != nil {
+		return err
+	}
+	if len(c.names) > 0 {
+		for _, a := range c.names {
+			if !slices.Contains(names, a) {
+				return cli.Usage(fmt.Errorf("argument %q: no backup %s/%s.yaml", a, c.backupDir, a))
+			}
+		}
+		names = c.names
+	}
+	if len(names) == 0 {
+		return cli.Usage(fmt.Errorf("--backup-dir %s: no backups to roll back", c.backupDir))
+	}
+	if c.r.dryRun {
+		return printRollbackDryRun(c.env.stdout, backups, names)
+	}
+	started := time.Now()
+	client, urgent, err := c.g.clients()
+	if err != nil {
+		return err
+	}
+	runner := &migrate.Runner{
+		Engine:   &migrate.Engine{Client: client, Urgent: urgent, AfterStep: c.hook, BoundTimeout: c.r.boundTimeout},
+		Backups:  backups,
+		Parallel: c.r.parallel,
+		Progress: c.env.progress("rolling back"),
+	}
+	results := runner.Rollback(ctx, names)
+	printSummary(c.env.stdout, results, c.g.requests.Load(), time.Since(started))
+	c.env.failed = migrate.Failed(results)
+	return nil
 }
 
 // failureHook parses HPP_MIGRATE_FAIL_AFTER into the engine's AfterStep.

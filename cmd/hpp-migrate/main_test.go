@@ -73,3 +73,45 @@ func TestRollbackWithoutBackups(t *testing.T) {
 		t.Errorf("exit %d, stderr:\n%s", code, stderr)
 	}
 }
+
+// Every subcommand's Validate names each bad flag and argument at once and
+// exits 2 before it reaches the cluster.
+func TestEverySubcommandNamesEveryBadField(t *testing.T) {
+	for _, c := range []struct {
+		args []string
+		want []string
+	}{
+		{[]string{"plan", "--pv-dir", "rel", "--storage-pool", "", "--backup-dir", "", "-o", "xml", "--kube-api-burst", "0", "x/y"}, []string{
+			`--pv-dir "rel": must be an absolute path`,
+			"--storage-pool: empty",
+			"--backup-dir: empty",
+			`-o "xml": must be table, json or yaml`,
+			"--kube-api-burst 0: must be at least 1",
+			`argument "x/y": not a PV name`,
+		}},
+		{[]string{"rollback", "--backup-dir", "", "--parallel", "65", "--bound-timeout", "-1s", "--kube-api-qps", "-1"}, []string{
+			"--backup-dir: empty",
+			"--parallel 65: must be 1 to 64",
+			"--bound-timeout -1s: must be positive",
+			"--kube-api-qps -1: must be positive",
+		}},
+		{[]string{"takeover", "--plan", "--back", "-f", "x.yaml", "-n", "", "-o", "xml", "--timeout", "0s"}, []string{
+			"--plan and --back: choose one",
+			"-f: not with --back",
+			"--namespace: empty",
+			`-o "xml": must be table, json or yaml`,
+			"--timeout 0s: must be positive",
+		}},
+		{[]string{"takeover"}, []string{"-f: required"}},
+	} {
+		code, _, stderr := runCLI(t, "", c.args...)
+		if code != 2 {
+			t.Errorf("%v: exit %d, want 2; stderr:\n%s", c.args, code, stderr)
+		}
+		for _, want := range c.want {
+			if !strings.Contains(stderr, want) {
+				t.Errorf("%v: stderr lacks %q:\n%s", c.args, want, stderr)
+			}
+		}
+	}
+}

@@ -136,7 +136,8 @@ func (p *planOptions) addFlags(cmd *cobra.Command) {
 	fs.BoolVar(&p.allowInUse, "allow-in-use", false, "also migrate PVs whose claims running pods use (they keep their hostPath mount until they restart)")
 }
 
-func (p *planOptions) validate(args []string) []error {
+// validate checks the flags and the PV names (the arguments, set by runE).
+func (p *planOptions) validate() []error {
 	var errs []error
 	if p.pvDir != "" && !filepath.IsAbs(p.pvDir) {
 		errs = append(errs, fmt.Errorf("--pv-dir %q: must be an absolute path", p.pvDir))
@@ -147,12 +148,11 @@ func (p *planOptions) validate(args []string) []error {
 	if p.backupDir == "" {
 		errs = append(errs, errors.New("--backup-dir: empty (the originals must be saved before anything changes)"))
 	}
-	for _, a := range args {
+	for _, a := range p.names {
 		if a == "" || strings.Contains(a, "/") {
 			errs = append(errs, fmt.Errorf("argument %q: not a PV name", a))
 		}
 	}
-	p.names = args
 	return errs
 }
 

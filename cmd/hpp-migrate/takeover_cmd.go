@@ -1,6 +1,7 @@
 package main
 
 import (
+	"context"
 	"errors"
 	"fmt"
 	"io"
@@ -47,8 +48,16 @@ func (o *takeoverOptions) validate() []error {
 	return errs
 }
 
+// takeoverCommand is `hpp-migrate takeover`.
+type takeoverCommand struct {
+	env *environment
+	g   *globalOptions
+	o   takeoverOptions
+}
+
 func newTakeoverCommand(env *environment, g *globalOptions) *cobra.Command {
-	var o takeoverOptions
+	c := &takeoverCommand{env: env, g: g}
+	o := &c.o
 	cmd := &cobra.Command{
 		Use:   "takeover -f <hpp's operator manifests> [--plan] | takeover --back",
 		Short: "switch a namespace from the KubeVirt hostpath-provisioner-operator to hpp's (--plan: say what would happen; --back: return)",
@@ -59,54 +68,7 @@ func newTakeoverCommand(env *environment, g *globalOptions) *cobra.Command {
 			"--plan reads the cluster and changes nothing; exit status 1 means no-go. Every step checks the cluster\n" +
 			"first, so a second run finishes an interrupted one. --back restores upstream's operator from the backup\n" +
 			"Secret " + takeover.BackupSecret + " the switch made.",
-		RunE: func(cmd *cobra.Command, _ []string) error {
-			if err := usage(g.validate(), o.validate()); err != nil {
-				return err
-			}
-			cfg, err := g.config()
-			if err != nil {
-				return err
-			}
-			dyn, err := dynamic.NewForConfig(cfg)
-			if err != nil {
-				return err
-			}
-			runner := &takeover.Runner{Client: dyn, Namespace: o.namespace, Out: env.stdout, Timeout: o.timeout}
-			if o.back {
-				return runner.Back(cmd.Context())
-			}
-			manifests, err := readManifestFile(o.file)
-			if err != nil {
-				return cli.Usage(fmt.Errorf("-f %s: %w", o.file, err))
-			}
-			if err := inNamespace(manifests, o.namespace); err != nil {
-				return cli.Usage(err)
-			}
-			inv, err := takeover.Collect(cmd.Context(), dyn, o.namespace, manifests)
-			if err != nil {
-				return err
-			}
-			plan := takeover.Assess(inv)
-			if o.plan {
-				if o.output == "table" {
-					plan.Print(env.stdout)
-				} else if err := printObject(env.stdout, o.output, plan); err != nil {
-					return err
-				}
-				env.failed = !plan.Go()
-				return nil
-			}
-			plan.Print(env.stdout)
-			fmt.Fprintln(env.stdout)
-			if !plan.Go() && !o.force {
-				env.failed = true
-				return nil
-			}
-			if o.force && !plan.Go() {
-				plan.NoGo = nil
-			}
-			return runner.Switch(cmd.Context(), inv, plan)
-		},
+		RunE: runE(nil, c.Validate, c.Run),
 	}
 	fs := cmd.Flags()
 	fs.BoolVar(&o.plan, "plan", false, "read the cluster and print what the switch would do, and go or no-go; change nothing")
@@ -117,6 +79,56 @@ func newTakeoverCommand(env *environment, g *globalOptions) *cobra.Command {
 	fs.StringVarP(&o.output, "output", "o", "table", "--plan output: table, json or yaml")
 	fs.DurationVar(&o.timeout, "timeout", 10*time.Minute, "how long each wait (operator Available, node pods rolled) may take")
 	return cmd
+}
+
+// Validate names every bad flag at once.
+func (c *takeoverCommand) Validate() error { return usage(c.g.validate(), c.o.validate()) }
+
+func (c *takeoverCommand) Run(ctx context.Context) error {
+	o, env, g := &c.o, c.env, c.g
+	cfg, err := g.config()
+	if err != nil {
+		return err
+	}
+	dyn, err := dynamic.NewForConfig(cfg)
+	if err != nil {
+		return err
+	}
+	runner := &takeover.Runner{Client: dyn, Namespace: o.namespace, Out: env.stdout, Timeout: o.timeout}
+	if o.back {
+		return runner.Back(ctx)
+	}
+	manifests, err := readManifestFile(o.file)
+	if err != nil {
+		return cli.Usage(fmt.Errorf("-f %s: %w", o.file, err))
+	}
+	if err := inNamespace(manifests, o.namespace); err != nil {
+		return cli.Usage(err)
+	}
+	inv, err := takeover.Collect(ctx, dyn, o.namespace, manifests)
+	if err != nil {
+		return err
+	}
+	plan := takeover.Assess(inv)
+	if o.plan {
+		if o.output == "table" {
+			plan.Print(env.stdout)
+		} else if err := printObject(env.stdout, o.output, plan); err != nil {
+			return err
+		}
+		env.failed = !plan.Go()
+		return nil
+	}
+	plan.Print(env.stdout)
+	fmt.Fprintln(env.stdout)
+	if !plan.Go() && !o.force {
+		env.failed = true
+		return nil
+	}
+	if o.force && !plan.Go() {
+		plan.NoGo = nil
+	}
+	return runner.Switch(ctx, inv, plan)
 }
 
 func readManifestFile(name string) ([]*unstructured.Unstructured, error) {
