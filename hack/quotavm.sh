@@ -3,11 +3,17 @@
 # quotas, for the node tests that need them (XFS prjquota, ext4 project
 # quota) on machines whose own kernel cannot give them.
 #
-#   hack/quotavm.sh [-t TIMEOUT] [-f FILE]... [-e NAME=VALUE]... TESTBIN... [-- TEST FLAGS...]
+#   hack/quotavm.sh [-t TIMEOUT] [-f FILE]... [-i FILE:PATH]... [-e NAME=VALUE]...
+#                   [-m MODULE]... [-s SCRIPT] [-R] TESTBIN... [-- TEST FLAGS...]
 #
 # -f copies FILE into the VM as /quotavm/files/<its name> (a binary the
-# tests start, e.g. hpp-csi; its libraries come along); -e sets an
-# environment variable for the tests (CI is passed on as the host has it).
+# tests start, e.g. hpp-csi; its libraries come along); -i copies FILE to
+# the absolute PATH in the VM (its libraries come along); -e sets an
+# environment variable for the tests (CI is passed on as the host has it);
+# -m loads one of the optional kernel modules (overlay, bridge, veth);
+# -s runs SCRIPT in the guest as root before the tests (a non-zero exit
+# stops the VM); -R first moves the guest's root from the initramfs to a
+# tmpfs (runc cannot pivot_root out of an initramfs).
 # Each TESTBIN (a `go test -c` binary; static, or dynamic with its libraries
 # found by ldd) runs in turn in one VM, in a directory of its own, as
 # `TESTBIN -test.v -test.count=1 [TEST FLAGS]`; its output is printed live.
@@ -56,6 +62,9 @@ boot_timeout_s=${HPP_QUOTAVM_BOOT_TIMEOUT:-300}
 # formats ext4's hidden quota inodes use, and crc32c for XFS v5 and ext4
 # metadata checksums (libcrc32c asks the crypto API for it by name).
 modules=(loop xfs ext4 quota_v2 quota_tree crc32c_generic)
+# Modules the initramfs carries but the guest loads only when a run asks
+# (-m): containerd's overlayfs snapshotter, the CNI bridge and its veths.
+optional_modules=(overlay bridge veth)
 # Programs copied into the guest with the libraries ldd names for them.
 programs=(mkfs.xfs xfs_quota xfs_io xfs_db mkfs.ext4 mke2fs tune2fs dumpe2fs losetup mount umount blkid)
 
@@ -75,12 +84,22 @@ usage() { sed -n '2,17p' "$0" | sed 's/^# \{0,1\}//' >&2; exit 2; }
 
 bins=()
 files=()
+installs=()
+extra_modules=()
+setup_script=
+switch_root=
 envs=()
 test_args=()
 while (($#)); do
   case $1 in
     -t) timeout_s=${2:?-t needs seconds}; shift 2 ;;
     -f) files+=("${2:?-f needs a file}"); shift 2 ;;
+    -i) [[ ${2:-} =~ ^[^:]+:/.+ ]] || die "-i needs FILE:/PATH, got '${2:-}'"
+        installs+=("$2"); shift 2 ;;
+    -m) [[ " ${optional_modules[*]} " == *" ${2:-} "* ]] || die "-m ${2:-}: not one of the optional modules (${optional_modules[*]})"
+        extra_modules+=("$2"); shift 2 ;;
+    -s) setup_script=${2:?-s needs a script}; shift 2 ;;
+    -R) switch_root=1; shift ;;
     -e) [[ ${2:-} =~ ^[A-Za-z_][A-Za-z0-9_]*= ]] || die "-e needs NAME=VALUE, got '${2:-}'"
         envs+=("$2"); shift 2 ;;
     -h|--help) usage ;;
@@ -96,6 +115,10 @@ done
 for f in "${files[@]}"; do
   [[ -f $f ]] || die "-f $f: not a file"
 done
+for f in "${installs[@]}"; do
+  [[ -f ${f%%:*} ]] || die "-i ${f%%:*}: not a file"
+done
+[[ -z $setup_script || -f $setup_script ]] || die "-s $setup_script: not a file"
 for v in timeout_s boot_timeout_s smp; do
   [[ ${!v} =~ ^[1-9][0-9]*$ ]] || die "$v must be a positive integer, got '${!v}'"
 done
@@ -241,7 +264,7 @@ if [[ ! -s $dir/base.cpio || $(cat "$dir/base.stamp" 2>/dev/null) != "$recipe" ]
       *) cp "$mroot/$f" "$stage/lib/modules/$kver/$f" ;;
     esac
   }
-  for m in "${modules[@]}"; do pick_module "$m"; done
+  for m in "${modules[@]}" "${optional_modules[@]}"; do pick_module "$m"; done
   cp "$mroot/modules.builtin" "$mroot/modules.order" "$stage/lib/modules/$kver/" 2>/dev/null || true
   /bin/busybox depmod -b "$stage" "$kver"
   printf '%s\n' "${modules[@]}" >"$stage/etc/quotavm-modules"
@@ -251,6 +274,16 @@ if [[ ! -s $dir/base.cpio || $(cat "$dir/base.stamp" 2>/dev/null) != "$recipe" ]
 # PID 1 of the quota VM: load the modules, run every test binary under
 # /quotavm/tests in order, report, power off. The host reads the markers.
 export PATH=/usr/sbin:/usr/bin:/sbin:/bin HOME=/root TMPDIR=/tmp
+# -R: the same init again on a tmpfs root (runc's pivot_root refuses the
+# initramfs, which is no mount).
+if [ -f /quotavm/switchroot ] && [ ! -e /.quotavm-switched ]; then
+  mkdir /newroot && mount -t tmpfs -o mode=0755 tmpfs /newroot
+  for e in /*; do
+    case $e in /proc|/sys|/dev|/tmp|/run|/newroot) mkdir -p "/newroot$e" ;; *) cp -a "$e" /newroot/ ;; esac
+  done
+  : >/newroot/.quotavm-switched
+  exec switch_root /newroot /init
+fi
 mount -t proc proc /proc
 mount -t sysfs sysfs /sys
 mount -t devtmpfs devtmpfs /dev 2>/dev/null
@@ -267,6 +300,9 @@ for m in $(cat /etc/quotavm-modules); do
     modprobe "$m" || { echo "quotavm: modprobe $m failed"; finish 125; }
   fi
 done
+for m in $(cat /quotavm/modules 2>/dev/null); do
+  modprobe "$m" || { echo "quotavm: modprobe $m failed"; finish 125; }
+done
 [ -e /dev/loop-control ] || { echo "quotavm: no /dev/loop-control after loading loop"; finish 125; }
 dmesg -n 4
 read up _ </proc/uptime
@@ -275,6 +311,9 @@ echo "QUOTAVM-BOOTED kernel=$(uname -r) uptime=${up}s"
 args=""
 [ -f /quotavm/args ] && args=$(cat /quotavm/args)
 dmesg -c >/dev/null
+if [ -x /quotavm/setup ]; then
+  /quotavm/setup </dev/null 2>&1 || { echo "quotavm: the setup script failed: exit $?"; finish 125; }
+fi
 rc=0
 for t in /quotavm/tests/*; do
   [ -x "$t" ] || continue
@@ -328,6 +367,15 @@ for f in "${files[@]}"; do
   cp "$f" "$run/root/quotavm/files/"
   add_libs "$f"
 done
+for f in "${installs[@]}"; do
+  src=${f%%:*} dest=${f#*:}
+  mkdir -p "$run/root$(dirname "$dest")"
+  cp -L "$src" "$run/root$dest"
+  add_libs "$src"
+done
+((${#extra_modules[@]})) && printf '%s\n' "${extra_modules[@]}" >"$run/root/quotavm/modules"
+[[ -n $setup_script ]] && install -m 0755 "$setup_script" "$run/root/quotavm/setup"
+[[ -n $switch_root ]] && : >"$run/root/quotavm/switchroot"
 printf '%s\n' "${test_args[@]}" >"$run/root/quotavm/args"
 # The guest sees CI as the host does: a missing prerequisite in there fails too.
 {

@@ -37,6 +37,10 @@ type Binaries struct {
 	Ctr        string
 	Runc       string
 	CNIBinDir  string
+	// Pause, when set, is a prebuilt test/images/pause (static); empty
+	// builds it with the Go toolchain at Start. Set it where there is no
+	// toolchain (the quota VM, hack/quotavm.sh).
+	Pause string
 }
 
 // BinariesFromCache returns the paths of the binaries that
@@ -120,6 +124,9 @@ func (b Binaries) Validate() error {
 	check("Containerd", b.Containerd, fixDeps)
 	check("Ctr", b.Ctr, fixDeps)
 	check("Runc", b.Runc, fixDeps)
+	if b.Pause != "" {
+		check("Pause", b.Pause, "build test/images/pause with CGO_ENABLED=0")
+	}
 	for _, plugin := range []string{"bridge", "host-local", "loopback"} {
 		check("CNIBinDir/"+plugin, filepath.Join(b.CNIBinDir, plugin), fixDeps)
 	}

@@ -154,7 +154,7 @@ func (c *Cluster) start(ctx context.Context) error {
 	if err := c.startControllers(ctx); err != nil {
 		return err
 	}
-	if c.pause, err = buildPauseImage(ctx, c.imageDir()); err != nil {
+	if c.pause, err = buildPauseImage(ctx, c.imageDir(), c.opts.Binaries.Pause); err != nil {
 		return &StepError{Step: "build the pause image", Err: err}
 	}
 	if err := c.startNodeNamespace(ctx, c.pause.Files[0].Source); err != nil {

@@ -377,3 +377,41 @@ func MountTmpfs(dir string, sizeBytes int64) error {
 	}
 	return nil
 }
+
+// MountQuotaXFS makes an XFS of sizeBytes in the sparse file dir+".img",
+// mounts it at dir (created if missing) through a loop device with project
+// quotas enforced (prjquota), as an enforcing pool needs, and returns what
+// mkfs.xfs or the kernel refused otherwise (e.g. a kernel without
+// CONFIG_XFS_QUOTA). Like MountTmpfs, dir must be inside the cluster
+// directory: Stop unmounts it and detaches the loop device.
+func MountQuotaXFS(ctx context.Context, dir string, sizeBytes int64) error {
+	if !filepath.IsAbs(dir) {
+		return fmt.Errorf("XFS pool dir %q: must be absolute", dir)
+	}
+	if sizeBytes < 300<<20 {
+		return fmt.Errorf("XFS pool size %d: must be at least 300 MiB (mkfs.xfs refuses smaller)", sizeBytes)
+	}
+	if err := os.MkdirAll(dir, 0o755); err != nil {
+		return fmt.Errorf("XFS pool dir: %w", err)
+	}
+	img := dir + ".img"
+	f, err := os.Create(img)
+	if err != nil {
+		return fmt.Errorf("XFS pool image: %w", err)
+	}
+	err = f.Truncate(sizeBytes)
+	if cerr := f.Close(); err == nil {
+		err = cerr
+	}
+	if err != nil {
+		return fmt.Errorf("XFS pool image %s: %w", img, err)
+	}
+	var cmd hostCommander
+	if _, err := cmd.Run(ctx, "mkfs.xfs", "-q", img); err != nil {
+		return err
+	}
+	if _, err := cmd.Run(ctx, "mount", "-o", "loop,prjquota", img, dir); err != nil {
+		return fmt.Errorf("%w (the kernel needs CONFIG_XFS_QUOTA; its log says why)", err)
+	}
+	return nil
+}

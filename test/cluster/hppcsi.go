@@ -39,6 +39,9 @@ type Pool struct {
 	LegacyPath string `json:"legacyPath,omitempty"`
 	// SnapshotProvider ("reflink") turns snapshots on for the pool.
 	SnapshotProvider string `json:"snapshotProvider,omitempty"`
+	// EnforceSize gives every volume a project quota (issue 22); the
+	// pool's filesystem must have them (MountQuotaXFS).
+	EnforceSize bool `json:"enforceSize,omitempty"`
 }
 
 // volumesSubdir is the pool's subdirectory that holds the CSI volumes.
@@ -48,7 +51,7 @@ const volumesSubdir = "csi"
 func datadir(pools []Pool) (string, error) {
 	entries := make([]Pool, len(pools))
 	for i, p := range pools {
-		entries[i] = Pool{Name: p.Name, Path: filepath.Join(p.Path, volumesSubdir), Shared: p.Shared, LegacyPath: p.LegacyPath, SnapshotProvider: p.SnapshotProvider}
+		entries[i] = Pool{Name: p.Name, Path: filepath.Join(p.Path, volumesSubdir), Shared: p.Shared, LegacyPath: p.LegacyPath, SnapshotProvider: p.SnapshotProvider, EnforceSize: p.EnforceSize}
 	}
 	data, err := json.Marshal(entries)
 	return string(data), err

@@ -226,14 +226,17 @@ func busyboxImage(ctx context.Context, cmd Commander, busybox string) (Image, er
 	return img, nil
 }
 
-// buildPauseImage compiles test/images/pause (found next to this source
-// file: the harness always runs from a checkout) and wraps it in an image.
-// The Go toolchain runs with the caller's environment so that it uses the
-// same caches.
-func buildPauseImage(ctx context.Context, outDir string) (Image, error) {
-	bin := filepath.Join(outDir, "pause")
-	if err := buildTestImageCommand(ctx, "pause", bin); err != nil {
-		return Image{}, fmt.Errorf("pause image: %w", err)
+// buildPauseImage wraps prebuilt (Binaries.Pause) in an image or, when it
+// is empty, compiles test/images/pause (found next to this source file:
+// the harness then runs from a checkout). The Go toolchain runs with the
+// caller's environment so that it uses the same caches.
+func buildPauseImage(ctx context.Context, outDir, prebuilt string) (Image, error) {
+	bin := prebuilt
+	if bin == "" {
+		bin = filepath.Join(outDir, "pause")
+		if err := buildTestImageCommand(ctx, "pause", bin); err != nil {
+			return Image{}, fmt.Errorf("pause image: %w", err)
+		}
 	}
 	return Image{
 		Ref:        PauseImage,

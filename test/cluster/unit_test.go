@@ -119,11 +119,12 @@ func TestDockerArchiveLayout(t *testing.T) {
 }
 
 func TestOptionsValidateNamesFields(t *testing.T) {
-	err := Options{BaseDir: "rel", NodeName: "Bad_Name", PodCIDR: "10.0.0.0/30", Bridge: "a-very-long-bridge-name", MaxPods: -1}.Validate()
+	err := Options{BaseDir: "rel", NodeName: "Bad_Name", PodCIDR: "10.0.0.0/30", Bridge: "a-very-long-bridge-name", MaxPods: -1,
+		Binaries: Binaries{Pause: "/nonexistent/pause"}}.Validate()
 	if err == nil {
 		t.Fatal("Validate accepted bad options")
 	}
-	for _, want := range []string{"options.BaseDir", "options.NodeName", "options.PodCIDR", "options.Bridge", "options.MaxPods", "binaries.Etcd"} {
+	for _, want := range []string{"options.BaseDir", "options.NodeName", "options.PodCIDR", "options.Bridge", "options.MaxPods", "binaries.Etcd", "binaries.Pause /nonexistent/pause"} {
 		if !strings.Contains(err.Error(), want) {
 			t.Errorf("error lacks %s:\n%v", want, err)
 		}
@@ -173,8 +174,8 @@ func TestBinaryImageRejectsBadInput(t *testing.T) {
 
 // hpp-csi gets <host pool path>/csi, as a deployment passes it.
 func TestDatadirPassesVolumesDirectory(t *testing.T) {
-	got, err := datadir([]Pool{{Name: "a", Path: "/pools/a"}, {Name: "s", Path: "/pools/s", Shared: true}})
-	want := `[{"name":"a","path":"/pools/a/csi"},{"name":"s","path":"/pools/s/csi","shared":true}]`
+	got, err := datadir([]Pool{{Name: "a", Path: "/pools/a"}, {Name: "s", Path: "/pools/s", Shared: true}, {Name: "q", Path: "/pools/q", EnforceSize: true}})
+	want := `[{"name":"a","path":"/pools/a/csi"},{"name":"s","path":"/pools/s/csi","shared":true},{"name":"q","path":"/pools/q/csi","enforceSize":true}]`
 	if err != nil || got != want {
 		t.Fatalf("datadir = %s, %v; want %s", got, err, want)
 	}

@@ -40,6 +40,9 @@ type Env struct {
 	LegacyDir string
 	// Snapshots says whether snapshots are installed (SetupOptions.Snapshotter).
 	Snapshots bool
+	// NoQuota says why SetupOptions.QuotaPools were left out (what
+	// mkfs.xfs or the kernel refused), "" when they are served.
+	NoQuota string
 }
 
 // SetupOptions configure Setup.
@@ -51,6 +54,12 @@ type SetupOptions struct {
 	// TmpfsPools are added to the real node's local and fast pools, each
 	// on a tmpfs of its size (bytes), for capacity scenarios.
 	TmpfsPools map[string]int64
+	// QuotaPools are added to the real node as enforcing pools
+	// (enforceSize), each on an XFS of its size (bytes) mounted with
+	// prjquota through a loop device. Where the kernel cannot (no
+	// CONFIG_XFS_QUOTA) they are left out and Env.NoQuota says why: the
+	// rest of the suite runs on any kernel.
+	QuotaPools map[string]int64
 	// ProvisionerArgs go to the real node's csi-provisioner.
 	ProvisionerArgs []string
 	// HandleSignals: see cluster.Options.
@@ -106,6 +115,17 @@ func (e *Env) installDriver(ctx context.Context, opts SetupOptions) error {
 		p := cluster.Pool{Name: name, Path: filepath.Join(node.Dir(), "pools", name)}
 		if err := cluster.MountTmpfs(p.Path, size); err != nil {
 			return &cluster.StepError{Step: "mount pool " + name, Err: err}
+		}
+		pools = append(pools, p)
+	}
+	for name, size := range opts.QuotaPools {
+		p := cluster.Pool{Name: name, Path: filepath.Join(node.Dir(), "pools", name), EnforceSize: true}
+		if err := cluster.MountQuotaXFS(ctx, p.Path, size); err != nil {
+			e.NoQuota = fmt.Sprintf("enforcing pool %s: %v", name, err)
+			if opts.Logf != nil {
+				opts.Logf("left out: %s", e.NoQuota)
+			}
+			continue
 		}
 		pools = append(pools, p)
 	}

@@ -47,27 +47,24 @@ func TestOnlineExpansion(t *testing.T) {
 	t.Logf("claim grew 100Mi -> 300Mi in %s while its pod ran", time.Since(patched).Round(100*time.Millisecond))
 	assertSamePod(t, env, running)
 
-	t.Run("enforced size", func(t *testing.T) {
-		// The enforcement half (a 150 MiB dd fails with "Disk quota
-		// exceeded" at 100Mi, df in the pod shows 300Mi after the patch)
-		// needs a pool on XFS mounted with prjquota.
-		if reason := prjquotaRefused(t); reason != "" {
-			t.Skip(reason)
-		}
-		t.Skip("this kernel mounts XFS with prjquota, but the enforcing-pool half of this scenario is not written yet (issue 22, open)")
-	})
+	// The enforcing-pool half: TestEnforcedSizeOnlineExpansion.
+	expandBeyondPool(t, env, ns, "grow", PoolCapacity, filepath.Join(volumeDir(env.Pools[PoolCapacity], pv), "f"), running)
+}
 
-	// Beyond the pool: NodeExpandVolume refuses (OutOfRange). kubelet
-	// v1.37 puts that reason in a VolumeResizeFailed event on the pod that
-	// uses the volume and in a resize condition on the claim (it records
-	// no event on the claim in this path); the claim keeps 300Mi and the
-	// file.
-	kubectlPatchSize(t, env, ns, "grow", "2Gi")
+// expandBeyondPool asks 2Gi for a 300Mi claim on pool (1 GiB at most):
+// NodeExpandVolume refuses (OutOfRange). kubelet v1.37 puts that reason in
+// a VolumeResizeFailed event on the pod that uses the volume and in a
+// resize condition on the claim (it records no event on the claim in this
+// path); the claim keeps 300Mi and file keeps "kept\n".
+func expandBeyondPool(t *testing.T, env *Env, ns, claimName, pool, file string, running *corev1.Pod) {
+	t.Helper()
+	ctx := context.Background()
+	kubectlPatchSize(t, env, ns, claimName, "2Gi")
 	var why string
 	mentions := func(msg string) bool {
-		return strings.Contains(msg, "exceeds the total size") && strings.Contains(msg, `"`+PoolCapacity+`"`)
+		return strings.Contains(msg, "exceeds the total size") && strings.Contains(msg, `"`+pool+`"`)
 	}
-	err = Poll(ctx, 60*time.Second, "the reason 2Gi cannot be had, on the claim or its pod", func(ctx context.Context) (bool, string, error) {
+	err := Poll(ctx, 60*time.Second, "the reason 2Gi cannot be had, on the claim or its pod", func(ctx context.Context) (bool, string, error) {
 		evs, err := env.C.Client.CoreV1().Events(ns).List(ctx, metav1.ListOptions{})
 		if err != nil {
 			return false, "", Retry(err)
@@ -78,7 +75,7 @@ func TestOnlineExpansion(t *testing.T) {
 				break
 			}
 		}
-		pvc, err := env.C.Client.CoreV1().PersistentVolumeClaims(ns).Get(ctx, "grow", metav1.GetOptions{})
+		pvc, err := env.C.Client.CoreV1().PersistentVolumeClaims(ns).Get(ctx, claimName, metav1.GetOptions{})
 		if err != nil {
 			return false, "", Retry(err)
 		}
@@ -98,14 +95,14 @@ func TestOnlineExpansion(t *testing.T) {
 		t.Fatal(err)
 	}
 	t.Logf("expanding beyond the pool: %s", why)
-	claim, err := env.C.Client.CoreV1().PersistentVolumeClaims(ns).Get(ctx, "grow", metav1.GetOptions{})
+	claim, err := env.C.Client.CoreV1().PersistentVolumeClaims(ns).Get(ctx, claimName, metav1.GetOptions{})
 	if err != nil {
 		t.Fatal(err)
 	}
 	if got := claim.Status.Capacity[corev1.ResourceStorage]; got.Cmp(resource.MustParse("300Mi")) != 0 {
 		t.Errorf("claim reports %s after the refused expansion, want 300Mi", got.String())
 	}
-	if got := readFile(t, filepath.Join(volumeDir(env.Pools[PoolCapacity], pv), "f")); got != "kept\n" {
+	if got := readFile(t, file); got != "kept\n" {
 		t.Errorf("file after the refused expansion: %q, want %q", got, "kept\n")
 	}
 	assertSamePod(t, env, running)
@@ -163,42 +160,4 @@ func assertSamePod(t *testing.T, env *Env, before *corev1.Pod) {
 		t.Fatalf("pod %s: uid %s -> %s, restarts %d -> %d, phase %s: want the same pod running, never restarted",
 			before.Name, before.UID, now.UID, count(before), count(now), now.Status.Phase)
 	}
-}
-
-// prjquotaRefused formats a 300 MiB file with XFS and mounts it through a
-// loop device with prjquota, as an enforcing pool needs; it returns what
-// the kernel or the tools said when that fails ("" when it works).
-func prjquotaRefused(t *testing.T) string {
-	t.Helper()
-	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
-	defer cancel()
-	dir := t.TempDir()
-	img, mnt := filepath.Join(dir, "xfs.img"), filepath.Join(dir, "mnt")
-	run := func(name string, args ...string) error {
-		if out, err := exec.CommandContext(ctx, name, args...).CombinedOutput(); err != nil {
-			return fmt.Errorf("%s %s: %w: %s", name, strings.Join(args, " "), err, strings.TrimSpace(string(out)))
-		}
-		return nil
-	}
-	if err := os.Mkdir(mnt, 0o755); err != nil {
-		t.Fatal(err)
-	}
-	f, err := os.Create(img)
-	if err != nil {
-		t.Fatal(err)
-	}
-	if err := f.Truncate(300 << 20); err != nil {
-		t.Fatal(err)
-	}
-	_ = f.Close()
-	if err := run("mkfs.xfs", "-q", img); err != nil {
-		return "cannot make an XFS to test prjquota on: " + err.Error()
-	}
-	if err := run("mount", "-o", "loop,prjquota", img, mnt); err != nil {
-		return "this kernel refuses XFS with project quotas, which size enforcement needs: " + err.Error()
-	}
-	if err := run("umount", mnt); err != nil {
-		t.Errorf("unmounting the probe: %v", err)
-	}
-	return ""
 }

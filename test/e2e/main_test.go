@@ -48,9 +48,14 @@ func TestMain(m *testing.M) {
 			cache, _ = cluster.DefaultCacheDir()
 		}
 		hppcsi := ""
+		binaries := cluster.BinariesFromCache(cache)
 		if dir := os.Getenv("HPP_BIN_DIR"); dir != "" {
 			if _, err := os.Stat(filepath.Join(dir, "hpp-csi")); err == nil {
 				hppcsi = filepath.Join(dir, "hpp-csi")
+			}
+			// A prebuilt pause where there is no Go toolchain (the quota VM).
+			if _, err := os.Stat(filepath.Join(dir, "pause")); err == nil {
+				binaries.Pause = filepath.Join(dir, "pause")
 			}
 		}
 		logf := func(format string, args ...any) {
@@ -63,8 +68,9 @@ func TestMain(m *testing.M) {
 			theSuite.noSnapshots = err.Error()
 		}
 		env, err := Setup(ctx, SetupOptions{
-			Binaries: cluster.BinariesFromCache(cache), HPPCSI: hppcsi, Logf: logf, HandleSignals: true,
+			Binaries: binaries, HPPCSI: hppcsi, Logf: logf, HandleSignals: true,
 			TmpfsPools: map[string]int64{PoolCapacity: realNodeCapacity}, Snapshotter: snapshotter,
+			QuotaPools: map[string]int64{PoolQuota: quotaPoolSize},
 		})
 		if err != nil {
 			fmt.Println("e2e: cluster setup failed:", err)
