@@ -165,7 +165,16 @@ volumeBindingMode: WaitForFirstConsumer
 	for _, p := range r.pools {
 		fmt.Fprintf(&spec, "  - name: %s\n    path: %s\n", p.name, p.path)
 		if p.template() {
-			p.dev, p.vol = r.nodeFilesystem(ctx, t, p.disk)
+			// The PV is the whole filesystem, as local-static-provisioner
+			// makes them (one disk mounted per PV): upstream's mounter
+			// binds only a kubelet pod mount of the filesystem's root
+			// (mountinfo Root "/") and never a subdirectory's.
+			var sub string
+			p.dev, sub = r.nodeFilesystem(ctx, t, p.disk)
+			p.vol = filepath.Dir(sub)
+			if err := os.Remove(r.inNode(sub)); err != nil {
+				t.Fatal(err)
+			}
 			pv := e2e.LocalPV("takeover-disk-"+p.disk, diskClass, p.vol, r.c.RealNode().Name, "300Mi", corev1.PersistentVolumeFilesystem)
 			pv.Spec.PersistentVolumeReclaimPolicy = corev1.PersistentVolumeReclaimRetain
 			if _, err := r.c.Client.CoreV1().PersistentVolumes().Create(ctx, pv, metav1.CreateOptions{}); err != nil {
