@@ -262,7 +262,7 @@ func (r *takeoverRun) writeAtRest(ctx context.Context, t *testing.T) {
 		t.Fatal(err)
 	}
 	for _, p := range r.pools {
-		c := &claimAtRest{pool: p, name: "at-rest-" + p.class, data: "written by upstream's driver into pool " + p.name}
+		c := &claimAtRest{pool: p, name: "at-rest-" + p.class, data: "written by the upstream driver into pool " + p.name}
 		r.atRest = append(r.atRest, c)
 		pod := e2e.Pod(appNamespace, "write-"+c.name, "echo '"+c.data+"' > /data/file && sync", e2e.PodVolume{Name: "data", Claim: c.name, Path: "/data"})
 		r.runClaimPod(ctx, t, e2e.PVC(appNamespace, c.name, p.class, "10Mi"), pod)
@@ -294,7 +294,8 @@ func (r *takeoverRun) runClaimPod(ctx context.Context, t *testing.T, claim *core
 		t.Fatal(err)
 	}
 	if _, err := e2e.WaitPodPhase(ctx, c, pod.Namespace, pod.Name, corev1.PodSucceeded, 3*time.Minute); err != nil {
-		t.Fatalf("%v\nevents: %s\ninstall: %s", err, e2e.Events(ctx, c, pod.Namespace, "Pod", pod.Name), r.podStates(ctx))
+		log, _ := e2e.PodLogs(ctx, c, pod.Namespace, pod.Name)
+		t.Fatalf("%v\npod's log: %s\nevents: %s\ninstall: %s\nlogs:\n%s", err, log, e2e.Events(ctx, c, pod.Namespace, "Pod", pod.Name), r.podStates(ctx), r.podLogs(ctx))
 	}
 	log, err := e2e.PodLogs(ctx, c, pod.Namespace, pod.Name)
 	if err != nil {
