@@ -11,6 +11,7 @@ import (
 	"github.com/spf13/cobra"
 
 	"github.com/hostpath-provisioner/hpp/internal/cli"
+	"github.com/hostpath-provisioner/hpp/internal/contract"
 )
 
 const component = "hpp-legacy"
@@ -22,7 +23,7 @@ func main() {
 
 // newCommand binds o to the command line; run is o.Run outside tests.
 func newCommand(o *options, run func(context.Context) error) *cobra.Command {
-	cmd := cli.NewRoot(component, "legacy hostPath provisioner ("+provisionerName+")")
+	cmd := cli.NewRoot(component, "legacy hostPath provisioner ("+contract.LegacyProvisionerName+")")
 	o.addFlags(cmd.Flags())
 	cmd.RunE = cli.RunE(o.Validate, run, envFlags...)
 	return cmd

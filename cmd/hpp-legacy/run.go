@@ -29,8 +29,6 @@ import (
 	"github.com/hostpath-provisioner/hpp/internal/version"
 )
 
-const provisionerName = contract.LegacyProvisionerName
-
 // Run serves until ctx is cancelled, then lets volume operations in flight
 // finish (up to --shutdown-timeout) before returning. The options are
 // validated.
@@ -86,7 +84,7 @@ func (o *options) Run(ctx context.Context) error {
 	registry := newRegistry(libm, counters)
 
 	ctrlLog := zapr.NewLogger(log.Named("controller"))
-	ctrl := controller.NewProvisionController(ctrlLog, client, provisionerName, prov,
+	ctrl := controller.NewProvisionController(ctrlLog, client, contract.LegacyProvisionerName, prov,
 		// Every node must see every claim and decide for itself.
 		controller.LeaderElection(false),
 		controller.ClaimsInformer(claims),

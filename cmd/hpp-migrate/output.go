@@ -116,7 +116,7 @@ func printDryRun(w io.Writer, plan *migrate.Plan, backupDir string, classes bool
 		created.Spec.PersistentVolumeReclaimPolicy = corev1.PersistentVolumeReclaimRetain
 		fmt.Fprintf(w, "# PV %s (%s): 1. back up to %s/%s.yaml  2. patch persistentVolumeReclaimPolicy=Retain, add finalizer %s  "+
 			"3. delete  4. update claimRef.name=%s, finalizers=[] (the PV goes)  5. create:\n",
-			it.PV, it.State, backupDir, it.PV, migrate.FinalizerMigration, migrate.ParkedClaimName(it.Original.Spec.ClaimRef.UID))
+			it.PV, it.State, backupDir, it.PV, contract.FinalizerMigration, migrate.ParkedClaimName(it.Original.Spec.ClaimRef.UID))
 		if err := printDoc(w, created); err != nil {
 			return err
 		}

@@ -72,6 +72,42 @@ const (
 	// AnnRestoredFrom marks a PV that `hpp-migrate rollback` re-created
 	// from a backup.
 	AnnRestoredFrom = "hostpath.csi/restored-from-uid"
+	// AnnRebind is set on a claim the PV controller marked Lost during the
+	// replacement: writing it makes the controller look at the claim again.
+	// Its value, <pv name>/<pv uid>, differs for every replacement (a patch
+	// that changes nothing would not wake the controller).
+	AnnRebind = "hostpath.csi/rebound-to"
+	// FinalizerMigration holds the old PV while it is marked for deletion,
+	// so that the last state the PV controller sees of it (its delete
+	// event) is the one hpp-migrate chose: with the claimRef parked.
+	// Parking and dropping the finalizers are two updates: when one update
+	// empties the finalizers, the API server deletes the object as it was
+	// stored before that update, and the delete event carries the old
+	// claimRef. A run killed in between leaves it for the next to remove.
+	FinalizerMigration = "hostpath.csi/migration"
+	// AnnCounterpartOf marks a StorageClass created for a legacy one.
+	AnnCounterpartOf = "hostpath.csi/counterpart-of"
+)
+
+// hpp's own keys that outlive a process: in PVs, on claims and classes.
+const (
+	// VolumeContextPoolID records the identity of the pool a volume was
+	// created in (the ID in the pool's marker, internal/poolmarker). A node
+	// recreated under the same name, or a new disk mounted at the pool's
+	// path, has a new identity: publishing a volume of the old one is
+	// refused instead of handing the pod an empty directory in place of its
+	// data. Volumes without it (made before identities, or by the KubeVirt
+	// driver) publish as before.
+	VolumeContextPoolID = "hostpath.csi/pool-id"
+	// AnnReleaseAfterNodeLoss opts volumes into release after their node is
+	// gone, as a claim annotation or a StorageClass parameter of that name
+	// (the claim's wins; hpp-csi ignores parameters under hostpath.csi/).
+	// Its value is "true" (after the operator's --node-loss-release-delay),
+	// a Go duration ("15m", at least the operator's minimum), or "false" (a
+	// claim opting out of its class's setting). When hpp releases a claim
+	// it copies the effective value onto the PV, so the orphaned PV is
+	// known as opted in once its claim is gone.
+	AnnReleaseAfterNodeLoss = "hostpath.csi/release-after-node-loss"
 )
 
 // Labels the operators put on pool objects (claims, mounter Deployments,

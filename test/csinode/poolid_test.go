@@ -10,12 +10,10 @@ import (
 	"golang.org/x/sys/unix"
 	"google.golang.org/grpc/codes"
 
+	"github.com/hostpath-provisioner/hpp/internal/contract"
 	"github.com/hostpath-provisioner/hpp/internal/poolmarker"
 	"github.com/hostpath-provisioner/hpp/test/csitest"
 )
-
-// poolIDKey is hpp-csi's volume context key for the pool identity.
-const poolIDKey = "hostpath.csi/pool-id"
 
 // A volume records its pool's identity; a new disk mounted at the pool's
 // path, or the marker recreated on the old one, gives the pool a new
@@ -29,12 +27,12 @@ func TestPoolIdentityRefusesAVolumeOfAnotherDisk(t *testing.T) {
 	vols := filepath.Join(disk, csitest.VolumesSubdir)
 	first := readMarker(t, vols)
 	old := e.create("pvc-old", MiB, nil)
-	if got := old.GetVolumeContext()[poolIDKey]; got != first.ID || len(got) != 36 {
-		t.Fatalf("volume context %v, want %s=%s (the pool marker's)", old.GetVolumeContext(), poolIDKey, first.ID)
+	if got := old.GetVolumeContext()[contract.VolumeContextPoolID]; got != first.ID || len(got) != 36 {
+		t.Fatalf("volume context %v, want %s=%s (the pool marker's)", old.GetVolumeContext(), contract.VolumeContextPoolID, first.ID)
 	}
 	// As upstream's driver (or hpp before identities) made it: no identity.
 	noID := e.create("pvc-noid", MiB, nil).GetVolumeContext()
-	delete(noID, poolIDKey)
+	delete(noID, contract.VolumeContextPoolID)
 	target := func(name string) string { return filepath.Join(t.TempDir(), name) }
 	a := target("a")
 	e.publish(csitest.PublishRequest("pvc-old", a, old.GetVolumeContext()))

@@ -23,13 +23,6 @@ import (
 	"github.com/hostpath-provisioner/hpp/test/cluster"
 )
 
-// Names of the legacy provisioner's compatibility contract (DESIGN.md §1).
-const (
-	legacyProvisioner  = contract.LegacyProvisionerName
-	annProvisionOnNode = contract.AnnProvisionOnNode
-	annSelectedNode    = contract.AnnSelectedNode
-)
-
 // commandBin is one of hpp's commands, found or built once per test run.
 type commandBin struct {
 	name string
@@ -220,7 +213,7 @@ func waitProcessLog(t *testing.T, proc *cluster.Process, what string, parts ...s
 func legacyClass(name string, opts ...func(*storagev1.StorageClass)) *storagev1.StorageClass {
 	sc := &storagev1.StorageClass{
 		ObjectMeta:        metav1.ObjectMeta{Name: name},
-		Provisioner:       legacyProvisioner,
+		Provisioner:       contract.LegacyProvisionerName,
 		ReclaimPolicy:     ptr.To(corev1.PersistentVolumeReclaimDelete),
 		VolumeBindingMode: ptr.To(storagev1.VolumeBindingWaitForFirstConsumer),
 	}
@@ -233,7 +226,7 @@ func legacyClass(name string, opts ...func(*storagev1.StorageClass)) *storagev1.
 // pinnedPVC is a claim with kubevirt.io/provisionOnNode.
 func pinnedPVC(ns, name, class, size, node string) *corev1.PersistentVolumeClaim {
 	pvc := PVC(ns, name, class, size)
-	pvc.Annotations = map[string]string{annProvisionOnNode: node}
+	pvc.Annotations = map[string]string{contract.AnnProvisionOnNode: node}
 	return pvc
 }
 

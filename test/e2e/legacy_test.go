@@ -75,9 +75,9 @@ func checkLegacyPV(t *testing.T, env *Env, pv *corev1.PersistentVolume, owner *l
 		t.Errorf("PV %s node affinity = %+v, want %+v", pv.Name, pv.Spec.NodeAffinity, wantTerms)
 	}
 	for k, v := range map[string]string{
-		annProvisionOnNode:        owner.node.Name,
-		contract.AnnIdentity:      legacyProvisioner,
-		contract.AnnProvisionedBy: legacyProvisioner,
+		contract.AnnProvisionOnNode: owner.node.Name,
+		contract.AnnIdentity:        contract.LegacyProvisionerName,
+		contract.AnnProvisionedBy:   contract.LegacyProvisionerName,
 	} {
 		if pv.Annotations[k] != v {
 			t.Errorf("PV %s annotation %s = %q, want %q", pv.Name, k, pv.Annotations[k], v)
@@ -182,7 +182,7 @@ func TestLegacyProvisionOnNode(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if got := claimA.Annotations[annSelectedNode]; got != a.node.Name {
+	if got := claimA.Annotations[contract.AnnSelectedNode]; got != a.node.Name {
 		t.Errorf("WaitForFirstConsumer claim pinned to %s: selected-node = %q", a.node.Name, got)
 	}
 
@@ -310,9 +310,9 @@ func TestLegacyRefusesToDeleteOutsidePVDir(t *testing.T) {
 		pvName := ns + "-" + c.name
 		pv := &corev1.PersistentVolume{
 			ObjectMeta: metav1.ObjectMeta{Name: pvName, Annotations: map[string]string{
-				contract.AnnProvisionedBy: legacyProvisioner,
-				contract.AnnIdentity:      legacyProvisioner,
-				annProvisionOnNode:        real.node.Name,
+				contract.AnnProvisionedBy:   contract.LegacyProvisionerName,
+				contract.AnnIdentity:        contract.LegacyProvisionerName,
+				contract.AnnProvisionOnNode: real.node.Name,
 			}},
 			Spec: corev1.PersistentVolumeSpec{
 				Capacity:                      corev1.ResourceList{corev1.ResourceStorage: resource.MustParse("16Mi")},

@@ -25,11 +25,9 @@ import (
 	"github.com/hostpath-provisioner/hpp/test/cluster"
 )
 
-// Names of the node-loss contract (cmd/hpp-operator/README.md).
-const (
-	annReleaseAfterNodeLoss = "hostpath.csi/release-after-node-loss"
-	strandedMetric          = "kubevirt_hpp_stranded_volumes"
-)
+// strandedMetric is the node-loss controller's metric
+// (cmd/hpp-operator/README.md).
+const strandedMetric = "kubevirt_hpp_stranded_volumes"
 
 var (
 	operatorBin = &commandBin{name: "hpp-operator"}
@@ -58,7 +56,7 @@ func TestNodeLoss(t *testing.T) {
 
 	const delay, backDelay = 15 * time.Second, 45 * time.Second
 	released := storageClass(t, env, StorageClass("nodeloss-release", PoolLocal, func(sc *storagev1.StorageClass) {
-		sc.Parameters[annReleaseAfterNodeLoss] = delay.String()
+		sc.Parameters[contract.AnnReleaseAfterNodeLoss] = delay.String()
 	}))
 	kept := storageClass(t, env, StorageClass("nodeloss-kept", PoolLocal))
 	legacy := storageClass(t, env, legacyClass("nodeloss-legacy"))
@@ -78,7 +76,7 @@ func TestNodeLoss(t *testing.T) {
 	createPod(t, env, OnNode(Pod(ns, "legacy", "sleep 3600", PodVolume{Name: "v", Claim: "legacy", Path: "/data"}), gone.Name))
 	// On back-1: an opted-in claim (its own annotation, a longer delay).
 	returns := PVC(ns, "returns", kept.Name, "1Mi")
-	returns.Annotations = map[string]string{annReleaseAfterNodeLoss: backDelay.String()}
+	returns.Annotations = map[string]string{contract.AnnReleaseAfterNodeLoss: backDelay.String()}
 	createPVC(t, env, returns)
 	createPod(t, env, OnNode(Pod(ns, "returns", "sleep 3600", PodVolume{Name: "v", Claim: "returns", Path: "/data"}), back.Name))
 

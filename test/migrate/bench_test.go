@@ -16,6 +16,8 @@ import (
 	"k8s.io/apimachinery/pkg/api/resource"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/client-go/kubernetes"
+
+	"github.com/hostpath-provisioner/hpp/internal/contract"
 )
 
 // BenchmarkMigrate1000 migrates 1,000 legacy PVs bound to claims against
@@ -63,7 +65,7 @@ func BenchmarkMigrate1000(b *testing.B) {
 		if cl.Status.Phase == corev1.ClaimBound {
 			bound++
 		}
-		if cl.Annotations["hostpath.csi/rebound-to"] != "" {
+		if cl.Annotations[contract.AnnRebind] != "" {
 			nudged++
 		}
 	}

@@ -26,10 +26,8 @@ import (
 )
 
 const (
-	legacyProvisioner = contract.LegacyProvisionerName
-	csiDriver         = contract.DriverName
-	pvDir             = "/var/hpvolumes"
-	testNode          = "node-a"
+	pvDir    = "/var/hpvolumes"
+	testNode = "node-a"
 )
 
 var (
@@ -106,13 +104,13 @@ func setupCluster(t testing.TB, c kubernetes.Interface, ns string) {
 	})
 	mustCreate(t, func() error {
 		_, err := c.StorageV1().CSINodes().Create(ctx, &storagev1.CSINode{ObjectMeta: metav1.ObjectMeta{Name: testNode},
-			Spec: storagev1.CSINodeSpec{Drivers: []storagev1.CSINodeDriver{{Name: csiDriver, NodeID: testNode, TopologyKeys: []string{contract.TopologyKey}}}}}, metav1.CreateOptions{})
+			Spec: storagev1.CSINodeSpec{Drivers: []storagev1.CSINodeDriver{{Name: contract.DriverName, NodeID: testNode, TopologyKeys: []string{contract.TopologyKey}}}}}, metav1.CreateOptions{})
 		return err
 	})
 	wffc := storagev1.VolumeBindingWaitForFirstConsumer
 	mustCreate(t, func() error {
 		_, err := c.StorageV1().StorageClasses().Create(ctx, &storagev1.StorageClass{ObjectMeta: metav1.ObjectMeta{Name: "hostpath"},
-			Provisioner: legacyProvisioner, VolumeBindingMode: &wffc}, metav1.CreateOptions{})
+			Provisioner: contract.LegacyProvisionerName, VolumeBindingMode: &wffc}, metav1.CreateOptions{})
 		return err
 	})
 	mustCreate(t, func() error {
@@ -258,8 +256,8 @@ func legacyPVObject(ns string, claim *corev1.PersistentVolumeClaim, pvName strin
 	hpt := corev1.HostPathDirectory
 	return &corev1.PersistentVolume{
 		ObjectMeta: metav1.ObjectMeta{Name: pvName, Labels: map[string]string{"tier": "gold"}, Annotations: map[string]string{
-			contract.AnnIdentity: legacyProvisioner, contract.AnnProvisionOnNode: testNode,
-			contract.AnnProvisionedBy: legacyProvisioner,
+			contract.AnnIdentity: contract.LegacyProvisionerName, contract.AnnProvisionOnNode: testNode,
+			contract.AnnProvisionedBy: contract.LegacyProvisionerName,
 		}},
 		Spec: corev1.PersistentVolumeSpec{
 			Capacity:                      corev1.ResourceList{corev1.ResourceStorage: resource.MustParse("1Gi")},

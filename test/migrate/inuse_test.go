@@ -61,8 +61,8 @@ func TestInUseAndStorageClasses(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if sc.Provisioner != csiDriver || sc.Parameters[contract.ParamStoragePool] != "legacy" || *sc.VolumeBindingMode != "WaitForFirstConsumer" ||
-		sc.Annotations["hostpath.csi/counterpart-of"] != "hostpath" {
+	if sc.Provisioner != contract.DriverName || sc.Parameters[contract.ParamStoragePool] != "legacy" || *sc.VolumeBindingMode != "WaitForFirstConsumer" ||
+		sc.Annotations[contract.AnnCounterpartOf] != "hostpath" {
 		t.Errorf("StorageClass %+v", sc)
 	}
 

@@ -83,7 +83,7 @@ func TestMigrateKilledAtEveryStepAndRollback(t *testing.T) {
 
 	// --dry-run prints the CSI PV and writes nothing (no backup either).
 	res = hppMigrate(t, cp, "", "migrate", "--dry-run", "--backup-dir", backupDir, vols[1].pv)
-	if res.code != 0 || !strings.Contains(res.stdout, "driver: "+csiDriver) || !strings.Contains(res.stdout, "volumeHandle: "+vols[1].claim+"-"+vols[1].pv) ||
+	if res.code != 0 || !strings.Contains(res.stdout, "driver: "+contract.DriverName) || !strings.Contains(res.stdout, "volumeHandle: "+vols[1].claim+"-"+vols[1].pv) ||
 		!strings.Contains(res.stdout, "hostpath.csi/layout: legacy") || !strings.Contains(res.stdout, "persistentVolumeReclaimPolicy: Retain") {
 		t.Fatalf("dry run: %s", res)
 	}
@@ -174,7 +174,7 @@ func TestLostClaimIsRebound(t *testing.T) {
 	}
 	checkMigrated(t, c, ns, pv, "disk", uid, false)
 	claim, _ = c.CoreV1().PersistentVolumeClaims(ns).Get(ctx, "disk", metav1.GetOptions{})
-	if !strings.HasPrefix(claim.Annotations["hostpath.csi/rebound-to"], pv+"/") {
+	if !strings.HasPrefix(claim.Annotations[contract.AnnRebind], pv+"/") {
 		t.Errorf("claim annotations %v: want the rebind nudge", claim.Annotations)
 	}
 }
@@ -192,7 +192,7 @@ func checkMigrated(t *testing.T, c kubernetes.Interface, ns, pvName, claimName, 
 		handle = claimName + "-" + pvName
 	}
 	var problems []string
-	if pv.Spec.CSI == nil || pv.Spec.CSI.Driver != csiDriver || pv.Spec.CSI.VolumeHandle != handle ||
+	if pv.Spec.CSI == nil || pv.Spec.CSI.Driver != contract.DriverName || pv.Spec.CSI.VolumeHandle != handle ||
 		pv.Spec.CSI.VolumeAttributes[contract.ParamStoragePool] != "legacy" || pv.Spec.CSI.VolumeAttributes[contract.VolumeContextLayout] != "legacy" {
 		problems = append(problems, fmt.Sprintf("source %+v", pv.Spec.PersistentVolumeSource))
 	}
@@ -207,9 +207,9 @@ func checkMigrated(t *testing.T, c kubernetes.Interface, ns, pvName, claimName, 
 		fmt.Sprint(na.Required.NodeSelectorTerms[0].MatchExpressions) != fmt.Sprint([]corev1.NodeSelectorRequirement{{Key: contract.TopologyKey, Operator: "In", Values: []string{testNode}}}) {
 		problems = append(problems, fmt.Sprintf("node affinity %+v", na))
 	}
-	if pv.Labels["tier"] != "gold" || pv.Annotations[contract.AnnProvisionedBy] != csiDriver || pv.Annotations[contract.AnnIdentity] != "" ||
+	if pv.Labels["tier"] != "gold" || pv.Annotations[contract.AnnProvisionedBy] != contract.DriverName || pv.Annotations[contract.AnnIdentity] != "" ||
 		pv.Annotations[contract.AnnMigratedFromPath] != pvDir+"/"+handle || pv.Spec.StorageClassName != "hostpath" ||
-		pv.Spec.Capacity.Storage().String() != "1Gi" || slices.Contains(pv.Finalizers, "hostpath.csi/migration") {
+		pv.Spec.Capacity.Storage().String() != "1Gi" || slices.Contains(pv.Finalizers, contract.FinalizerMigration) {
 		problems = append(problems, fmt.Sprintf("metadata/spec %+v %+v", pv.ObjectMeta, pv.Spec))
 	}
 	problems = append(problems, checkClaim(t, c, ns, claimName, claimUID, pvName)...)
@@ -229,8 +229,8 @@ func checkLegacy(t *testing.T, c kubernetes.Interface, ns, pvName, claimName, cl
 		problems = append(problems, fmt.Sprintf("source %+v", pv.Spec.PersistentVolumeSource))
 	}
 	if pv.Spec.ClaimRef == nil || string(pv.Spec.ClaimRef.UID) != claimUID || pv.Spec.PersistentVolumeReclaimPolicy != corev1.PersistentVolumeReclaimDelete ||
-		pv.Status.Phase != corev1.VolumeBound || pv.Annotations[contract.AnnIdentity] != legacyProvisioner ||
-		pv.Annotations[contract.AnnProvisionedBy] != legacyProvisioner || slices.Contains(pv.Finalizers, "hostpath.csi/migration") {
+		pv.Status.Phase != corev1.VolumeBound || pv.Annotations[contract.AnnIdentity] != contract.LegacyProvisionerName ||
+		pv.Annotations[contract.AnnProvisionedBy] != contract.LegacyProvisionerName || slices.Contains(pv.Finalizers, contract.FinalizerMigration) {
 		problems = append(problems, fmt.Sprintf("PV %+v %+v %+v", pv.ObjectMeta, pv.Spec, pv.Status))
 	}
 	if len(problems) > 0 {

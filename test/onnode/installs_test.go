@@ -21,9 +21,6 @@ import (
 	"github.com/hostpath-provisioner/hpp/test/e2e"
 )
 
-// legacyProvisioner is hpp-legacy's provisioner name (DESIGN.md §1).
-const legacyProvisioner = contract.LegacyProvisionerName
-
 // testCSIOnly: deploy/overlays/csi-only, its pool moved into the cluster
 // directory. The DaemonSet's hpp-csi registers with kubelet itself (no
 // registrar sidecar) and its csi-provisioner, using in-cluster
@@ -96,7 +93,7 @@ func (e *env) testOperator(t *testing.T) {
 		e.waitDaemonSetReady(ctx, t, csiDaemonSet)
 		e.createClass(ctx, t, &storagev1.StorageClass{
 			ObjectMeta:        metav1.ObjectMeta{Name: "onnode-operator-legacy"},
-			Provisioner:       legacyProvisioner,
+			Provisioner:       contract.LegacyProvisionerName,
 			ReclaimPolicy:     ptr.To(corev1.PersistentVolumeReclaimDelete),
 			VolumeBindingMode: ptr.To(storagev1.VolumeBindingWaitForFirstConsumer),
 		})

@@ -165,7 +165,16 @@ volumeBindingMode: WaitForFirstConsumer
 	for _, p := range r.pools {
 		fmt.Fprintf(&spec, "  - name: %s\n    path: %s\n", p.name, p.path)
 		if p.template() {
-			p.dev, p.vol = r.nodeFilesystem(ctx, t, p.disk)
+			// The PV is the whole filesystem, as local-static-provisioner
+			// makes them (one disk mounted per PV): upstream's mounter
+			// binds only a kubelet pod mount of the filesystem's root
+			// (mountinfo Root "/") and never a subdirectory's.
+			var sub string
+			p.dev, sub = r.nodeFilesystem(ctx, t, p.disk)
+			p.vol = filepath.Dir(sub)
+			if err := os.Remove(r.inNode(sub)); err != nil {
+				t.Fatal(err)
+			}
 			pv := e2e.LocalPV("takeover-disk-"+p.disk, diskClass, p.vol, r.c.RealNode().Name, "300Mi", corev1.PersistentVolumeFilesystem)
 			pv.Spec.PersistentVolumeReclaimPolicy = corev1.PersistentVolumeReclaimRetain
 			if _, err := r.c.Client.CoreV1().PersistentVolumes().Create(ctx, pv, metav1.CreateOptions{}); err != nil {
@@ -253,7 +262,7 @@ func (r *takeoverRun) writeAtRest(ctx context.Context, t *testing.T) {
 		t.Fatal(err)
 	}
 	for _, p := range r.pools {
-		c := &claimAtRest{pool: p, name: "at-rest-" + p.class, data: "written by upstream's driver into pool " + p.name}
+		c := &claimAtRest{pool: p, name: "at-rest-" + p.class, data: "written by the upstream driver into pool " + p.name}
 		r.atRest = append(r.atRest, c)
 		pod := e2e.Pod(appNamespace, "write-"+c.name, "echo '"+c.data+"' > /data/file && sync", e2e.PodVolume{Name: "data", Claim: c.name, Path: "/data"})
 		r.runClaimPod(ctx, t, e2e.PVC(appNamespace, c.name, p.class, "10Mi"), pod)
@@ -285,7 +294,8 @@ func (r *takeoverRun) runClaimPod(ctx context.Context, t *testing.T, claim *core
 		t.Fatal(err)
 	}
 	if _, err := e2e.WaitPodPhase(ctx, c, pod.Namespace, pod.Name, corev1.PodSucceeded, 3*time.Minute); err != nil {
-		t.Fatalf("%v\nevents: %s\ninstall: %s", err, e2e.Events(ctx, c, pod.Namespace, "Pod", pod.Name), r.podStates(ctx))
+		log, _ := e2e.PodLogs(ctx, c, pod.Namespace, pod.Name)
+		t.Fatalf("%v\npod's log: %s\nevents: %s\ninstall: %s\nlogs:\n%s", err, log, e2e.Events(ctx, c, pod.Namespace, "Pod", pod.Name), r.podStates(ctx), r.podLogs(ctx))
 	}
 	log, err := e2e.PodLogs(ctx, c, pod.Namespace, pod.Name)
 	if err != nil {

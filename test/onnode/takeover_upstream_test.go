@@ -139,6 +139,14 @@ func upstreamImages(ctx context.Context, t *testing.T, dir string, bins cluster.
 		if err != nil {
 			t.Fatal(err)
 		}
+		if c.ref == upDriverImage {
+			// Upstream's driver publishes with k8s mount-utils, which runs
+			// mount(8) and umount(8): its image has util-linux.
+			img.Env = []string{"PATH=/usr/sbin:/usr/bin:/sbin:/bin"}
+			if img, err = cluster.WithHostTools(ctx, img, "mount", "umount"); err != nil {
+				t.Fatal(err)
+			}
+		}
 		images = append(images, img)
 	}
 	return images

@@ -10,14 +10,6 @@ import (
 	"github.com/hostpath-provisioner/hpp/internal/poolmarker"
 )
 
-// VolumeContextPoolID records the identity of the pool a volume was created
-// in (the ID in the pool's marker, internal/poolmarker). A node recreated
-// under the same name, or a new disk mounted at the pool's path, has a new
-// identity: publishing a volume of the old one is refused instead of
-// handing the pod an empty directory in place of its data. Volumes without
-// it (made before identities, or by the KubeVirt driver) publish as before.
-const VolumeContextPoolID = "hostpath.csi/pool-id"
-
 // reasonPoolIdentityChanged is the volume health reason of such a volume.
 const reasonPoolIdentityChanged = "PoolIdentityChanged"
 
@@ -47,7 +39,7 @@ func poolIdentity(p *poolState) (string, error) {
 // volumeContextIdentity adds the pool's identity to a new volume's context.
 func (d *Driver) volumeContextIdentity(p *poolState, volCtx map[string]string) {
 	if id, err := poolIdentity(p); err == nil && id != "" {
-		volCtx[VolumeContextPoolID] = id
+		volCtx[contract.VolumeContextPoolID] = id
 	} else if err != nil {
 		d.log.Warn("storage pool has no identity marker; the volume is created without one", zap.String("pool", p.name()), zap.Error(err))
 	}
@@ -57,7 +49,7 @@ func (d *Driver) volumeContextIdentity(p *poolState, volCtx map[string]string) {
 // identity is not the pool's identity now, and remembers why for the
 // health RPCs (which get no volume context).
 func (d *Driver) checkPoolIdentity(id string, volCtx map[string]string) error {
-	want := volCtx[VolumeContextPoolID]
+	want := volCtx[contract.VolumeContextPoolID]
 	if want == "" {
 		return nil
 	}

@@ -30,8 +30,8 @@ func TestPoolIdentityRecordedAndChecked(t *testing.T) {
 		t.Fatal(err)
 	}
 	volCtx := resp.GetVolume().GetVolumeContext()
-	if volCtx[VolumeContextPoolID] != old.ID || volCtx[contract.ParamStoragePool] != "fast" {
-		t.Fatalf("volume context %v, want %s=%s", volCtx, VolumeContextPoolID, old.ID)
+	if volCtx[contract.VolumeContextPoolID] != old.ID || volCtx[contract.ParamStoragePool] != "fast" {
+		t.Fatalf("volume context %v, want %s=%s", volCtx, contract.VolumeContextPoolID, old.ID)
 	}
 	publish := func(target string, volCtx map[string]string) error {
 		req := publishReq("pvc-1", filepath.Join(h.dir, "pods", target, "mount"))

@@ -118,7 +118,7 @@ func Assess(inv Inventory, cfg Config) (*Plan, error) {
 		switch {
 		case backup != nil && pv.UID != backup.UID && IsLegacy(backup) && IsMigrated(pv) && !ix.finished(pv, backup):
 			it = ix.assess(backup, pv, plan, cfg)
-		case backup != nil && pv.UID != backup.UID && IsLegacy(backup) && (pv.DeletionTimestamp != nil || slices.Contains(pv.Finalizers, FinalizerMigration)):
+		case backup != nil && pv.UID != backup.UID && IsLegacy(backup) && (pv.DeletionTimestamp != nil || slices.Contains(pv.Finalizers, contract.FinalizerMigration)):
 			it = ix.assess(backup, pv, plan, cfg)
 		case IsLegacy(pv):
 			if backup != nil && backup.UID == pv.UID {

@@ -146,7 +146,7 @@ func TestAssessResumeStates(t *testing.T) {
 	// Held (Retain + finalizer): interrupted, and the backup's policy wins.
 	held := orig.DeepCopy()
 	held.Spec.PersistentVolumeReclaimPolicy = corev1.PersistentVolumeReclaimRetain
-	held.Finalizers = append(held.Finalizers, FinalizerMigration)
+	held.Finalizers = append(held.Finalizers, contract.FinalizerMigration)
 	inv = inventory([]*corev1.PersistentVolume{held}, []*corev1.PersistentVolumeClaim{claim})
 	inv.Backups = backups
 	plan, _ = Assess(inv, Config{PVDir: testPVDir, Pool: "legacy"})

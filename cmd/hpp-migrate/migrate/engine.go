@@ -14,6 +14,8 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/client-go/kubernetes"
+
+	"github.com/hostpath-provisioner/hpp/internal/contract"
 )
 
 // Step is one API write (or the backup) of a replacement. A failure
@@ -37,21 +39,13 @@ const (
 // Steps lists every step, in order.
 var Steps = []Step{StepBackup, StepHold, StepDelete, StepPark, StepRelease, StepCreate, StepRestore, StepConfirm}
 
-// FinalizerMigration holds the old PV while it is marked for deletion, so
-// that the last state the PV controller sees of it (its delete event) is
-// the one hpp-migrate chose: with the claimRef parked. Parking and dropping
-// the finalizers are two updates: when one update empties the finalizers,
-// the API server deletes the object as it was stored before that update,
-// and the delete event carries the old claimRef.
-const FinalizerMigration = "hostpath.csi/migration"
-
 // finalizerExternalProvisioner is csi-provisioner's; rollback removes it
 // from the CSI PV it replaces (no DeleteVolume must happen).
 const finalizerExternalProvisioner = "external-provisioner.volume.kubernetes.io/finalizer"
 
 // droppable are the finalizers release removes; any other one stops the
 // replacement with an error naming it.
-var droppable = []string{FinalizerMigration, FinalizerPVProtection, finalizerExternalProvisioner}
+var droppable = []string{contract.FinalizerMigration, FinalizerPVProtection, finalizerExternalProvisioner}
 
 // Replacement is one PV to replace by another object of the same name.
 type Replacement struct {
@@ -119,7 +113,7 @@ func (e *Engine) Replace(ctx context.Context, r Replacement) error {
 		case live.Spec.ClaimRef == nil || live.Spec.ClaimRef.UID != ref.UID:
 			return fmt.Errorf("PV %s: spec.claimRef is %s, not the claim %s/%s (uid %s) of the backup: left alone",
 				name, refString(live.Spec.ClaimRef), ref.Namespace, ref.Name, ref.UID)
-		case live.DeletionTimestamp != nil && r.IsWant(live) && !slices.Contains(live.Finalizers, FinalizerMigration):
+		case live.DeletionTimestamp != nil && r.IsWant(live) && !slices.Contains(live.Finalizers, contract.FinalizerMigration):
 			return fmt.Errorf("PV %s: the replacement is being deleted by someone else: left alone", name)
 		case live.DeletionTimestamp != nil && live.Spec.ClaimRef.Name != ParkedClaimName(ref.UID):
 			live, err = e.park(ctx, live)
@@ -135,7 +129,7 @@ func (e *Engine) Replace(ctx context.Context, r Replacement) error {
 				return err
 			}
 		case live.Spec.PersistentVolumeReclaimPolicy != corev1.PersistentVolumeReclaimRetain ||
-			!slices.Contains(live.Finalizers, FinalizerMigration):
+			!slices.Contains(live.Finalizers, contract.FinalizerMigration):
 			live, err = e.hold(ctx, live)
 		default:
 			live, err = e.delete(ctx, live)
@@ -164,8 +158,8 @@ func (e *Engine) get(ctx context.Context, name string) (*corev1.PersistentVolume
 // resourceVersion.
 func (e *Engine) hold(ctx context.Context, live *corev1.PersistentVolume) (*corev1.PersistentVolume, error) {
 	fins := live.Finalizers
-	if !slices.Contains(fins, FinalizerMigration) {
-		fins = append(slices.Clone(fins), FinalizerMigration)
+	if !slices.Contains(fins, contract.FinalizerMigration) {
+		fins = append(slices.Clone(fins), contract.FinalizerMigration)
 	}
 	patch, _ := json.Marshal(map[string]any{
 		"metadata": map[string]any{"resourceVersion": live.ResourceVersion, "finalizers": fins},
@@ -317,7 +311,7 @@ func wrapStale(what string, err error) error {
 func (e *Engine) create(ctx context.Context, r Replacement) (*corev1.PersistentVolume, error) {
 	obj := r.Want.DeepCopy()
 	obj.Spec.PersistentVolumeReclaimPolicy = corev1.PersistentVolumeReclaimRetain
-	obj.Finalizers = slices.DeleteFunc(obj.Finalizers, func(f string) bool { return f == FinalizerMigration })
+	obj.Finalizers = slices.DeleteFunc(obj.Finalizers, func(f string) bool { return f == contract.FinalizerMigration })
 	c := e.Client
 	if e.Urgent != nil {
 		c = e.Urgent
@@ -342,13 +336,13 @@ func (e *Engine) restore(ctx context.Context, r Replacement, live *corev1.Persis
 	if want == "" {
 		want = corev1.PersistentVolumeReclaimDelete
 	}
-	held := slices.Contains(live.Finalizers, FinalizerMigration)
+	held := slices.Contains(live.Finalizers, contract.FinalizerMigration)
 	if live.Spec.PersistentVolumeReclaimPolicy == want && !held {
 		return live, nil
 	}
 	meta := map[string]any{"resourceVersion": live.ResourceVersion}
 	if held {
-		meta["finalizers"] = slices.DeleteFunc(slices.Clone(live.Finalizers), func(f string) bool { return f == FinalizerMigration })
+		meta["finalizers"] = slices.DeleteFunc(slices.Clone(live.Finalizers), func(f string) bool { return f == contract.FinalizerMigration })
 	}
 	patch, _ := json.Marshal(map[string]any{"metadata": meta, "spec": map[string]any{"persistentVolumeReclaimPolicy": want}})
 	out, err := e.Client.CoreV1().PersistentVolumes().Patch(ctx, live.Name, types.MergePatchType, patch, metav1.PatchOptions{})
@@ -419,14 +413,8 @@ func (e *Engine) confirm(ctx context.Context, pv *corev1.PersistentVolume, ref *
 	}
 }
 
-// AnnRebind is set on a claim the PV controller marked Lost during the
-// replacement: writing it makes the controller look at the claim again.
-// Its value, <pv name>/<pv uid>, differs for every replacement (a patch
-// that changes nothing would not wake the controller).
-const AnnRebind = "hostpath.csi/rebound-to"
-
 func (e *Engine) nudge(ctx context.Context, claim *corev1.PersistentVolumeClaim, pv *corev1.PersistentVolume) error {
-	patch, _ := json.Marshal(map[string]any{"metadata": map[string]any{"annotations": map[string]string{AnnRebind: pv.Name + "/" + string(pv.UID)}}})
+	patch, _ := json.Marshal(map[string]any{"metadata": map[string]any{"annotations": map[string]string{contract.AnnRebind: pv.Name + "/" + string(pv.UID)}}})
 	_, err := e.Client.CoreV1().PersistentVolumeClaims(claim.Namespace).Patch(ctx, claim.Name, types.MergePatchType, patch, metav1.PatchOptions{})
 	if err != nil {
 		return fmt.Errorf("claim %s/%s: annotate to rebind: %w", claim.Namespace, claim.Name, err)

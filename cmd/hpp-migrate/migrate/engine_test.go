@@ -203,7 +203,7 @@ func TestMigrateKilledAfterEveryStepThenRollback(t *testing.T) {
 				if diff := cmp.Diff(orig.Labels, got.Labels); diff != "" {
 					t.Errorf("rolled back labels (-original +got):\n%s", diff)
 				}
-				if got.Annotations[contract.AnnIdentity] != contract.LegacyProvisionerName || got.Annotations[contract.AnnRestoredFrom] != string(orig.UID) || slices.Contains(got.Finalizers, FinalizerMigration) {
+				if got.Annotations[contract.AnnIdentity] != contract.LegacyProvisionerName || got.Annotations[contract.AnnRestoredFrom] != string(orig.UID) || slices.Contains(got.Finalizers, contract.FinalizerMigration) {
 					t.Errorf("rolled back metadata %+v", got.ObjectMeta)
 				}
 			})
@@ -224,7 +224,7 @@ func checkMigrated(t *testing.T, c *fake.Clientset, orig *corev1.PersistentVolum
 		handle = "disk-pvc-1"
 	}
 	if pv.Name != "pvc-1" || pv.Spec.CSI == nil || pv.Spec.CSI.VolumeHandle != handle || pv.Spec.ClaimRef.UID != orig.Spec.ClaimRef.UID ||
-		pv.Spec.PersistentVolumeReclaimPolicy != corev1.PersistentVolumeReclaimDelete || slices.Contains(pv.Finalizers, FinalizerMigration) {
+		pv.Spec.PersistentVolumeReclaimPolicy != corev1.PersistentVolumeReclaimDelete || slices.Contains(pv.Finalizers, contract.FinalizerMigration) {
 		t.Errorf("migrated PV %+v", pv)
 	}
 	claim, err := c.CoreV1().PersistentVolumeClaims("ns").Get(ctx, "disk", metav1.GetOptions{})
@@ -291,7 +291,7 @@ func TestRollbackOfAHeldPV(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if got.UID != orig.UID || got.Spec.PersistentVolumeReclaimPolicy != corev1.PersistentVolumeReclaimDelete || slices.Contains(got.Finalizers, FinalizerMigration) {
+	if got.UID != orig.UID || got.Spec.PersistentVolumeReclaimPolicy != corev1.PersistentVolumeReclaimDelete || slices.Contains(got.Finalizers, contract.FinalizerMigration) {
 		t.Errorf("PV after rollback: uid %s policy %s finalizers %q", got.UID, got.Spec.PersistentVolumeReclaimPolicy, got.Finalizers)
 	}
 }

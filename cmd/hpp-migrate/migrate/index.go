@@ -107,7 +107,7 @@ func (ix *index) assess(orig, live *corev1.PersistentVolume, plan *Plan, cfg Con
 	if q, ok := orig.Spec.Capacity[corev1.ResourceStorage]; ok {
 		it.Size = q.String()
 	}
-	interrupted := live == nil || live.UID != orig.UID || live.DeletionTimestamp != nil || slices.Contains(live.Finalizers, FinalizerMigration)
+	interrupted := live == nil || live.UID != orig.UID || live.DeletionTimestamp != nil || slices.Contains(live.Finalizers, contract.FinalizerMigration)
 	var reasons []string
 	if interrupted && orig == live {
 		// Changed by an earlier run (Retain, finalizer, parked claimRef)
@@ -191,9 +191,6 @@ func (ix *index) claimProblem(orig *corev1.PersistentVolume, interrupted bool) s
 // CounterpartName is the name of the CSI StorageClass made for a legacy one.
 func CounterpartName(legacy string) string { return legacy + "-csi" }
 
-// AnnCounterpartOf marks a StorageClass created for a legacy one.
-const AnnCounterpartOf = "hostpath.csi/counterpart-of"
-
 // counterparts lists every legacy StorageClass with the CSI class it needs.
 // StorageClass parameters are immutable, so an existing class of that name
 // that differs is reported, never edited.
@@ -241,7 +238,7 @@ func Counterpart(legacy *storagev1.StorageClass, pool string) *storagev1.Storage
 	sc.APIVersion, sc.Kind = "storage.k8s.io/v1", "StorageClass"
 	sc.Name = CounterpartName(legacy.Name)
 	sc.Labels = copyMap(legacy.Labels)
-	sc.Annotations = map[string]string{AnnCounterpartOf: legacy.Name}
+	sc.Annotations = map[string]string{contract.AnnCounterpartOf: legacy.Name}
 	return sc
 }
 
@@ -250,6 +247,6 @@ func blockedNoBackup(it *Item, live *corev1.PersistentVolume) *Item {
 		it.Claim, it.ClaimUID = ref.Namespace+"/"+ref.Name, string(ref.UID)
 	}
 	it.State = StateBlocked
-	it.Reasons = []string{"an earlier run changed this PV (finalizer " + FinalizerMigration + ") but --backup-dir has no backup of it: pass the --backup-dir of that run"}
+	it.Reasons = []string{"an earlier run changed this PV (finalizer " + contract.FinalizerMigration + ") but --backup-dir has no backup of it: pass the --backup-dir of that run"}
 	return it
 }

@@ -154,7 +154,7 @@ func (r *Runner) rollbackOne(ctx context.Context, backup *corev1.PersistentVolum
 		return false, err
 	}
 	done = live != nil && rep.IsWant(live) && live.DeletionTimestamp == nil &&
-		!slices.Contains(live.Finalizers, FinalizerMigration) &&
+		!slices.Contains(live.Finalizers, contract.FinalizerMigration) &&
 		live.Spec.PersistentVolumeReclaimPolicy == backup.Spec.PersistentVolumeReclaimPolicy
 	// Only a PV this tool made from that very backup is replaced: a CSI PV
 	// of the same name made otherwise is someone else's volume.

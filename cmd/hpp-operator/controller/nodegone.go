@@ -109,10 +109,10 @@ func volumeNode(pv *corev1.PersistentVolume) string {
 	if nodes := pinnedNodes(pv); len(nodes) == 1 {
 		return nodes[0]
 	}
-	if pv.Spec.HostPath == nil || pv.Annotations[annProvisionedBy] != contract.LegacyProvisionerName {
+	if pv.Spec.HostPath == nil || pv.Annotations[contract.AnnProvisionedBy] != contract.LegacyProvisionerName {
 		return ""
 	}
-	if n := pv.Annotations[annProvisionOnNode]; n != "" {
+	if n := pv.Annotations[contract.AnnProvisionOnNode]; n != "" {
 		return n
 	}
 	if pv.Spec.NodeAffinity == nil || pv.Spec.NodeAffinity.Required == nil {
@@ -127,12 +127,6 @@ func volumeNode(pv *corev1.PersistentVolume) string {
 	}
 	return ""
 }
-
-// Annotations of legacy PVs (the legacy provisioners').
-const (
-	annProvisionedBy   = contract.AnnProvisionedBy
-	annProvisionOnNode = contract.AnnProvisionOnNode
-)
 
 // Reconcile looks at every hpp volume's node, acts on the decisions and
 // writes the report.

@@ -140,12 +140,12 @@ func (r *NodeLossReconciler) facts(ctx context.Context, v *observedVolume, class
 	v.claim, f.claimGone = claim, claim == nil
 	// The claim's setting wins over the one hpp copied onto the PV when
 	// it released a claim, which wins over the class's.
-	setting := classParam(classes, v.pv.Spec.StorageClassName, AnnReleaseAfterNodeLoss)
-	if s, ok := v.pv.Annotations[AnnReleaseAfterNodeLoss]; ok {
+	setting := classParam(classes, v.pv.Spec.StorageClassName, contract.AnnReleaseAfterNodeLoss)
+	if s, ok := v.pv.Annotations[contract.AnnReleaseAfterNodeLoss]; ok {
 		setting = s
 	}
 	if claim != nil {
-		if s, ok := claim.Annotations[AnnReleaseAfterNodeLoss]; ok {
+		if s, ok := claim.Annotations[contract.AnnReleaseAfterNodeLoss]; ok {
 			setting = s
 		}
 	}
@@ -210,9 +210,9 @@ func (r *NodeLossReconciler) reportLost(v *observedVolume) {
 	case v.state == nodeNotReady:
 	case v.optIn.enabled:
 		next = fmt.Sprintf("; opted in (%s=%s): hpp deletes the claim at %s unless the node comes back, so its StatefulSet makes a new one on a live node",
-			AnnReleaseAfterNodeLoss, v.optIn, v.decision.releaseAt.UTC().Format(time.RFC3339))
+			contract.AnnReleaseAfterNodeLoss, v.optIn, v.decision.releaseAt.UTC().Format(time.RFC3339))
 	default:
-		next = fmt.Sprintf("; kept (annotate the claim %s=true to have hpp release it)", AnnReleaseAfterNodeLoss)
+		next = fmt.Sprintf("; kept (annotate the claim %s=true to have hpp release it)", contract.AnnReleaseAfterNodeLoss)
 	}
 	r.event(regarding, corev1.EventTypeWarning, "NodeLost", "Report", what+next)
 }
@@ -222,12 +222,12 @@ func (r *NodeLossReconciler) reportLost(v *observedVolume) {
 // pods that wait for it and run nowhere, which would otherwise hold it
 // (pvc-protection) until a new pod of its StatefulSet could not use it.
 func (r *NodeLossReconciler) release(ctx context.Context, v *observedVolume) error {
-	if v.pv.Annotations[AnnReleaseAfterNodeLoss] == "" {
+	if v.pv.Annotations[contract.AnnReleaseAfterNodeLoss] == "" {
 		patch := client.MergeFrom(v.pv.DeepCopy())
 		if v.pv.Annotations == nil {
 			v.pv.Annotations = map[string]string{}
 		}
-		v.pv.Annotations[AnnReleaseAfterNodeLoss] = v.optIn.delay.String()
+		v.pv.Annotations[contract.AnnReleaseAfterNodeLoss] = v.optIn.delay.String()
 		if err := r.Client.Patch(ctx, v.pv, patch); err != nil && !apierrors.IsNotFound(err) {
 			return fmt.Errorf("annotate PV %s: %w", v.pv.Name, err)
 		}

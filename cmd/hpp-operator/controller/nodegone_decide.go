@@ -5,26 +5,19 @@ import (
 	"strconv"
 	"strings"
 	"time"
+
+	"github.com/hostpath-provisioner/hpp/internal/contract"
 )
 
 // What hpp does when a node goes away (the node-loss controller,
 // nodegone.go). A hostpath volume lives on one node's disk: when that node
 // is gone its PV stays pinned there, its pods stay Pending, and no
 // csi-provisioner is left to delete it. hpp always reports such volumes;
-// it releases a claim only when asked to (AnnReleaseAfterNodeLoss) and
+// it releases a claim only when asked to (contract.AnnReleaseAfterNodeLoss) and
 // only once the Node object itself is deleted, the one sure sign that the
 // machine and its disk are gone. A NotReady node may come back with its
 // disk (a reboot, a network split); a cordoned or drained node is Ready
 // and is never looked at.
-
-// AnnReleaseAfterNodeLoss opts volumes into release, as a claim annotation
-// or a StorageClass parameter of that name (the claim's wins; hpp-csi
-// ignores parameters under hostpath.csi/). Its value is "true" (after the
-// operator's --node-loss-release-delay), a Go duration ("15m", at least
-// MinReleaseDelay), or "false" (a claim opting out of its class's
-// setting). When hpp releases a claim it copies the effective value onto
-// the PV, so the orphaned PV is known as opted in once its claim is gone.
-const AnnReleaseAfterNodeLoss = "hostpath.csi/release-after-node-loss"
 
 // MinReleaseDelay keeps a typo ("10s" for "10m") from releasing a claim
 // while a re-registering node is still on its way back.
@@ -52,7 +45,7 @@ type optIn struct {
 	delay   time.Duration
 }
 
-// parseOptIn reads an AnnReleaseAfterNodeLoss value; "" is not opted in.
+// parseOptIn reads an contract.AnnReleaseAfterNodeLoss value; "" is not opted in.
 func parseOptIn(v string, defaultDelay time.Duration) (optIn, error) {
 	switch strings.TrimSpace(v) {
 	case "", "false":
@@ -63,7 +56,7 @@ func parseOptIn(v string, defaultDelay time.Duration) (optIn, error) {
 	d, err := time.ParseDuration(strings.TrimSpace(v))
 	if err != nil || d < MinReleaseDelay {
 		return optIn{}, fmt.Errorf("%s: %q is not \"true\", \"false\" or a duration of at least %s (e.g. \"15m\")",
-			AnnReleaseAfterNodeLoss, v, MinReleaseDelay)
+			contract.AnnReleaseAfterNodeLoss, v, MinReleaseDelay)
 	}
 	return optIn{enabled: true, delay: d}, nil
 }

@@ -195,12 +195,12 @@ func TestNodeLoss(t *testing.T) {
 	for _, n := range []string{"lost-1", "live-1", "back-1"} {
 		nl.node(n)
 	}
-	opted := map[string]string{controller.AnnReleaseAfterNodeLoss: "1m"}
+	opted := map[string]string{contract.AnnReleaseAfterNodeLoss: "1m"}
 	nl.volume(ns, "released", "lost-1", false, opted)
 	nl.volume(ns, "kept", "lost-1", false, nil)
 	nl.volume(ns, "legacy", "lost-1", true, nil)
 	nl.volume(ns, "busy", "lost-1", false, opted)
-	nl.volume(ns, "optout", "lost-1", false, map[string]string{controller.AnnReleaseAfterNodeLoss: "false"})
+	nl.volume(ns, "optout", "lost-1", false, map[string]string{contract.AnnReleaseAfterNodeLoss: "false"})
 	nl.volume(ns, "returns", "back-1", false, opted)
 	nl.pod(ns, "waiting", "lost-1", "released") // bound to the lost node: runs nowhere
 	nl.pod(ns, "running", "live-1", "busy")     // on a live node: the claim is in use

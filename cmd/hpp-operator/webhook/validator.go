@@ -22,9 +22,6 @@ import (
 // Path is where the webhook is served (controller-runtime's path for the type).
 const Path = "/validate-hostpathprovisioner-kubevirt-io-v1beta1-hostpathprovisioner"
 
-// legacyProvisionedBy marks the PVs of the legacy provisioner.
-const legacyProvisionedBy = contract.AnnProvisionedBy
-
 // Validator validates HostPathProvisioner creates and updates. It never
 // sees DELETE: the webhook configuration does not register it, so a CR can
 // always be deleted, operator or not.
@@ -98,7 +95,7 @@ func usage(ctx context.Context, r client.Reader) (hppv1.Usage, error) {
 		switch {
 		case pv.Spec.CSI != nil && pv.Spec.CSI.Driver == contract.DriverName:
 			use.PoolVolumes[pv.Spec.CSI.VolumeAttributes[contract.ParamStoragePool]]++
-		case pv.Annotations[legacyProvisionedBy] == contract.LegacyProvisionerName:
+		case pv.Annotations[contract.AnnProvisionedBy] == contract.LegacyProvisionerName:
 			use.LegacyVolumes++
 		}
 	}

@@ -35,8 +35,6 @@ import (
 	"github.com/hostpath-provisioner/hpp/test/e2e"
 )
 
-const legacyProvisioner = contract.LegacyProvisionerName
-
 type config struct {
 	n        int
 	simNodes int
@@ -284,7 +282,7 @@ func storageClass(name, driver, mode string) *storagev1.StorageClass {
 	}
 	return &storagev1.StorageClass{
 		ObjectMeta:        metav1.ObjectMeta{Name: name},
-		Provisioner:       legacyProvisioner,
+		Provisioner:       contract.LegacyProvisionerName,
 		ReclaimPolicy:     ptr.To(corev1.PersistentVolumeReclaimDelete),
 		VolumeBindingMode: &binding,
 	}
