@@ -17,7 +17,7 @@
 #
 # Environment: HPP_QUOTAVM_MEM (default here 6G: the cluster's binaries,
 # about 850 MB, live in guest memory next to what runs), HPP_QUOTAVM_TIMEOUT
-# (default here 1500 s; the run takes about 7 min on 2 idle cores), and
+# (default here 1500 s; a run takes 4.5 to 7 min on 2 shared cores), and
 # hack/quotavm.sh's others.
 set -euo pipefail
 

@@ -39,15 +39,16 @@ quota-vm-tests: $(if $(filter 1,$(QUOTAVM_QUOTANODE)),quota-binaries) ## project
 # scenarios (TestEnforcedSizeOnlineExpansion on e2e.PoolQuota, an XFS
 # mounted prjquota, and TestOnlineExpansion) run on a one-node cluster
 # that test/cluster brings up inside the quota VM, exactly as on a machine
-# (hack/quotavm-cluster.sh says how). About 7 min on 2 idle cores under
-# software emulation: boot ~45 s, cluster Ready ~3.5 min, scenarios ~2 min.
+# (hack/quotavm-cluster.sh says how). 4.5 to 7 min on 2 shared cores under
+# software emulation: boot 20-45 s, cluster Ready 1.5-3.5 min, scenarios
+# 2-3.5 min (test/README.md has the figures).
 # Not part of `make test` (yet).
 QUOTAVM_CLUSTER_OUT := $(ROOT)/_output/quotavm-cluster
 QUOTAVM_CLUSTER_RUN ?= ^(TestEnforcedSizeOnlineExpansion|TestOnlineExpansion)$$
 QUOTAVM_CLUSTER_TEST_TIMEOUT ?= 20m
 
 .PHONY: quota-vm-cluster
-quota-vm-cluster: ## issue 22's cluster tier on an enforcing pool: test/e2e's expansion scenarios on a one-node cluster inside the quota VM (root; ~7 min)
+quota-vm-cluster: ## issue 22's cluster tier on an enforcing pool: test/e2e's expansion scenarios on a one-node cluster inside the quota VM (root; 5-7 min)
 ifeq ($(IS_ROOT),yes)
 	@$(MAKE) --no-print-directory deps cluster-binaries
 	@echo "==> quota VM cluster: building hpp-csi, pause and the e2e scenarios (static)"
