@@ -3,6 +3,7 @@ package takeover
 import (
 	"bytes"
 	"context"
+	"encoding/json"
 	"errors"
 	"fmt"
 	"io"
@@ -88,17 +89,23 @@ func ReadManifests(r io.Reader) ([]*unstructured.Unstructured, error) {
 	dec := yaml.NewYAMLOrJSONDecoder(bytes.NewReader(b), 4096)
 	var out []*unstructured.Unstructured
 	for i := 0; ; i++ {
-		var m map[string]any
-		if err := dec.Decode(&m); err != nil {
+		// Raw JSON decoded by Unstructured: numbers become int64 as in
+		// objects read from the API server (a map[string]any would hold
+		// float64, which unstructured.NestedInt64 does not read).
+		var raw json.RawMessage
+		if err := dec.Decode(&raw); err != nil {
 			if errors.Is(err, io.EOF) {
 				break
 			}
 			return nil, fmt.Errorf("manifest document %d: %w", i, err)
 		}
-		if len(m) == 0 {
+		if len(bytes.TrimSpace(raw)) == 0 || string(bytes.TrimSpace(raw)) == "null" || string(bytes.TrimSpace(raw)) == "{}" {
 			continue
 		}
-		o := &unstructured.Unstructured{Object: m}
+		o := &unstructured.Unstructured{}
+		if err := o.UnmarshalJSON(raw); err != nil {
+			return nil, fmt.Errorf("manifest document %d: %w", i, err)
+		}
 		if _, err := ResourceOf(o.GetAPIVersion(), o.GetKind()); err != nil {
 			return nil, fmt.Errorf("manifest document %d (%s): %w", i, o.GetName(), err)
 		}

@@ -2,6 +2,7 @@ package takeover
 
 import (
 	"context"
+	"slices"
 	"strings"
 	"testing"
 
@@ -222,4 +223,38 @@ func TestPlanNoGo(t *testing.T) {
 			t.Errorf("resumed %v, no-go %v, operator %q; want a resumed go with hpp's operator adopted", p.Resumed, p.NoGo, actions(p)["Deployment "+ns+"/"+OperatorName])
 		}
 	})
+}
+
+// TestManifestPortsAsKustomizePrintsThem reads the operator's Deployment
+// from YAML text, as `kubectl kustomize | hpp-migrate takeover -f -` gives
+// it: its ports keep their numbers (decoded as float64 they read as 0, and
+// the plan called the webhook port 0 unreachable: a false no-go).
+func TestManifestPortsAsKustomizePrintsThem(t *testing.T) {
+	objs, err := ReadManifests(strings.NewReader(`---
+apiVersion: apps/v1
+kind: Deployment
+metadata:
+  name: hostpath-provisioner-operator
+  namespace: hostpath-provisioner
+spec:
+  template:
+    spec:
+      containers:
+      - name: operator
+        ports:
+        - {name: webhook, containerPort: 9443}
+        - {name: metrics, containerPort: 8443}
+---
+`))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(objs) != 1 {
+		t.Fatalf("got %d objects, want 1", len(objs))
+	}
+	got := containerPorts(objs[0])
+	want := []namedPort{{"webhook", 9443}, {"metrics", 8443}}
+	if !slices.Equal(got, want) {
+		t.Errorf("ports %v, want %v", got, want)
+	}
 }
