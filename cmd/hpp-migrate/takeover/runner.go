@@ -151,7 +151,13 @@ func (r *Runner) handOver(ctx context.Context, live *unstructured.Unstructured) 
 	if err != nil {
 		return err
 	}
-	if _, err := ri.Patch(ctx, live.GetName(), types.JSONPatchType, patch, metav1.PatchOptions{}); err != nil {
+	_, err = ri.Patch(ctx, live.GetName(), types.JSONPatchType, patch, metav1.PatchOptions{})
+	if apierrors.IsNotFound(err) {
+		// Removed since the inventory was read (upstream's operator
+		// Deployment and webhook, by steps 2 and 3): nothing to hand over.
+		return nil
+	}
+	if err != nil {
 		return fmt.Errorf("hand the fields of %s over to %s: %w", refOf(live), ApplyManager, err)
 	}
 	return nil
