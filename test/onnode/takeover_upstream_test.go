@@ -89,6 +89,8 @@ const (
 	upProvisionImage = "registry.k8s.io/sig-storage/csi-provisioner:v3.4.1"
 	// hpp's operator overlay names csi-provisioner so (kustomize images:).
 	overlayProvisionerImage = "registry.k8s.io/sig-storage/csi-provisioner:" + cluster.CSIProvisionerVersion
+	// and csi-resizer so (hpp's one node-less Deployment beside the operator).
+	overlayResizerImage = "registry.k8s.io/sig-storage/csi-resizer:" + cluster.CSIResizerVersion
 )
 
 // upstreamImages wraps upstream's binaries as its images lay them out
@@ -134,6 +136,7 @@ func upstreamImages(ctx context.Context, t *testing.T, dir string, bins cluster.
 		{upLivenessImage, bin("livenessprobe"), "/livenessprobe"},
 		{upProvisionImage, bins.CSIProvisioner, "/csi-provisioner"},
 		{overlayProvisionerImage, bins.CSIProvisioner, "/csi-provisioner"},
+		{overlayResizerImage, bins.CSIResizer, "/csi-resizer"},
 	} {
 		img, err := cluster.ComponentImage(c.ref, c.src, c.path)
 		if err != nil {

@@ -226,7 +226,11 @@ func (r *Runner) removeHPPOnly(ctx context.Context, b *Backup) error {
 			return err
 		}
 	}
-	keep := []string{"DaemonSet", "Deployment", "Job", "PersistentVolumeClaim", "PersistentVolume", "StorageClass", "HostPathProvisioner", "CSIDriver", "CustomResourceDefinition"}
+	// Workloads hpp made stay only where upstream's operator has taken
+	// them over by now (the CSI DaemonSet, the pool mounters: it rolled
+	// them in step 5, so they carry its field manager); one it never
+	// touches is hpp's alone (the csi-resizer Deployment) and goes.
+	keep := []string{"Job", "PersistentVolumeClaim", "PersistentVolume", "StorageClass", "HostPathProvisioner", "CSIDriver", "CustomResourceDefinition"}
 	for _, res := range Resources {
 		if slices.Contains(keep, res.Kind) {
 			continue
@@ -239,8 +243,8 @@ func (r *Runner) removeHPPOnly(ctx context.Context, b *Backup) error {
 			return fmt.Errorf("list %s: %w", res.GVR.Resource, err)
 		}
 		for i := range l.Items {
-			if hasManager(&l.Items[i], UpstreamOperatorManager) {
-				continue
+			if hasManager(&l.Items[i], UpstreamOperatorManager) || b.Find(res.Kind, l.Items[i].GetName()) != nil {
+				continue // upstream's now, or restored from the backup
 			}
 			if err := r.delete(ctx, res, l.Items[i].GetName()); err != nil {
 				return err
