@@ -11,6 +11,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	hppv1 "github.com/hostpath-provisioner/hpp/internal/api/v1beta1"
+	"github.com/hostpath-provisioner/hpp/internal/contract"
 )
 
 // daemonSetTolerations are the tolerations the DaemonSet controller adds to
@@ -72,4 +73,21 @@ func untolerated(n *corev1.Node, tolerations []corev1.Toleration, effect corev1.
 	_, found := corev1helpers.FindMatchingUntoleratedTaint(klog.Background(), n.Spec.Taints, tolerations,
 		func(t *corev1.Taint) bool { return t.Effect == effect }, false)
 	return found
+}
+
+// pinnedNodes are the nodes a PV of the driver is pinned to by the
+// driver's topology key (none for another driver's PV).
+func pinnedNodes(pv *corev1.PersistentVolume) []string {
+	if pv.Spec.CSI == nil || pv.Spec.CSI.Driver != contract.DriverName || pv.Spec.NodeAffinity == nil || pv.Spec.NodeAffinity.Required == nil {
+		return nil
+	}
+	var out []string
+	for _, t := range pv.Spec.NodeAffinity.Required.NodeSelectorTerms {
+		for _, e := range t.MatchExpressions {
+			if e.Key == contract.TopologyKey {
+				out = append(out, e.Values...)
+			}
+		}
+	}
+	return out
 }

@@ -1,12 +1,17 @@
 package controller
 
 import (
+	"context"
 	"path"
 	"strings"
 
 	appsv1 "k8s.io/api/apps/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	"github.com/hostpath-provisioner/hpp/cmd/hpp-operator/render"
+	hppv1 "github.com/hostpath-provisioner/hpp/internal/api/v1beta1"
+	"github.com/hostpath-provisioner/hpp/internal/contract"
 )
 
 // mounterOrigin tells which pool, pool path and node a mounter Deployment
@@ -44,4 +49,30 @@ func mounterOrigin(d *appsv1.Deployment) (pool, poolPath, node string) {
 		}
 	}
 	return pool, poolPath, node
+}
+
+// poolDeployments lists the mounter Deployments the CR controls.
+func (r *Reconciler) poolDeployments(ctx context.Context, cr *hppv1.HostPathProvisioner) ([]appsv1.Deployment, error) {
+	list := &appsv1.DeploymentList{}
+	err := r.Client.List(ctx, list, r.poolObjects()...)
+	return controlledBy(list.Items, cr), err
+}
+
+// poolObjects selects the namespaced objects of pvcTemplate pools.
+func (r *Reconciler) poolObjects() []client.ListOption {
+	return []client.ListOption{client.InNamespace(r.Config.Namespace), client.HasLabels{contract.PoolLabel}}
+}
+
+// controlledBy keeps the items the owner controls.
+func controlledBy[T any, P interface {
+	*T
+	metav1.Object
+}](items []T, owner metav1.Object) []T {
+	out := items[:0]
+	for i := range items {
+		if metav1.IsControlledBy(P(&items[i]), owner) {
+			out = append(out, items[i])
+		}
+	}
+	return out
 }

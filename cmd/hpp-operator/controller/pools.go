@@ -10,7 +10,6 @@ import (
 	corev1 "k8s.io/api/core/v1"
 	storagev1 "k8s.io/api/storage/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
-	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 	"sigs.k8s.io/controller-runtime/pkg/controller/controllerutil"
 
@@ -131,32 +130,6 @@ func (r *Reconciler) reportOverlayConflict(cr *hppv1.HostPathProvisioner, st *st
 	st.degrade("OverlayClassConflict", msg)
 }
 
-// poolDeployments lists the mounter Deployments the CR controls.
-func (r *Reconciler) poolDeployments(ctx context.Context, cr *hppv1.HostPathProvisioner) ([]appsv1.Deployment, error) {
-	list := &appsv1.DeploymentList{}
-	err := r.Client.List(ctx, list, r.poolObjects()...)
-	return controlledBy(list.Items, cr), err
-}
-
-// poolObjects selects the namespaced objects of pvcTemplate pools.
-func (r *Reconciler) poolObjects() []client.ListOption {
-	return []client.ListOption{client.InNamespace(r.Config.Namespace), client.HasLabels{contract.PoolLabel}}
-}
-
-// controlledBy keeps the items the owner controls.
-func controlledBy[T any, P interface {
-	*T
-	metav1.Object
-}](items []T, owner metav1.Object) []T {
-	out := items[:0]
-	for i := range items {
-		if metav1.IsControlledBy(P(&items[i]), owner) {
-			out = append(out, items[i])
-		}
-	}
-	return out
-}
-
 // retireMounters removes the mounter Deployments render did not build,
 // each after its cleanup Job exists. A node that left the CR's placement
 // but still exists and holds volumes of the pool keeps its mounter
@@ -211,21 +184,4 @@ func (r *Reconciler) poolVolumesOnNodeLive(ctx context.Context, pool, node strin
 		}
 	}
 	return n, nil
-}
-
-// pinnedNodes are the nodes a PV of the driver is pinned to by the
-// driver's topology key (none for another driver's PV).
-func pinnedNodes(pv *corev1.PersistentVolume) []string {
-	if pv.Spec.CSI == nil || pv.Spec.CSI.Driver != contract.DriverName || pv.Spec.NodeAffinity == nil || pv.Spec.NodeAffinity.Required == nil {
-		return nil
-	}
-	var out []string
-	for _, t := range pv.Spec.NodeAffinity.Required.NodeSelectorTerms {
-		for _, e := range t.MatchExpressions {
-			if e.Key == contract.TopologyKey {
-				out = append(out, e.Values...)
-			}
-		}
-	}
-	return out
 }

@@ -16,21 +16,6 @@ import (
 	"github.com/hostpath-provisioner/hpp/internal/contract"
 )
 
-// poolState is what reconcilePools learnt for the status.
-type poolState struct {
-	// nodes: per pool, the nodes it should be mounted on.
-	nodes map[string][]string
-	// kept: per pool, nodes that left the placement but keep their mounter.
-	kept map[string][]hppv1.PoolNodeStatus
-}
-
-func (s *poolState) keep(pool, node, reason string) {
-	if s.kept == nil {
-		s.kept = map[string][]hppv1.PoolNodeStatus{}
-	}
-	s.kept[pool] = append(s.kept[pool], hppv1.PoolNodeStatus{Name: node, Reason: reason})
-}
-
 // phaseRank orders phases so a pool's phase is that of its least advanced node.
 var phaseRank = map[hppv1.StoragePoolPhase]int{hppv1.StoragePoolPreparing: 0, hppv1.StoragePoolMounting: 1, hppv1.StoragePoolReady: 2}
 

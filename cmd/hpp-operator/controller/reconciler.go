@@ -1,24 +1,18 @@
-// Package controller is the HostPathProvisioner reconciler: from the one CR
-// it applies the objects package render builds, reports status, and cleans
-// up on deletion.
 package controller
 
 import (
 	"context"
 	"errors"
 	"fmt"
-	"sync"
+	"slices"
+	"strings"
 	"time"
 
-	"github.com/go-logr/logr"
 	secv1 "github.com/openshift/api/security/v1"
-	"github.com/prometheus/client_golang/prometheus"
 	appsv1 "k8s.io/api/apps/v1"
-	schedulingv1 "k8s.io/api/scheduling/v1"
-	storagev1 "k8s.io/api/storage/v1"
+	corev1 "k8s.io/api/core/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
-	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
-	"k8s.io/apimachinery/pkg/runtime"
+	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	ctrl "sigs.k8s.io/controller-runtime"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 	"sigs.k8s.io/controller-runtime/pkg/controller/controllerutil"
@@ -27,40 +21,6 @@ import (
 	hppv1 "github.com/hostpath-provisioner/hpp/internal/api/v1beta1"
 	"github.com/hostpath-provisioner/hpp/internal/contract"
 )
-
-// Finalizer holds the CR until the operator has removed what it made. It
-// is upstream's own finalizer name: either operator then releases a CR the
-// other ran, so neither can leave a CR that nothing ever lets go (issue
-// 21: the way back to upstream's operator).
-const Finalizer = "finalizer.delete.hostpath-provisioner"
-
-// oldFinalizer is the finalizer earlier hpp versions set; a CR that has it
-// gets Finalizer instead.
-const oldFinalizer = "hostpathprovisioner.kubevirt.io/cleanup"
-
-// EventRecorder is the part of client-go's events.EventRecorder used here.
-type EventRecorder interface {
-	Eventf(regarding, related runtime.Object, eventtype, reason, action, note string, args ...any)
-}
-
-// Reconciler reconciles HostPathProvisioner objects.
-type Reconciler struct {
-	// Client reads from the manager's cache and writes to the API server.
-	Client client.Client
-	// APIReader reads from the API server what the cache does not hold: an
-	// object of another installation about to be taken over. Nil: the
-	// manager's (SetupWithManager).
-	APIReader client.Reader
-	Scheme    *runtime.Scheme
-	Config    render.Config
-	Recorder  EventRecorder
-	Log       logr.Logger
-	// ready is the readiness gauge (metrics.go), set up with the manager.
-	ready prometheus.Gauge
-	// swept: the CRs (by uid) whose cluster-scoped leftovers of upstream's
-	// operator were looked for (leftovers.go).
-	swept *sync.Map
-}
 
 // Reconcile brings the cluster to the CR's desired state.
 func (r *Reconciler) Reconcile(ctx context.Context, req ctrl.Request) (ctrl.Result, error) {
@@ -103,7 +63,8 @@ func (r *Reconciler) Reconcile(ctx context.Context, req ctrl.Request) (ctrl.Resu
 	return ctrl.Result{}, nil
 }
 
-// run is one pass: observe, render, apply, derive (pass.go).
+// run is one pass (its state: pass.go): observe, render, apply, derive,
+// each below.
 func (r *Reconciler) run(ctx context.Context, p *pass) error {
 	blocking, strict := hppv1.ValidateStored(&p.cr.Spec)
 	if len(blocking) > 0 {
@@ -130,65 +91,117 @@ func (r *Reconciler) run(ctx context.Context, p *pass) error {
 	return nil
 }
 
-// applyOwned applies obj with the CR as its owner (the CSIDriver excepted:
-// it must outlive the CR while PVs of the driver exist, see finalize). A
-// DaemonSet or Deployment of another installation keeps its selector
-// (applier.go): it is never deleted and recreated, so its pods roll.
-func (r *Reconciler) applyOwned(ctx context.Context, p *pass, a *applier, obj client.Object) error {
-	if _, isDriver := obj.(*storagev1.CSIDriver); !isDriver {
-		if err := controllerutil.SetControllerReference(p.cr, obj, r.Scheme); err != nil {
+// observe reads what the rendering depends on: where the driver runs,
+// the nodes that hold volumes outside it, where each pool is mounted, and
+// the live CSI DaemonSet's plugin directory.
+func (r *Reconciler) observe(ctx context.Context, p *pass) error {
+	cfg, err := r.checkPriorityClass(ctx, p.st)
+	if err != nil {
+		return err
+	}
+	if p.placement, err = csiNodes(ctx, r.Client, &p.cr.Spec.Workload); err != nil {
+		return fmt.Errorf("list nodes: %w", err)
+	}
+	if p.held, err = findHeldNodes(ctx, r.Client, p.placement); err != nil {
+		return fmt.Errorf("find nodes holding volumes: %w", err)
+	}
+	cfg.HeldNodes = p.held.nodes()
+	if cfg.PluginDir, err = r.livePluginDir(ctx); err != nil {
+		return err
+	}
+	p.cfg = cfg
+	if !p.cr.Spec.IsLegacy() {
+		p.pools = p.cr.Spec.StoragePools
+	}
+	p.poolNodes = map[string][]string{}
+	for i := range p.pools {
+		pool := &p.pools[i]
+		if !render.IsTemplatePool(pool) {
+			continue
+		}
+		if p.poolNodes[pool.Name], err = r.poolNodes(ctx, pool.Name, p.placement); err != nil {
 			return err
 		}
 	}
-	wrote, err := a.apply(ctx, obj)
+	return nil
+}
+
+// render builds every object of the CR from it and what was observed.
+func (r *Reconciler) render(p *pass) error {
+	spec := &p.cr.Spec
+	// A pathConfig CR runs the legacy provisioner and, as upstream's
+	// operator does, the CSI driver beside it: its pool "legacy" is
+	// <path>/csi, and the PVs hpp-migrate moves from the legacy provisioner
+	// are served in place from <path> (render/pathconfig.go). A pools CR
+	// runs the CSI driver only.
+	csi, err := p.cfg.CSIObjects(spec)
 	if err != nil {
+		return err
+	}
+	// SCCs first: OpenShift admits a node pod only if its SCC exists.
+	p.want = p.cfg.SCCs(spec)
+	if spec.IsLegacy() {
+		p.want = append(p.want, p.cfg.LegacyObjects(spec)...)
+	} else {
+		p.gone = r.legacyObjects()
+	}
+	p.want = append(p.want, csi...)
+	p.want = append(p.want, p.cfg.MonitoringObjects()...)
+	for i := range p.pools {
+		pool := &p.pools[i]
+		if !render.IsTemplatePool(pool) {
+			continue
+		}
+		for _, node := range p.poolNodes[pool.Name] {
+			m := mounterWant{deployment: p.cfg.MounterDeployment(spec, pool, node)}
+			if !render.IsSharedPool(pool) {
+				m.claim = p.cfg.PoolClaim(pool, node)
+			}
+			p.mounters = append(p.mounters, m)
+		}
+	}
+	return nil
+}
+
+// apply writes what render built: the objects, then the pools (overlay
+// StorageClasses, claims, mounters, retired mounters), then removes the
+// other mode's objects and what upstream's operator left that hpp does
+// not make.
+func (r *Reconciler) apply(ctx context.Context, p *pass) error {
+	a := &applier{reader: r.Client, live: r.APIReader, writer: r.Client, scheme: r.Scheme,
+		kept: func(obj *unstructured.Unstructured, fields []string) {
+			// A kept selector changes nothing the pods do; a kept
+			// CSIDriver field leaves out a feature of hpp's.
+			typ := corev1.EventTypeNormal
+			if !slices.Equal(fields, []string{"spec.selector"}) {
+				typ = corev1.EventTypeWarning
+			}
+			r.eventf(p.cr, typ, "ImmutableFieldsKept",
+				"%s %s keeps %s of the live object (immutable; kept rather than replaced, so nothing restarts at once)",
+				obj.GetKind(), obj.GetName(), strings.Join(fields, ", "))
+		}}
+	for _, obj := range p.want {
+		if err := r.applyOwned(ctx, p, a, obj); err != nil {
+			return err
+		}
+	}
+	if err := r.reconcilePools(ctx, p, a); err != nil {
 		p.st.degrade("ApplyFailed", err.Error())
 		return err
 	}
-	if wrote {
-		p.log.Info("applied", "kind", obj.GetObjectKind().GroupVersionKind().Kind, "name", obj.GetName())
-	}
-	return nil
-}
-
-// errRetry marks a reconcile that made progress and must run again.
-var errRetry = errors.New("retrying")
-
-// checkPriorityClass returns the configuration to render with: without
-// the configured PriorityClass, pods would never schedule, so they run
-// without one and Degraded says why.
-func (r *Reconciler) checkPriorityClass(ctx context.Context, st *status) (render.Config, error) {
-	cfg := r.Config
-	if cfg.PriorityClassName == "" {
-		return cfg, nil
-	}
-	err := r.Client.Get(ctx, client.ObjectKey{Name: cfg.PriorityClassName}, &schedulingv1.PriorityClass{})
-	if apierrors.IsNotFound(err) {
-		st.degrade("PriorityClassMissing", fmt.Sprintf(
-			"PriorityClass %q (--priority-class) does not exist: node pods run without a priority class until it is created", cfg.PriorityClassName))
-		cfg.PriorityClassName = ""
-		return cfg, nil
-	}
-	return cfg, err
-}
-
-// deleteIfPresent deletes obj if the cache has it: a blind DELETE of an
-// object that is not there would still be a write request per reconcile.
-func (r *Reconciler) deleteIfPresent(ctx context.Context, log logr.Logger, obj client.Object) error {
-	if err := r.Client.Get(ctx, client.ObjectKeyFromObject(obj), obj); err != nil {
-		if apierrors.IsNotFound(err) {
-			return nil
+	for _, obj := range p.gone {
+		if err := r.deleteIfPresent(ctx, p.log, obj); err != nil {
+			return err
 		}
-		return err
 	}
-	if !obj.GetDeletionTimestamp().IsZero() {
-		return nil
-	}
-	if err := r.Client.Delete(ctx, obj, client.PropagationPolicy(metav1.DeletePropagationBackground)); err != nil && !apierrors.IsNotFound(err) {
-		return fmt.Errorf("delete %T %s: %w", obj, obj.GetName(), err)
-	}
-	log.Info("deleted", "kind", fmt.Sprintf("%T", obj), "name", obj.GetName())
-	return nil
+	return r.removeUpstreamLeftovers(ctx, p)
+}
+
+// derive sets the status from the workloads as they are now.
+func (r *Reconciler) derive(ctx context.Context, p *pass) {
+	p.st.nodes = p.poolNodes
+	p.held.report(p.st)
+	r.observeWorkloads(ctx, p.cr, p.st)
 }
 
 // observeWorkloads reads the DaemonSet of the CR's mode from the cache and
@@ -243,12 +256,3 @@ func (r *Reconciler) legacyObjects() []client.Object {
 	}
 	return objs
 }
-
-// eventf records an event on the CR.
-func (r *Reconciler) eventf(cr *hppv1.HostPathProvisioner, typ, reason, note string, args ...any) {
-	if r.Recorder != nil {
-		r.Recorder.Eventf(cr, nil, typ, reason, "Reconcile", note, args...)
-	}
-}
-
-func objMeta(name, ns string) metav1.ObjectMeta { return metav1.ObjectMeta{Name: name, Namespace: ns} }

@@ -163,3 +163,18 @@ func nonEmpty(a, b string) string {
 	}
 	return b
 }
+
+// poolState is what reconcilePools learnt for the status.
+type poolState struct {
+	// nodes: per pool, the nodes it should be mounted on.
+	nodes map[string][]string
+	// kept: per pool, nodes that left the placement but keep their mounter.
+	kept map[string][]hppv1.PoolNodeStatus
+}
+
+func (s *poolState) keep(pool, node, reason string) {
+	if s.kept == nil {
+		s.kept = map[string][]hppv1.PoolNodeStatus{}
+	}
+	s.kept[pool] = append(s.kept[pool], hppv1.PoolNodeStatus{Name: node, Reason: reason})
+}
