@@ -444,7 +444,7 @@ func (r *takeoverRun) waitNodePods(ctx context.Context, t *testing.T, phase, dri
 			}
 			for _, img := range images {
 				switch {
-				case img == driverImage && strings.HasPrefix(p.Name, csiDaemonSet+"-"):
+				case img == driverImage && ofCSIDaemonSet(p):
 					driver++
 				case img == mounterImg && strings.HasPrefix(p.Name, "hpp-pool-"):
 					mounters++
@@ -459,7 +459,7 @@ func (r *takeoverRun) waitNodePods(ctx context.Context, t *testing.T, phase, dri
 			for _, img := range podImages(&p) {
 				stale = stale && img != driverImage && img != mounterImg
 			}
-			if stale && (strings.HasPrefix(p.Name, csiDaemonSet+"-") || strings.HasPrefix(p.Name, "hpp-pool-")) {
+			if stale && (ofCSIDaemonSet(&p) || strings.HasPrefix(p.Name, "hpp-pool-")) {
 				return false, strings.Join(state, "; "), nil
 			}
 		}
@@ -469,6 +469,13 @@ func (r *takeoverRun) waitNodePods(ctx context.Context, t *testing.T, phase, dri
 		t.Fatal(err)
 	}
 	r.tl.mark(phase + ": CSI DaemonSet and mounters rolled to " + driverImage + ", " + mounterImg)
+}
+
+// ofCSIDaemonSet: the pod is the CSI DaemonSet's (hpp's csi-resizer
+// Deployment's pods share the name prefix and the hpp-csi image).
+func ofCSIDaemonSet(p *corev1.Pod) bool {
+	owner := metav1.GetControllerOf(p)
+	return owner != nil && owner.Kind == "DaemonSet" && owner.Name == csiDaemonSet
 }
 
 func podImages(p *corev1.Pod) []string {
