@@ -1,8 +1,9 @@
 #!/usr/bin/env bash
 # Runs test/e2e scenarios on a one-node Kubernetes cluster inside the quota
 # VM (hack/quotavm.sh), whose kernel has project quotas, so that the
-# enforcing pool (e2e.PoolQuota: XFS mounted prjquota) exists: issue 22's
-# cluster-tier Proof on machines whose own kernel has no XFS quota.
+# enforcing pools exist (e2e.PoolQuota: XFS mounted prjquota;
+# e2e.PoolQuotaExt4: ext4 with project,quota mounted prjquota): issue 22's
+# cluster-tier Proof on machines whose own kernel has no project quotas.
 #
 #   hack/quotavm-cluster.sh E2E_TEST HPP_CSI PAUSE [-- TEST FLAGS...]
 #

@@ -378,40 +378,53 @@ func MountTmpfs(dir string, sizeBytes int64) error {
 	return nil
 }
 
-// MountQuotaXFS makes an XFS of sizeBytes in the sparse file dir+".img",
-// mounts it at dir (created if missing) through a loop device with project
-// quotas enforced (prjquota), as an enforcing pool needs, and returns what
-// mkfs.xfs or the kernel refused otherwise (e.g. a kernel without
-// CONFIG_XFS_QUOTA). Like MountTmpfs, dir must be inside the cluster
-// directory: Stop unmounts it and detaches the loop device.
-func MountQuotaXFS(ctx context.Context, dir string, sizeBytes int64) error {
+// MountQuotaFS makes a filesystem of fsType ("xfs" or "ext4") and
+// sizeBytes in the sparse file dir+".img", mounts it at dir (created if
+// missing) through a loop device with project quotas enforced
+// (prjquota; ext4 made with the features project,quota), as an enforcing
+// pool needs, and returns what mkfs or the kernel refused otherwise (a
+// kernel without CONFIG_XFS_QUOTA for XFS, without CONFIG_QFMT_V2 for
+// ext4). Like MountTmpfs, dir must be inside the cluster directory: Stop
+// unmounts it and detaches the loop device.
+func MountQuotaFS(ctx context.Context, dir, fsType string, sizeBytes int64) error {
+	var mkfs []string
+	var needs string
+	switch fsType {
+	case "xfs":
+		mkfs, needs = []string{"mkfs.xfs", "-q"}, "CONFIG_XFS_QUOTA"
+	case "ext4":
+		// -F: the image is a regular file, not a block device.
+		mkfs, needs = []string{"mkfs.ext4", "-q", "-F", "-O", "project,quota"}, "CONFIG_QUOTA and CONFIG_QFMT_V2"
+	default:
+		return fmt.Errorf("quota pool filesystem %q: must be xfs or ext4", fsType)
+	}
 	if !filepath.IsAbs(dir) {
-		return fmt.Errorf("XFS pool dir %q: must be absolute", dir)
+		return fmt.Errorf("%s pool dir %q: must be absolute", fsType, dir)
 	}
 	if sizeBytes < 300<<20 {
-		return fmt.Errorf("XFS pool size %d: must be at least 300 MiB (mkfs.xfs refuses smaller)", sizeBytes)
+		return fmt.Errorf("%s pool size %d: must be at least 300 MiB (mkfs.xfs refuses smaller)", fsType, sizeBytes)
 	}
 	if err := os.MkdirAll(dir, 0o755); err != nil {
-		return fmt.Errorf("XFS pool dir: %w", err)
+		return fmt.Errorf("%s pool dir: %w", fsType, err)
 	}
 	img := dir + ".img"
 	f, err := os.Create(img)
 	if err != nil {
-		return fmt.Errorf("XFS pool image: %w", err)
+		return fmt.Errorf("%s pool image: %w", fsType, err)
 	}
 	err = f.Truncate(sizeBytes)
 	if cerr := f.Close(); err == nil {
 		err = cerr
 	}
 	if err != nil {
-		return fmt.Errorf("XFS pool image %s: %w", img, err)
+		return fmt.Errorf("%s pool image %s: %w", fsType, img, err)
 	}
 	var cmd hostCommander
-	if _, err := cmd.Run(ctx, "mkfs.xfs", "-q", img); err != nil {
+	if _, err := cmd.Run(ctx, mkfs[0], append(mkfs[1:], img)...); err != nil {
 		return err
 	}
-	if _, err := cmd.Run(ctx, "mount", "-o", "loop,prjquota", img, dir); err != nil {
-		return fmt.Errorf("%w (the kernel needs CONFIG_XFS_QUOTA; its log says why)", err)
+	if _, err := cmd.Run(ctx, "mount", "-t", fsType, "-o", "loop,prjquota", img, dir); err != nil {
+		return fmt.Errorf("%w (the kernel needs %s; its log says why)", err, needs)
 	}
 	return nil
 }

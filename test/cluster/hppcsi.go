@@ -40,7 +40,7 @@ type Pool struct {
 	// SnapshotProvider ("reflink") turns snapshots on for the pool.
 	SnapshotProvider string `json:"snapshotProvider,omitempty"`
 	// EnforceSize gives every volume a project quota (issue 22); the
-	// pool's filesystem must have them (MountQuotaXFS).
+	// pool's filesystem must have them (MountQuotaFS).
 	EnforceSize bool `json:"enforceSize,omitempty"`
 }
 

@@ -40,9 +40,17 @@ type Env struct {
 	LegacyDir string
 	// Snapshots says whether snapshots are installed (SetupOptions.Snapshotter).
 	Snapshots bool
-	// NoQuota says why SetupOptions.QuotaPools were left out (what
-	// mkfs.xfs or the kernel refused), "" when they are served.
-	NoQuota string
+	// NoQuota says, by pool name, why each of SetupOptions.QuotaPools
+	// left out was (what mkfs or the kernel refused); served pools are
+	// not in it.
+	NoQuota map[string]string
+}
+
+// QuotaPool is an enforcing pool's filesystem: FS "xfs" or "ext4" of
+// Size bytes on a loop device, mounted prjquota (cluster.MountQuotaFS).
+type QuotaPool struct {
+	FS   string
+	Size int64
 }
 
 // SetupOptions configure Setup.
@@ -55,11 +63,12 @@ type SetupOptions struct {
 	// on a tmpfs of its size (bytes), for capacity scenarios.
 	TmpfsPools map[string]int64
 	// QuotaPools are added to the real node as enforcing pools
-	// (enforceSize), each on an XFS of its size (bytes) mounted with
-	// prjquota through a loop device. Where the kernel cannot (no
-	// CONFIG_XFS_QUOTA) they are left out and Env.NoQuota says why: the
-	// rest of the suite runs on any kernel.
-	QuotaPools map[string]int64
+	// (enforceSize), by name, each on its own filesystem mounted with
+	// prjquota through a loop device. Where the kernel cannot (XFS
+	// without CONFIG_XFS_QUOTA, ext4 without CONFIG_QFMT_V2) a pool is
+	// left out and Env.NoQuota says why: the rest of the suite runs on any
+	// kernel.
+	QuotaPools map[string]QuotaPool
 	// ProvisionerArgs go to the real node's csi-provisioner.
 	ProvisionerArgs []string
 	// HandleSignals: see cluster.Options.
@@ -81,7 +90,7 @@ func Setup(ctx context.Context, opts SetupOptions) (*Env, error) {
 	if err != nil {
 		return nil, err
 	}
-	env := &Env{C: c, HPPCSI: opts.HPPCSI, Pools: map[string]string{}}
+	env := &Env{C: c, HPPCSI: opts.HPPCSI, Pools: map[string]string{}, NoQuota: map[string]string{}}
 	if env.HPPCSI == "" {
 		// Built into the cluster directory, so Stop removes it.
 		env.HPPCSI = filepath.Join(c.Dir, "hpp-csi")
@@ -118,12 +127,12 @@ func (e *Env) installDriver(ctx context.Context, opts SetupOptions) error {
 		}
 		pools = append(pools, p)
 	}
-	for name, size := range opts.QuotaPools {
+	for name, q := range opts.QuotaPools {
 		p := cluster.Pool{Name: name, Path: filepath.Join(node.Dir(), "pools", name), EnforceSize: true}
-		if err := cluster.MountQuotaXFS(ctx, p.Path, size); err != nil {
-			e.NoQuota = fmt.Sprintf("enforcing pool %s: %v", name, err)
+		if err := cluster.MountQuotaFS(ctx, p.Path, q.FS, q.Size); err != nil {
+			e.NoQuota[name] = fmt.Sprintf("enforcing pool %s (%s): %v", name, q.FS, err)
 			if opts.Logf != nil {
-				opts.Logf("left out: %s", e.NoQuota)
+				opts.Logf("left out: %s", e.NoQuota[name])
 			}
 			continue
 		}

@@ -70,7 +70,7 @@ func TestMain(m *testing.M) {
 		env, err := Setup(ctx, SetupOptions{
 			Binaries: binaries, HPPCSI: hppcsi, Logf: logf, HandleSignals: true,
 			TmpfsPools: map[string]int64{PoolCapacity: realNodeCapacity}, Snapshotter: snapshotter,
-			QuotaPools: map[string]int64{PoolQuota: quotaPoolSize},
+			QuotaPools: quotaPools,
 		})
 		if err != nil {
 			fmt.Println("e2e: cluster setup failed:", err)

@@ -18,31 +18,51 @@ import (
 	"github.com/hostpath-provisioner/hpp/test/cluster"
 )
 
-// PoolQuota is the real node's enforcing pool (enforceSize): an XFS of
-// quotaPoolSize mounted with prjquota, where the kernel has XFS quotas
-// (the quota VM's: `make quota-vm-cluster`); elsewhere it is left out and
-// the scenarios on it skip.
+// The real node's enforcing pools (enforceSize), one per filesystem that
+// enforces project quotas: PoolQuota an XFS, PoolQuotaExt4 an ext4
+// (features project,quota), each of quotaPoolSize mounted with prjquota,
+// where the kernel can (the quota VM's: `make quota-vm-cluster`);
+// elsewhere they are left out and the scenarios on them skip.
 const (
 	PoolQuota     = "quota"
+	PoolQuotaExt4 = "quota-ext4"
 	quotaPoolSize = 1 << 30
 )
 
+var quotaPools = map[string]QuotaPool{
+	PoolQuota:     {FS: "xfs", Size: quotaPoolSize},
+	PoolQuotaExt4: {FS: "ext4", Size: quotaPoolSize},
+}
+
 // TestEnforcedSizeOnlineExpansion (issue 22, cluster tier, the enforcing
-// half): a 100Mi claim on an enforcing pool; the pod's `dd` of 150 MiB
-// fails (XFS reports a project over its limit as "No space left on
-// device", ext4 as "Disk quota exceeded"); `kubectl patch` to 300Mi while
-// the pod runs; within 60 s the claim reports 300Mi and the pod's `df`
-// shows it; a 250 MiB write then succeeds, in the same pod, never
-// restarted. A claim expanded beyond the pool gets the reason and keeps
-// its data and size.
+// half), on each enforcing pool (subtests xfs and ext4, in parallel: each
+// is mostly waiting): a 100Mi claim; the pod's `dd` of 150 MiB fails
+// with the kernel's message for a project over its limit, "Disk quota
+// exceeded" (EDQUOT) on ext4 and "No space left on device" (ENOSPC) on
+// XFS; `kubectl patch` to 300Mi while the pod runs; within 60 s the claim
+// reports 300Mi and the pod's `df` shows it; a 250 MiB write then
+// succeeds, in the same pod, never restarted. A claim expanded beyond the
+// pool gets the reason and keeps its data and size.
 func TestEnforcedSizeOnlineExpansion(t *testing.T) {
+	for _, tc := range []struct{ fs, pool, refused string }{
+		{"xfs", PoolQuota, "No space left on device"},
+		{"ext4", PoolQuotaExt4, "Disk quota exceeded"},
+	} {
+		t.Run(tc.fs, func(t *testing.T) {
+			t.Parallel()
+			enforcedSizeOnlineExpansion(t, tc.pool, tc.refused)
+		})
+	}
+}
+
+func enforcedSizeOnlineExpansion(t *testing.T, pool, refusedMsg string) {
 	env := needEnv(t)
-	if env.NoQuota != "" {
-		quotaUnavailable(t, env.NoQuota)
+	if why, left := env.NoQuota[pool]; left {
+		quotaUnavailable(t, why)
 	}
 	ns := namespace(t, env)
 	ctx := context.Background()
-	sc := storageClass(t, env, StorageClass(ns+"-quota", PoolQuota, func(sc *storagev1.StorageClass) {
+	sc := storageClass(t, env, StorageClass(ns+"-quota", pool, func(sc *storagev1.StorageClass) {
 		sc.AllowVolumeExpansion = ptr.To(true)
 	}))
 	createPVC(t, env, PVC(ns, "sized", sc.Name, "100Mi"))
@@ -52,16 +72,17 @@ func TestEnforcedSizeOnlineExpansion(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	t.Logf("pod with the 100Mi claim on enforcing pool %q Running %s after its creation", PoolQuota, time.Since(created).Round(100*time.Millisecond))
+	t.Logf("pod with the 100Mi claim on enforcing pool %q Running %s after its creation", pool, time.Since(created).Round(100*time.Millisecond))
 	pv := boundPV(t, env, ns, "sized")
 
-	if got := podDFKiB(t, env, ns, "user", "/data"); got != 100<<10 {
-		t.Fatalf("df in the pod shows %d KiB for the 100Mi claim, want %d", got, 100<<10)
+	df := podDFKiB(t, env, ns, "user", "/data")
+	if df != 100<<10 {
+		t.Fatalf("df in the pod shows %d KiB for the 100Mi claim, want %d", df, 100<<10)
 	}
+	t.Logf("df in the pod: %d KiB", df)
 	out, err := podExec(t, env, ns, "user", "dd if=/dev/zero of=/data/big bs=1M count=150")
-	refused := strings.Contains(out, "Disk quota exceeded") || strings.Contains(out, "No space left on device")
-	if err == nil || !refused {
-		t.Fatalf("dd of 150 MiB into the 100Mi claim: err %v, output %q; want it refused (Disk quota exceeded, or No space left on device on XFS)", err, out)
+	if err == nil || !strings.Contains(out, refusedMsg) {
+		t.Fatalf("dd of 150 MiB into the 100Mi claim on pool %q: err %v, output %q; want it refused with %q", pool, err, out, refusedMsg)
 	}
 	t.Logf("dd of 150 MiB into the 100Mi claim: %s", firstLine(out))
 
@@ -69,7 +90,6 @@ func TestEnforcedSizeOnlineExpansion(t *testing.T) {
 	kubectlPatchSize(t, env, ns, "sized", "300Mi")
 	waitClaimCapacity(t, env, ns, "sized", "300Mi", 60*time.Second)
 	claimAt := time.Since(patched)
-	var df int64
 	err = Poll(ctx, 60*time.Second-time.Since(patched), "df in the pod shows 300Mi", func(context.Context) (bool, string, error) {
 		df = podDFKiB(t, env, ns, "user", "/data")
 		return df == 300<<10, fmt.Sprintf("df shows %d KiB", df), nil
@@ -86,7 +106,7 @@ func TestEnforcedSizeOnlineExpansion(t *testing.T) {
 	}
 	assertSamePod(t, env, running)
 
-	expandBeyondPool(t, env, ns, "sized", PoolQuota, filepath.Join(volumeDir(env.Pools[PoolQuota], pv), "f"), running)
+	expandBeyondPool(t, env, ns, "sized", pool, filepath.Join(volumeDir(env.Pools[pool], pv), "f"), running)
 }
 
 // quotaUnavailable skips a scenario that needs the enforcing pool; in the
@@ -97,7 +117,7 @@ func quotaUnavailable(t *testing.T, reason string) {
 	if os.Getenv("CI") == "true" && os.Getenv("HPP_QUOTA_TIER") == "vm" {
 		t.Fatalf("no enforcing pool in the quota VM tier: %s", reason)
 	}
-	t.Skipf("skipping: no enforcing pool on this kernel (`make quota-vm-cluster` runs this scenario in a VM whose kernel has XFS quotas): %s", reason)
+	t.Skipf("skipping: no enforcing pool on this kernel (`make quota-vm-cluster` runs this scenario in a VM whose kernel has XFS and ext4 project quotas): %s", reason)
 }
 
 // podExec runs script with sh in the pod's container (kubectl exec, as a
