@@ -18,7 +18,7 @@
 #
 # Environment: HPP_QUOTAVM_MEM (default here 6G: the cluster's binaries,
 # about 850 MB, live in guest memory next to what runs), HPP_QUOTAVM_TIMEOUT
-# (default here 1500 s; a run takes 4.5 to 7 min on 2 shared cores), and
+# (default here 1500 s; a run takes 7-8 min on 2 shared cores, 16 when loaded), and
 # hack/quotavm.sh's others.
 set -euo pipefail
 

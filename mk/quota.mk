@@ -40,9 +40,9 @@ quota-vm-tests: $(if $(filter 1,$(QUOTAVM_QUOTANODE)),quota-binaries) ## project
 # e2e.PoolQuota an XFS and e2e.PoolQuotaExt4 an ext4 mounted prjquota, and
 # TestOnlineExpansion) run on a one-node cluster
 # that test/cluster brings up inside the quota VM, exactly as on a machine
-# (hack/quotavm-cluster.sh says how). 4.5 to 7 min on 2 shared cores under
-# software emulation: boot 20-45 s, cluster Ready 1.5-3.5 min, scenarios
-# 2-3.5 min (test/README.md has the figures).
+# (hack/quotavm-cluster.sh says how). 7-8 min on 2 shared cores under
+# software emulation: boot 20-65 s, cluster Ready 1.5-3.5 min, scenarios
+# 3.5-4 min; far more on a loaded machine (test/README.md has the figures).
 # Not part of `make test` (yet).
 QUOTAVM_CLUSTER_OUT := $(ROOT)/_output/quotavm-cluster
 QUOTAVM_CLUSTER_RUN ?= ^(TestEnforcedSizeOnlineExpansion|TestOnlineExpansion)$$
@@ -52,7 +52,7 @@ QUOTAVM_CLUSTER_TEST_TIMEOUT ?= 20m
 # ext4) one after the other; they mostly wait for kubelet and the sidecars.
 
 .PHONY: quota-vm-cluster
-quota-vm-cluster: ## issue 22's cluster tier on an enforcing pool: test/e2e's expansion scenarios on a one-node cluster inside the quota VM (root; 5-7 min)
+quota-vm-cluster: ## issue 22's cluster tier on an enforcing pool: test/e2e's expansion scenarios on a one-node cluster inside the quota VM (root; 7-8 min)
 ifeq ($(IS_ROOT),yes)
 	@$(MAKE) --no-print-directory deps cluster-binaries
 	@echo "==> quota VM cluster: building hpp-csi, pause and the e2e scenarios (static)"
