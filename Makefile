@@ -72,10 +72,9 @@ include $(wildcard $(ROOT)/mk/*.mk)
 
 .PHONY: test
 # The conformance tier (mk/conformance.mk) runs last; HPP_CONFORMANCE=0 leaves it out.
-# takeover-on-node (mk/takeover.mk) is not in it yet: written against upstream's
-# real system but never run to the end on the real node (issue 21 stays open);
-# it joins `test` in the commit that shows it green.
-test: deps lint build build-standalone unit fuzz sanity csi-tests quota-tests quota-vm-tests quota-vm-cluster mounter-tests migrate-tests e2e operator-on-node $(if $(filter 0,$(HPP_CONFORMANCE)),,conformance) ## everything that can run on this machine (what CI runs)
+# takeover-on-node (mk/takeover.mk): upstream's real operator switched to hpp,
+# back and again, then uninstalled, on the real node (about 7 min).
+test: deps lint build build-standalone unit fuzz sanity csi-tests quota-tests quota-vm-tests quota-vm-cluster mounter-tests migrate-tests e2e operator-on-node takeover-on-node $(if $(filter 0,$(HPP_CONFORMANCE)),,conformance) ## everything that can run on this machine (what CI runs)
 	@echo "make test: all tiers passed"
 
 .PHONY: images

@@ -375,8 +375,10 @@ func (e *env) poolStatus(ctx context.Context, t *testing.T, pool string) hppv1.S
 // is stopped: the operator re-creates a deleted mounter pod at once (its
 // Deployment) and the Deployment itself on the next reconcile, so the
 // deterministic way to see a pool without its mounter is to scale the
-// operator to zero and delete the mounter Deployment; its pod gets SIGTERM
-// and unmounts. Then the pool is unmounted, hpp-csi offers no capacity in
+// operator to zero and delete the mounter Deployment. Its pod leaves the
+// pool mounted (--keep-mount: a mounter restart or roll never unmounts a
+// pool; only the cleanup Job does), so the test then unmounts it by hand,
+// as a pool disk that went away. Then hpp-csi offers no capacity in
 // it and refuses creates saying why (a claim stays Pending with
 // csi-provisioner's event carrying hpp-csi's message). Scaling the
 // operator back re-creates the mounter, which mounts the pool again, and
@@ -390,10 +392,16 @@ func (e *env) mounterDeleted(ctx context.Context, t *testing.T, p *templatePool)
 	}
 	e.waitPodsGone(ctx, t, "mounter pods of "+p.name, "hostpathprovisioner.kubevirt.io/mounter="+p.mounter(node))
 	target := filepath.Join(p.path, "csi")
-	if m, err := csitest.MountsAtIn(e.c.NodeInitPID(), target); err != nil || len(m) != 0 {
-		t.Fatalf("after the mounter was deleted: node mounts at %s = %+v (%v); want none", target, m, err)
+	if m, err := csitest.MountsAtIn(e.c.NodeInitPID(), target); err != nil || len(m) != 1 {
+		t.Fatalf("after the mounter was deleted: node mounts at %s = %+v (%v); want the pool's, kept", target, m, err)
 	}
-	t.Logf("mounter Deployment %s deleted with the operator scaled to 0: %s unmounted", p.mounter(node), target)
+	if out, err := e.inNodeRun(ctx, "umount", target); err != nil {
+		t.Fatalf("%v: %s", err, out)
+	}
+	if m, err := csitest.MountsAtIn(e.c.NodeInitPID(), target); err != nil || len(m) != 0 {
+		t.Fatalf("after umount: node mounts at %s = %+v (%v); want none", target, m, err)
+	}
+	t.Logf("mounter Deployment %s deleted with the operator scaled to 0: %s stayed mounted; unmounted by hand", p.mounter(node), target)
 
 	csi := e.nodeDriver(t)
 	err := e2e.Poll(ctx, time.Minute, "hpp-csi offers no capacity in "+p.name, func(ctx context.Context) (bool, string, error) {

@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"os"
 	"path/filepath"
+	"slices"
 	"strings"
 	"testing"
 	"time"
@@ -225,6 +226,63 @@ spec:
 	r.waitDaemonSetReady(ctx, t, csiDaemonSet)
 	r.waitRegistered(ctx, t)
 	r.tl.mark("upstream's CR Available, its CSI driver registered")
+	r.restartUpstreamPlugin(ctx, t)
+}
+
+// restartUpstreamPlugin waits for upstream's mounters to mount the
+// pvcTemplate pools, then restarts upstream's CSI plugin pod once.
+// Upstream's DaemonSet mounts the pools' directories without mount
+// propagation, so a plugin that started before its pool was mounted
+// writes new volumes into the bare directory on the node's disk (seen
+// here: a run's writer volume never reached the pool disk). A node that
+// has run for a while, the state a takeover starts from, has its plugin
+// started after its pools.
+func (r *takeoverRun) restartUpstreamPlugin(ctx context.Context, t *testing.T) {
+	t.Helper()
+	for _, p := range r.pools {
+		if !p.template() {
+			continue
+		}
+		err := e2e.Poll(ctx, 3*time.Minute, "upstream's mounter mounts "+p.path, func(context.Context) (bool, string, error) {
+			m, err := r.mountsUnder(p.path)
+			return len(m) > 0, "nothing mounted under it yet", err
+		})
+		if err != nil {
+			t.Fatalf("%v\ninstall: %s\nlogs:\n%s", err, r.podStates(ctx), r.podLogs(ctx))
+		}
+	}
+	c := r.c.Client.CoreV1().Pods(namespace)
+	pods, err := c.List(ctx, metav1.ListOptions{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	var old []types.UID
+	for i := range pods.Items {
+		if p := &pods.Items[i]; ofCSIDaemonSet(p) {
+			old = append(old, p.UID)
+			if err := c.Delete(ctx, p.Name, metav1.DeleteOptions{}); err != nil {
+				t.Fatal(err)
+			}
+		}
+	}
+	err = e2e.Poll(ctx, 3*time.Minute, "upstream's CSI plugin pod restarted and Ready", func(ctx context.Context) (bool, string, error) {
+		pods, err := c.List(ctx, metav1.ListOptions{})
+		if err != nil {
+			return false, "", e2e.Retry(err)
+		}
+		for i := range pods.Items {
+			p := &pods.Items[i]
+			if ofCSIDaemonSet(p) && !slices.Contains(old, p.UID) && p.DeletionTimestamp == nil && podReady(p) {
+				return true, "", nil
+			}
+		}
+		return false, r.podStates(ctx), nil
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	r.waitRegistered(ctx, t)
+	r.tl.mark("upstream's pools mounted, its CSI plugin restarted after them")
 }
 
 // create runs kubectl create -f - (upstream installs with create),

@@ -17,7 +17,7 @@ func TestHandOverSkipsWhatAnEarlierStepRemoved(t *testing.T) {
 	live := obj("apps/v1", "Deployment", ns, OperatorName, "", nil, nil)
 	live.SetManagedFields([]metav1.ManagedFieldsEntry{{
 		Manager: "kubectl-create", Operation: metav1.ManagedFieldsOperationUpdate, APIVersion: "apps/v1",
-		FieldsType: "FieldsV1", FieldsV1: &metav1.FieldsV1{Raw: []byte(`{"f:spec":{"f:replicas":{}}}`)},
+		FieldsType: "FieldsV1", FieldsV1: metav1.NewFieldsV1(`{"f:spec":{"f:replicas":{}}}`),
 	}})
 	r := &Runner{Client: fakeClient(), Namespace: ns, Out: io.Discard}
 	if err := r.handOver(context.Background(), live); err != nil {

@@ -96,7 +96,7 @@ func TestTemplatePoolMountersFollowNodes(t *testing.T) {
 		t.Errorf("workload placement not applied to the mounter: nodeSelector %v tolerations %v", pod.NodeSelector, pod.Tolerations)
 	}
 	c := pod.Containers[0]
-	for _, want := range []string{"--storagePoolPath=/dev/data", "--mountPath=/var/hpp-block/csi", "--hostPath=/host", "--pool-name=block"} {
+	for _, want := range []string{"--storagePoolPath=/dev/data", "--mountPath=/var/hpp-block/csi", "--hostPath=/host", "--pool-name=block", "--keep-mount"} {
 		if !slices.Contains(c.Args, want) {
 			t.Errorf("mounter args %v lack %s", c.Args, want)
 		}

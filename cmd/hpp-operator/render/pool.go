@@ -124,10 +124,13 @@ func (c *Config) OverlayStorageClass(p *hppv1.StoragePool) *storagev1.StorageCla
 }
 
 // MounterDeployment runs hpp-mounter for the pool on one node
-// (cmd/hpp-mounter/README.md is the contract). Recreate: the old pod
-// unmounts on SIGTERM before the new one mounts, so two mounters never
-// hold the pool at once; meanwhile hpp-csi refuses creates in the pool
-// rather than writing to the bare directory.
+// (cmd/hpp-mounter/README.md is the contract). --keep-mount: a mounter
+// that stops leaves the pool mounted, as upstream's mounter does, so a
+// restart, an image roll, the takeover and its way back (upstream's
+// mounter replacing hpp's) never unmount a pool; only the cleanup Job
+// unmounts, once the pool has left the CR or the CR is gone. Recreate:
+// one mounter pod per pool and node at a time (the next one finds the
+// mount in place and keeps it).
 func (c *Config) MounterDeployment(spec *hppv1.HostPathProvisionerSpec, p *hppv1.StoragePool, node string) *appsv1.Deployment {
 	name := MounterName(p.Name, node)
 	source := fsSource
@@ -140,6 +143,7 @@ func (c *Config) MounterDeployment(spec *hppv1.HostPathProvisionerSpec, p *hppv1
 		"--hostPath=" + hostRoot,
 		"--pool-name=" + p.Name,
 		"--health-address=:" + strconv.Itoa(mounterHealthPort),
+		"--keep-mount",
 	}
 	if p.EnforceSize {
 		// prjquota on the XFS it mounts (cmd/hpp-mounter/README.md).
