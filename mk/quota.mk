@@ -43,7 +43,7 @@ quota-vm-tests: $(if $(filter 1,$(QUOTAVM_QUOTANODE)),quota-binaries) ## project
 # (hack/quotavm-cluster.sh says how). 7-8 min on 2 shared cores under
 # software emulation: boot 20-65 s, cluster Ready 1.5-3.5 min, scenarios
 # 3.5-4 min; far more on a loaded machine (test/README.md has the figures).
-# Not part of `make test` (yet).
+# In `make test` after quota-vm-tests.
 QUOTAVM_CLUSTER_OUT := $(ROOT)/_output/quotavm-cluster
 QUOTAVM_CLUSTER_RUN ?= ^(TestEnforcedSizeOnlineExpansion|TestOnlineExpansion)$$
 QUOTAVM_CLUSTER_TEST_TIMEOUT ?= 20m
