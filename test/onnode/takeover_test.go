@@ -6,6 +6,7 @@ import (
 	"os"
 	"path/filepath"
 	"slices"
+	"strconv"
 	"strings"
 	"testing"
 	"time"
@@ -229,15 +230,11 @@ spec:
 	r.restartUpstreamPlugin(ctx, t)
 }
 
-// restartUpstreamPlugin waits for upstream's mounters to mount the
-// pvcTemplate pools, then restarts upstream's CSI plugin pod once.
-// Upstream's DaemonSet mounts the pools' directories without mount
-// propagation, so a plugin that started before its pool was mounted
-// writes new volumes into the bare directory on the node's disk (seen
-// here: a run's writer volume never reached the pool disk). A node that
-// has run for a while, the state a takeover starts from, has its plugin
-// started after its pools.
-func (r *takeoverRun) restartUpstreamPlugin(ctx context.Context, t *testing.T) {
+// waitUpstreamMounts waits until upstream's mounters have mounted every
+// pvcTemplate pool: upstream's CR turns Available before that (it waits
+// for their Deployments, not for the mount). A timeout prints the node's
+// loop-device mounts, the install's state and its logs.
+func (r *takeoverRun) waitUpstreamMounts(ctx context.Context, t *testing.T) {
 	t.Helper()
 	for _, p := range r.pools {
 		if !p.template() {
@@ -248,9 +245,29 @@ func (r *takeoverRun) restartUpstreamPlugin(ctx context.Context, t *testing.T) {
 			return len(m) > 0, "nothing mounted under it yet", err
 		})
 		if err != nil {
-			t.Fatalf("%v\ninstall: %s\nlogs:\n%s", err, r.podStates(ctx), r.podLogs(ctx))
+			mi, _ := os.ReadFile(filepath.Join("/proc", strconv.Itoa(r.c.NodeInitPID()), "mountinfo"))
+			var disk []string
+			for _, l := range strings.Split(string(mi), "\n") {
+				if f := strings.Fields(l); len(f) > 4 && strings.HasPrefix(f[2], "7:") {
+					disk = append(disk, l)
+				}
+			}
+			t.Fatalf("%v\nnode mounts of loop devices:\n%s\ninstall: %s\nlogs:\n%s", err, strings.Join(disk, "\n"), r.podStates(ctx), r.podLogs(ctx))
 		}
 	}
+}
+
+// restartUpstreamPlugin waits for upstream's mounters to mount the
+// pvcTemplate pools, then restarts upstream's CSI plugin pod once.
+// Upstream's DaemonSet mounts the pools' directories without mount
+// propagation, so a plugin that started before its pool was mounted
+// writes new volumes into the bare directory on the node's disk (seen
+// here: a run's writer volume never reached the pool disk). A node that
+// has run for a while, the state a takeover starts from, has its plugin
+// started after its pools.
+func (r *takeoverRun) restartUpstreamPlugin(ctx context.Context, t *testing.T) {
+	t.Helper()
+	r.waitUpstreamMounts(ctx, t)
 	c := r.c.Client.CoreV1().Pods(namespace)
 	pods, err := c.List(ctx, metav1.ListOptions{})
 	if err != nil {

@@ -72,23 +72,9 @@ func (r *takeoverRun) startWatchers(ctx context.Context, t *testing.T) *watchers
 		if !p.template() {
 			continue
 		}
-		// Upstream's CR turns Available before its mounters have mounted
-		// (it waits for their Deployments, not for the mount): wait.
-		var m []string
-		err := e2e.Poll(ctx, 3*time.Minute, "upstream's mounter mounts "+p.path, func(context.Context) (bool, string, error) {
-			var err error
-			m, err = r.mountsUnder(p.path)
-			return len(m) > 0, "nothing mounted under it yet", err
-		})
-		if err != nil {
-			mi, _ := os.ReadFile(filepath.Join("/proc", strconv.Itoa(r.c.NodeInitPID()), "mountinfo"))
-			var disk []string
-			for _, l := range strings.Split(string(mi), "\n") {
-				if f := strings.Fields(l); len(f) > 4 && strings.HasPrefix(f[2], "7:") {
-					disk = append(disk, l)
-				}
-			}
-			t.Fatalf("%v\nnode mounts of loop devices:\n%s\ninstall: %s\nlogs:\n%s", err, strings.Join(disk, "\n"), r.podStates(ctx), r.podLogs(ctx))
+		m, err := r.mountsUnder(p.path)
+		if err != nil || len(m) == 0 {
+			t.Fatalf("no mount under %s (%v): upstream's mounters were waited for at install", p.path, err)
 		}
 		w.baseline = append(w.baseline, m...)
 	}

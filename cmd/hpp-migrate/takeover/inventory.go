@@ -99,8 +99,9 @@ func ReadManifests(r io.Reader) ([]*unstructured.Unstructured, error) {
 			}
 			return nil, fmt.Errorf("manifest document %d: %w", i, err)
 		}
-		if len(bytes.TrimSpace(raw)) == 0 || string(bytes.TrimSpace(raw)) == "null" || string(bytes.TrimSpace(raw)) == "{}" {
-			continue
+		switch string(bytes.TrimSpace(raw)) {
+		case "", "null", "{}":
+			continue // an empty document (a "---" with nothing after it)
 		}
 		o := &unstructured.Unstructured{}
 		if err := o.UnmarshalJSON(raw); err != nil {
