@@ -17,6 +17,7 @@ MODULES      := internal cmd/hpp-csi cmd/hpp-legacy cmd/hpp-operator cmd/hpp-mou
 COMPONENTS   := hpp-csi hpp-legacy hpp-operator hpp-mounter hpp-migrate
 # go test through gotestsum: every skip is listed with its reason at the end.
 GOTEST       := $(ROOT)/hack/gotest.sh
+GOTEST_TIER  := $(ROOT)/hack/gotest-tier.sh
 # Brief by default so `make test` stays within CI's budget; raise by hand.
 FUZZTIME     ?= 10s
 export HPP_CACHE

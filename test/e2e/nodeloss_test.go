@@ -66,7 +66,7 @@ func TestNodeLoss(t *testing.T) {
 
 	// On gone-1: a StatefulSet (opted in through its class), a claim of a
 	// class without opt-in, and a legacy claim.
-	sts := nodeLossStatefulSet(ns, "web", released.Name, gone.Name)
+	sts := nodeLossStatefulSet(ns, "web", released.Name, gone.Name, env.C.RealNode().Name)
 	if _, err := env.C.Client.AppsV1().StatefulSets(ns).Create(ctx, sts, metav1.CreateOptions{}); err != nil {
 		t.Fatal(err)
 	}
@@ -173,14 +173,22 @@ func simNodeWithVolumes(t *testing.T, env *Env, name string, legacy bool) *clust
 	return n
 }
 
-// nodeLossStatefulSet is one replica that prefers node (it still fits the
-// real node once node is gone).
-func nodeLossStatefulSet(ns, name, class, node string) *appsv1.StatefulSet {
+// nodeLossStatefulSet is one replica that prefers node and may fall back
+// only to fallback (the real node, which runs pods). Without the required
+// term the scheduler may place the replacement pod on back-1 once it is
+// re-added: a simulated node, with no kubelet or provisioner, more free
+// resources than the real node and stale capacity objects; the pod would
+// stay Pending there (the likely cause of a CI failure of TestNodeLoss
+// at 139.8 s, the time this wait gives up).
+func nodeLossStatefulSet(ns, name, class, node, fallback string) *appsv1.StatefulSet {
 	labels := map[string]string{"app": name}
 	pod := Pod(ns, "", "sleep 3600", PodVolume{Name: "data", Claim: "data", Path: "/data"})
 	pod.Spec.RestartPolicy = corev1.RestartPolicyAlways
 	pod.Spec.Volumes = nil
 	pod.Spec.Affinity = &corev1.Affinity{NodeAffinity: &corev1.NodeAffinity{
+		RequiredDuringSchedulingIgnoredDuringExecution: &corev1.NodeSelector{NodeSelectorTerms: []corev1.NodeSelectorTerm{{
+			MatchExpressions: []corev1.NodeSelectorRequirement{{Key: corev1.LabelHostname, Operator: corev1.NodeSelectorOpIn, Values: []string{node, fallback}}},
+		}}},
 		PreferredDuringSchedulingIgnoredDuringExecution: []corev1.PreferredSchedulingTerm{{Weight: 100, Preference: corev1.NodeSelectorTerm{
 			MatchExpressions: []corev1.NodeSelectorRequirement{{Key: corev1.LabelHostname, Operator: corev1.NodeSelectorOpIn, Values: []string{node}}},
 		}}},

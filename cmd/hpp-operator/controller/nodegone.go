@@ -7,6 +7,7 @@ import (
 	"time"
 
 	"github.com/go-logr/logr"
+	"github.com/prometheus/client_golang/prometheus"
 	corev1 "k8s.io/api/core/v1"
 	storagev1 "k8s.io/api/storage/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
@@ -36,6 +37,10 @@ type NodeLossReconciler struct {
 	NotReadyGrace time.Duration
 	// Now is the clock (time.Now when nil).
 	Now func() time.Time
+
+	// stranded is the kubevirt_hpp_stranded_volumes gauge, registered by
+	// SetupWithManager.
+	stranded *prometheus.GaugeVec
 
 	mu sync.Mutex
 	// lost remembers, per node, when it was first seen gone and which of

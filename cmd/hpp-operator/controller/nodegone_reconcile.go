@@ -22,9 +22,11 @@ const nodeLossRequest = "node-loss"
 
 // SetupWithManager registers the controller and its watches.
 func (r *NodeLossReconciler) SetupWithManager(mgr ctrl.Manager) error {
-	if err := registerNodeLossMetrics(); err != nil {
+	stranded, err := registerStrandedGauge()
+	if err != nil {
 		return err
 	}
+	r.stranded = stranded
 	if r.APIReader == nil {
 		r.APIReader = mgr.GetAPIReader()
 	}
@@ -76,7 +78,7 @@ func (r *NodeLossReconciler) Reconcile(ctx context.Context, _ ctrl.Request) (ctr
 		}
 	}
 	r.forgetReturned(ctx, w)
-	setStrandedMetric(w)
+	r.setStrandedMetric(w)
 	if err := r.writeReport(ctx, w); err != nil {
 		errs = append(errs, err)
 	}

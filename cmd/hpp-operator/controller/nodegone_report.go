@@ -16,19 +16,27 @@ import (
 	hppv1 "github.com/hostpath-provisioner/hpp/internal/api/v1beta1"
 )
 
-// strandedVolumes counts, per lost node, the hpp volumes on it. The
+// newStrandedGauge counts, per lost node, the hpp volumes on it. The
 // HPPVolumesStranded alert (render/monitoring.go) fires on it.
-var strandedVolumes = prometheus.NewGaugeVec(prometheus.GaugeOpts{
-	Name: "kubevirt_hpp_stranded_volumes",
-	Help: "hpp volumes (CSI and legacy) whose node was deleted (reason NodeDeleted) or is NotReady past the grace period (reason NodeNotReady)",
-}, []string{"node", "reason"})
+func newStrandedGauge() *prometheus.GaugeVec {
+	return prometheus.NewGaugeVec(prometheus.GaugeOpts{
+		Name: "kubevirt_hpp_stranded_volumes",
+		Help: "hpp volumes (CSI and legacy) whose node was deleted (reason NodeDeleted) or is NotReady past the grace period (reason NodeNotReady)",
+	}, []string{"node", "reason"})
+}
 
-func registerNodeLossMetrics() error {
-	err := metrics.Registry.Register(strandedVolumes)
+// registerStrandedGauge adds the gauge to controller-runtime's registry
+// and returns the registered one: a second manager in the same process
+// (tests start several) shares the first's, as registerReadyGauge does.
+func registerStrandedGauge() (*prometheus.GaugeVec, error) {
+	g := newStrandedGauge()
+	err := metrics.Registry.Register(g)
 	if are := (prometheus.AlreadyRegisteredError{}); errors.As(err, &are) {
-		return nil
+		if existing, ok := are.ExistingCollector.(*prometheus.GaugeVec); ok {
+			return existing, nil
+		}
 	}
-	return err
+	return g, err
 }
 
 // maxListedVolumes bounds a node's entry in the CR status (a node with
@@ -76,10 +84,14 @@ func report(w *world) []hppv1.StrandedNode {
 
 func ptrTime(t metav1.Time) *metav1.Time { return &t }
 
-func setStrandedMetric(w *world) {
-	strandedVolumes.Reset()
+// setStrandedMetric sets the gauge (none without a manager: unit tests).
+func (r *NodeLossReconciler) setStrandedMetric(w *world) {
+	if r.stranded == nil {
+		return
+	}
+	r.stranded.Reset()
 	for _, n := range report(w) {
-		strandedVolumes.WithLabelValues(n.Node, string(n.Reason)).Set(float64(n.Count))
+		r.stranded.WithLabelValues(n.Node, string(n.Reason)).Set(float64(n.Count))
 	}
 }
 
