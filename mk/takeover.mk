@@ -2,8 +2,10 @@
 # real KubeVirt operator, driver, mounter and sidecars (shared/upstream,
 # beside the checkout or its origin) installed on the local cluster's node,
 # then hpp-migrate takeover --plan, the switch, the way back and the
-# uninstall exactly as deploy/README.md writes them. Needs root; under
-# CI=true a missing upstream or root fails, otherwise it skips saying why.
+# uninstall exactly as deploy/README.md writes them, from a storagePools CR
+# and from the legacy pathConfig CR (takeover_pathconfig_test.go). Needs
+# root; under CI=true a missing upstream or root fails, otherwise it skips
+# saying why.
 
 .PHONY: takeover-on-node
 takeover-on-node: ## switch a node running upstream's operator to hpp and back, as deploy/README.md says (root)
@@ -11,7 +13,7 @@ ifeq ($(IS_ROOT),yes)
 	@$(MAKE) --no-print-directory deps cluster-binaries
 	@echo "==> takeover from upstream's operator on the real node (logs of a failure: _output/takeover-logs/)"
 	@cd $(ROOT)/test && HPP_TEST_TIER=takeover HPP_ONNODE_LOGS=$(ROOT)/_output/takeover-logs \
-	  HPP_TIER_LOG=$(ROOT)/_output/takeover.log $(GOTEST_TIER) -count=1 -timeout 30m -v -run '^TestTakeoverOnTheRealNode$$' ./onnode/
+	  HPP_TIER_LOG=$(ROOT)/_output/takeover.log $(GOTEST_TIER) -count=1 -timeout 30m -v -run '^(TestTakeoverOnTheRealNode|TestTakeoverPathConfigOnTheRealNode)$$' ./onnode/
 else ifeq ($(CI),true)
 	@echo "==> takeover-on-node FAILED: CI=true and the local cluster needs root" >&2; exit 1
 else
