@@ -2,10 +2,13 @@
 # real KubeVirt operator, driver, mounter and sidecars (shared/upstream,
 # beside the checkout or its origin) installed on the local cluster's node,
 # then hpp-migrate takeover --plan, the switch, the way back and the
-# uninstall exactly as deploy/README.md writes them, from a storagePools CR
-# and from the legacy pathConfig CR (takeover_pathconfig_test.go). Needs
-# root; under CI=true a missing upstream or root fails, otherwise it skips
-# saying why.
+# uninstall exactly as deploy/README.md writes them. Needs root; under
+# CI=true a missing upstream or root fails, otherwise it skips saying why.
+# Two tests: a storagePools CR with four pools (a directory pool, two
+# Filesystem pvcTemplate pools and a Block one, an empty loop device
+# upstream's mounter formats), about 6 minutes; and the legacy pathConfig
+# CR (upstream's legacy provisioner and its CSI pool "legacy",
+# takeover_pathconfig_test.go), about 5 minutes.
 
 .PHONY: takeover-on-node
 takeover-on-node: ## switch a node running upstream's operator to hpp and back, as deploy/README.md says (root)

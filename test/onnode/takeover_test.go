@@ -11,11 +11,14 @@ import (
 	"testing"
 	"time"
 
+	"golang.org/x/sys/unix"
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/types"
 
+	"github.com/hostpath-provisioner/hpp/internal/testutil"
 	"github.com/hostpath-provisioner/hpp/test/cluster"
+	"github.com/hostpath-provisioner/hpp/test/csitest"
 	"github.com/hostpath-provisioner/hpp/test/e2e"
 )
 
@@ -24,6 +27,10 @@ import (
 // `hpp-migrate takeover --plan`, the switch, the way back and the
 // uninstall, each exactly as deploy/README.md writes them (the test reads
 // the commands from there). `make takeover-on-node` runs it (root).
+// Upstream's CR has four pools: a directory pool, two Filesystem
+// pvcTemplate pools (one with a 50-character name upstream shortens) and a
+// Block pvcTemplate pool on an empty device, which upstream's mounter
+// formats and mounts itself and hpp-mounter must then adopt.
 
 // longPool is a pool whose claim and mounter names upstream shortens with
 // its hash on node hpp-node (hpp-pool-653b815e).
@@ -32,17 +39,38 @@ const longPool = "a-pool-name-of-exactly-fifty-characters-0123456789"
 // appNamespace holds the user's claims and pods.
 const appNamespace = "takeover-apps"
 
+// blockPool is the pvcTemplate pool with volumeMode Block, upstream's most
+// documented pool (a ceph-rbd or other block StorageClass per node).
+const blockPool = "blk"
+
 // tkPool is one pool of upstream's CR.
 type tkPool struct {
 	name, path string
-	// disk is the name of the loop device's mount in the node for a
-	// pvcTemplate pool ("" for a directory pool); dev the device; vol
-	// the local PV's directory on it.
+	// disk names a pvcTemplate pool's loop device ("" for a directory
+	// pool) and its mount in the node (<cluster>/disks/<disk>); dev is the
+	// device; vol the local PV's directory on its filesystem, or for a
+	// Block pool where the test mounts the device to read it after the
+	// uninstall.
 	disk, dev, vol string
-	class          string
+	// block: the pool claim is volumeMode Block, the local PV the empty
+	// device itself; upstream's mounter formats it.
+	block bool
+	class string
 }
 
 func (p *tkPool) template() bool { return p.disk != "" }
+
+// templatePools counts the pvcTemplate pools (one pool claim and one
+// mounter Deployment each on the one node).
+func (r *takeoverRun) templatePools() int {
+	n := 0
+	for _, p := range r.pools {
+		if p.template() {
+			n++
+		}
+	}
+	return n
+}
 
 // claimAtRest is a claim written once, before the switch, by a pod that
 // then exits.
@@ -136,9 +164,10 @@ func cacheDir(t *testing.T) string {
 
 // installUpstream installs upstream's system as its deploy/ says (kubectl
 // create of namespace.yaml, webhook.yaml with cert-manager's part played by
-// the test, operator.yaml in the namespace), its CR with a directory pool
-// and two pvcTemplate pools on loop-device local PVs, and a StorageClass
-// per pool; then waits for the CR's Available.
+// the test, operator.yaml in the namespace), its CR with a directory pool,
+// two Filesystem pvcTemplate pools on loop-device local PVs and a Block
+// pvcTemplate pool on an empty loop device, and a StorageClass per pool;
+// then waits for the CR's Available.
 func (r *takeoverRun) installUpstream(ctx context.Context, t *testing.T) {
 	t.Helper()
 	ns, err := os.ReadFile(filepath.Join(r.upstream, "deploy", "namespace.yaml"))
@@ -155,6 +184,7 @@ func (r *takeoverRun) installUpstream(ctx context.Context, t *testing.T) {
 		{name: "local", path: filepath.Join(r.env.pools, "local")},
 		{name: "fast", path: filepath.Join(r.env.pools, "fast"), disk: "fast"},
 		{name: longPool, path: filepath.Join(r.env.pools, "long"), disk: "long"},
+		{name: blockPool, path: filepath.Join(r.env.pools, blockPool), disk: blockPool, block: true},
 	}
 	r.create(ctx, t, "StorageClass "+diskClass, fmt.Sprintf(`apiVersion: storage.k8s.io/v1
 kind: StorageClass
@@ -166,7 +196,25 @@ volumeBindingMode: WaitForFirstConsumer
 	var spec strings.Builder
 	for _, p := range r.pools {
 		fmt.Fprintf(&spec, "  - name: %s\n    path: %s\n", p.name, p.path)
-		if p.template() {
+		if p.block {
+			// A Block local PV's path is the device node. Left empty, as
+			// a new disk is: upstream's mounter finds no filesystem
+			// (blkid) and makes one (mkfs.xfs).
+			p.dev, _ = testutil.LoopDevice(t, testutil.MinXFSBytes)
+			p.vol = filepath.Join(r.c.Dir, "disks", p.disk)
+			pv := e2e.LocalPV("takeover-disk-"+p.disk, diskClass, p.dev, r.c.RealNode().Name, "300Mi", corev1.PersistentVolumeBlock)
+			if _, err := r.c.Client.CoreV1().PersistentVolumes().Create(ctx, pv, metav1.CreateOptions{}); err != nil {
+				t.Fatal(err)
+			}
+			fmt.Fprintf(&spec, `    pvcTemplate:
+      volumeMode: Block
+      accessModes: [ReadWriteOnce]
+      storageClassName: %s
+      resources:
+        requests:
+          storage: 300Mi
+`, diskClass)
+		} else if p.template() {
 			// The PV is the whole filesystem, as local-static-provisioner
 			// makes them (one disk mounted per PV): upstream's mounter
 			// binds only a kubelet pod mount of the filesystem's root
@@ -210,7 +258,7 @@ parameters:
 		r.shareNodeRoot(ctx, t)
 	}
 	// As upstream's hostpathprovisioner_pvctemplate_cr.yaml, with the
-	// three pools and a pull policy that needs no registry.
+	// four pools and a pull policy that needs no registry.
 	cr := fmt.Sprintf(`apiVersion: hostpathprovisioner.kubevirt.io/v1beta1
 kind: HostPathProvisioner
 metadata:
@@ -228,6 +276,34 @@ spec:
 	r.waitRegistered(ctx, t)
 	r.tl.mark("upstream's CR Available, its CSI driver registered")
 	r.restartUpstreamPlugin(ctx, t)
+	r.checkUpstreamBlockMount(t)
+}
+
+// checkUpstreamBlockMount: upstream's mounter made XFS on the empty Block
+// pool device (blkid printed nothing, so mkfs.xfs) and mounted the device
+// itself at <path>/csi: one mount of its major:minor, root "/". This is
+// the mount hpp-mounter must adopt as its own.
+func (r *takeoverRun) checkUpstreamBlockMount(t *testing.T) {
+	t.Helper()
+	for _, p := range r.pools {
+		if !p.block {
+			continue
+		}
+		target := filepath.Join(p.path, "csi")
+		m, err := csitest.MountsAtIn(r.c.NodeInitPID(), target)
+		if err != nil {
+			t.Fatal(err)
+		}
+		var st unix.Stat_t
+		if err := unix.Stat(p.dev, &st); err != nil {
+			t.Fatal(err)
+		}
+		major, minor := int(unix.Major(st.Rdev)), int(unix.Minor(st.Rdev))
+		if len(m) != 1 || m[0].FSType != "xfs" || m[0].Root != "/" || m[0].Major != major || m[0].Minor != minor {
+			t.Fatalf("upstream's mounter: node mounts at %s = %+v; want one XFS mount of %s (%d:%d), root /", target, m, p.dev, major, minor)
+		}
+		t.Logf("upstream's mounter formatted the empty %s with XFS and mounted it at %s (%d:%d, source %s)", p.dev, target, major, minor, m[0].Source)
+	}
 }
 
 // waitUpstreamMounts waits until upstream's mounters have mounted every
@@ -408,7 +484,7 @@ func (r *takeoverRun) record(ctx context.Context, t *testing.T) {
 			r.mounters[d.Name] = d.UID
 		}
 	}
-	if len(r.poolClaims) != 2 || len(r.mounters) != 2 {
+	if n := r.templatePools(); len(r.poolClaims) != n || len(r.mounters) != n {
 		t.Fatalf("upstream made pool claims %v and mounters %v; want one each per pvcTemplate pool", r.poolClaims, r.mounters)
 	}
 	t.Logf("upstream's objects: CSI DaemonSet uid %s, pool claims %v, mounters %v", r.dsUID, r.poolClaims, r.mounters)
@@ -526,7 +602,7 @@ func (r *takeoverRun) waitNodePods(ctx context.Context, t *testing.T, phase, dri
 				}
 			}
 		}
-		if driver != 1 || mounters != 2 {
+		if driver != 1 || mounters != r.templatePools() {
 			return false, strings.Join(state, "; "), nil
 		}
 		for _, p := range pods.Items {
@@ -616,6 +692,9 @@ func (r *takeoverRun) checkKept(ctx context.Context, t *testing.T) {
 		}
 	}
 	for _, c := range r.atRest {
+		if c.pool.block {
+			r.mountBlockDisk(ctx, t, c.pool)
+		}
 		pv, err := r.c.Client.CoreV1().PersistentVolumes().Get(ctx, c.pv, metav1.GetOptions{})
 		if err != nil || pv.DeletionTimestamp != nil {
 			t.Errorf("after the uninstall: PV %s of claim %s: %v", c.pv, c.name, err)
@@ -637,10 +716,27 @@ func (r *takeoverRun) checkKept(ctx context.Context, t *testing.T) {
 	t.Logf("after the uninstall: %d pool claims, %d PVs and their data kept; namespace %s kept", len(r.poolClaims), len(r.atRest), namespace)
 }
 
+// mountBlockDisk mounts a Block pool's device at its vol in the node (once
+// the uninstall has unmounted the pool, nothing else shows its files).
+func (r *takeoverRun) mountBlockDisk(ctx context.Context, t *testing.T, p *tkPool) {
+	t.Helper()
+	if err := os.MkdirAll(r.inNode(p.vol), 0o755); err != nil {
+		t.Fatal(err)
+	}
+	if out, err := r.inNodeRun(ctx, "mount", "-t", "xfs", p.dev, p.vol); err != nil {
+		t.Fatalf("%v: %s", err, out)
+	}
+	t.Cleanup(func() {
+		if out, err := r.inNodeRun(context.WithoutCancel(ctx), "umount", p.vol); err != nil {
+			t.Errorf("%v: %s", err, out)
+		}
+	})
+}
+
 // volumeDir is a volume's directory as this machine sees it: under the
 // pool directory for a directory pool, on the pool's disk (mounted in the
 // node at disks/<name>; the pool path may be unmounted by then) for a
-// template pool. On the disk: <disk>/csi/<volume> when the mounter mounts
+// template pool (a Block pool's device mounted there by mountBlockDisk). On the disk: <disk>/csi/<volume> when the mounter mounts
 // the claim at the pool path, <disk>/<volume> when at <path>/csi.
 func (r *takeoverRun) volumeDir(p *tkPool, handle string) string {
 	if !p.template() {

@@ -96,7 +96,7 @@ const (
 // upstreamImages wraps upstream's binaries as its images lay them out
 // (shared/upstream/README.md): the operator's image holds the operator
 // (run by name from PATH, as its Deployment's command says) and the
-// mounter, with the XFS tools, and runs as a non-root user (the Deployment
+// mounter, with the XFS tools and lsblk, and runs as a non-root user (the Deployment
 // asks for runAsNonRoot and sets no user). csi-provisioner is the
 // harness's v6.3.0 under the tag upstream's operator deploys (the one
 // sidecar not built from upstream's tree). Also hpp's csi-provisioner
@@ -125,10 +125,17 @@ func upstreamImages(ctx context.Context, t *testing.T, dir string, bins cluster.
 			{Path: "/tmp"},
 		},
 	}
-	op, err := cluster.WithHostTools(ctx, op, cluster.MounterTools...)
+	// Upstream's mounter runs /usr/bin/lsblk <storagePoolPath> -J in its
+	// own container for a Block pool (the device's name), then chroots to
+	// the host (--hostPath) for /usr/sbin/blkid, /usr/sbin/mkfs.xfs,
+	// /usr/bin/findmnt and /usr/bin/mount: only lsblk must be in the image,
+	// at the path upstream's binary names (its image is a distribution's,
+	// with util-linux in /usr/bin).
+	op, err := cluster.WithHostTools(ctx, op, append([]string{"lsblk"}, cluster.MounterTools...)...)
 	if err != nil {
 		t.Fatal(err)
 	}
+	op.Files = append(op.Files, cluster.ImageFile{Path: "/usr/bin/lsblk", Symlink: "../sbin/lsblk"})
 	images := []cluster.Image{op}
 	for _, c := range []struct{ ref, src, path string }{
 		{upDriverImage, bin("hostpath-csi-driver"), "/hostpath-csi-driver"},

@@ -55,13 +55,18 @@ func (i interval) String() string { return i.to.Sub(i.from).Round(time.Milliseco
 
 // watchers poll, every 100 ms from the switch to the end: the node's
 // CSINode entry for the driver, and every mount upstream's mounters made
-// under the pvcTemplate pools' paths (the node's mountinfo).
+// under the pvcTemplate pools' paths (the node's mountinfo). At each check
+// the mounts must also be the very ones upstream's mounters made (same
+// mount IDs): an unmount and mount again between two polls, or a mount
+// stacked on top, would change them.
 type watchers struct {
 	mu        sync.Mutex
 	absent    []interval // driver missing from CSINode
 	missing   map[string][]interval
 	checked   time.Time
 	baseline  []string
+	ids       map[string]string // mount point -> its mount IDs at the start
+	mountIDs  func() (map[string]string, error)
 	writerLog func() (string, error)
 }
 
@@ -77,6 +82,11 @@ func (r *takeoverRun) startWatchers(ctx context.Context, t *testing.T) *watchers
 			t.Fatalf("no mount under %s (%v): upstream's mounters were waited for at install", p.path, err)
 		}
 		w.baseline = append(w.baseline, m...)
+	}
+	w.mountIDs = func() (map[string]string, error) { return r.mountIDs(w.baseline) }
+	var err error
+	if w.ids, err = w.mountIDs(); err != nil {
+		t.Fatal(err)
 	}
 	t.Logf("watching CSINode %s and the pool mounts %v every 100 ms", r.c.RealNode().Name, w.baseline)
 	node := r.c.RealNode().Name
@@ -135,6 +145,22 @@ func (r *takeoverRun) startWatchers(ctx context.Context, t *testing.T) *watchers
 	return w
 }
 
+// mountIDs maps each of the node's mount points in points to the IDs of
+// the mounts there, bottom to top (mountinfo's first field).
+func (r *takeoverRun) mountIDs(points []string) (map[string]string, error) {
+	b, err := os.ReadFile(filepath.Join("/proc", strconv.Itoa(r.c.NodeInitPID()), "mountinfo"))
+	if err != nil {
+		return nil, err
+	}
+	ids := map[string]string{}
+	for _, l := range strings.Split(string(b), "\n") {
+		if f := strings.Fields(l); len(f) > 4 && slices.Contains(points, f[4]) {
+			ids[f[4]] = strings.TrimPrefix(ids[f[4]]+","+f[0], ",")
+		}
+	}
+	return ids, nil
+}
+
 // mountsUnder lists the node's mount points at or below dir.
 func (r *takeoverRun) mountsUnder(dir string) ([]string, error) {
 	f, err := os.Open(filepath.Join("/proc", strconv.Itoa(r.c.NodeInitPID()), "mountinfo"))
@@ -180,10 +206,19 @@ func (w *watchers) check(t *testing.T, phase string) {
 	if len(absent) > 1 {
 		t.Errorf("%s: the driver left CSINode %d times (%v); want at most once (one plugin pod restart)", phase, len(absent), absent)
 	}
+	ids, err := w.mountIDs()
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, mp := range w.baseline {
+		if ids[mp] != w.ids[mp] {
+			missing = append(missing, fmt.Sprintf("%s replaced: mount IDs %q, upstream's were %q", mp, ids[mp], w.ids[mp]))
+		}
+	}
 	if len(missing) > 0 {
-		t.Errorf("%s: pool mounts missing from the node's mountinfo: %s", phase, strings.Join(missing, "; "))
+		t.Errorf("%s: pool mounts missing from the node's mountinfo or replaced: %s", phase, strings.Join(missing, "; "))
 	} else {
-		t.Logf("%s: every pool mount %v present at every poll", phase, w.baseline)
+		t.Logf("%s: every pool mount %v present at every poll, the same mounts upstream's mounters made (mount IDs %v)", phase, w.baseline, w.ids)
 	}
 	if w.writerLog != nil {
 		log, err := w.writerLog()
