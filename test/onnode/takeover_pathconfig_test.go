@@ -17,7 +17,6 @@ import (
 	"sigs.k8s.io/yaml"
 
 	"github.com/hostpath-provisioner/hpp/internal/contract"
-	"github.com/hostpath-provisioner/hpp/test/cluster"
 	"github.com/hostpath-provisioner/hpp/test/e2e"
 )
 
@@ -30,8 +29,11 @@ import (
 // Uninstall as written.
 
 // upLegacyImage is upstream's legacy provisioner as its operator.yaml
-// names it (PROVISIONER_IMAGE).
+// names it (PROVISIONER_IMAGE); its image runs /hostpath-provisioner
+// (shared/upstream/README.md).
 const upLegacyImage = "quay.io/kubevirt/hostpath-provisioner:latest"
+
+var upstreamLegacyBin = upstreamBin{ref: upLegacyImage, name: "hostpath-provisioner", path: "/hostpath-provisioner"}
 
 // pathConfigRun adds to the takeover's state what a pathConfig install
 // has besides: the legacy DaemonSet, and the selectors upstream gave both
@@ -44,21 +46,9 @@ type pathConfigRun struct {
 }
 
 func TestTakeoverPathConfigOnTheRealNode(t *testing.T) {
-	upstream := takeoverTierOrSkip(t)
+	r := &pathConfigRun{takeoverRun: startTakeoverRun(t, upstreamLegacyBin)}
 	ctx := t.Context()
-	bins := cluster.BinariesFromCache(cacheDir(t))
-	if bins.CSIProvisioner == "" {
-		t.Fatal("csi-provisioner binary not in the cache: run make cluster-binaries")
-	}
-	legacy, err := cluster.ComponentImage(upLegacyImage, filepath.Join(upstream, "bin", "hostpath-provisioner"), "/hostpath-provisioner")
-	if err != nil {
-		t.Fatal(err)
-	}
-	r := &pathConfigRun{takeoverRun: &takeoverRun{upstream: upstream, tl: newTimeline(t)}}
-	r.env = startOnNodeCluster(t, append(upstreamImages(ctx, t, upstream, bins), legacy)...)
-	r.bin = r.commandDir(ctx, t)
 	defer r.tl.print()
-	r.tl.mark("cluster up")
 
 	r.installPathConfig(ctx, t)
 	r.watch = r.startWatchers(ctx, t)
@@ -82,31 +72,6 @@ func TestTakeoverPathConfigOnTheRealNode(t *testing.T) {
 	r.tl.mark("uninstalled: every PV and data directory of the claims at rest kept")
 }
 
-// takeoverTierOrSkip skips the test unless it runs in the takeover tier
-// as root with the upstream system found (under CI=true in that tier, a
-// missing root or upstream fails it); it returns the upstream directory.
-func takeoverTierOrSkip(t *testing.T) string {
-	t.Helper()
-	if tier := os.Getenv("HPP_TEST_TIER"); tier != "takeover" {
-		t.Skipf("runs with `make takeover-on-node` (HPP_TEST_TIER=takeover), this is tier %q", tier)
-	}
-	skip := func(reason string) {
-		if os.Getenv("CI") == "true" {
-			t.Fatalf("CI=true: %s", reason)
-		}
-		t.Skip(reason)
-	}
-	if os.Geteuid() != 0 {
-		skip("the local cluster needs root (kubelet, containerd, mounts)")
-	}
-	upstream, why := findUpstream(repoRoot(t))
-	if upstream == "" {
-		skip(why)
-	}
-	t.Logf("upstream system: %s", upstream)
-	return upstream
-}
-
 // installPathConfig installs upstream's operator as its deploy/ says, its
 // two legacy StorageClasses exactly as its deploy/ writes them
 // (storageclass-wffc-legacy.yaml: the legacy provisioner;
@@ -116,15 +81,7 @@ func takeoverTierOrSkip(t *testing.T) string {
 // registry; then waits for the CR's Available and both DaemonSets.
 func (r *pathConfigRun) installPathConfig(ctx context.Context, t *testing.T) {
 	t.Helper()
-	ns, err := os.ReadFile(filepath.Join(r.upstream, "deploy", "namespace.yaml"))
-	if err != nil {
-		t.Fatal(err)
-	}
-	r.create(ctx, t, "upstream namespace.yaml", string(ns))
-	r.create(ctx, t, "upstream webhook.yaml (cert-manager's Secret and CA made by the test)", upstreamWebhookYAML(t, r.upstream))
-	r.create(ctx, t, "upstream operator.yaml", upstreamOperatorYAML(t, r.upstream), "-n", namespace)
-	r.waitDeploymentAvailable(ctx, t, operatorName)
-	r.tl.mark("upstream operator Available")
+	r.installUpstreamOperator(ctx, t)
 
 	r.dir = filepath.Join(r.env.pools, "hpvolumes")
 	for _, f := range []struct{ file, provisioner string }{
@@ -204,23 +161,8 @@ func upstreamLegacyCR(t *testing.T, dir, path string) string {
 // volume in the pool "legacy", <path>/csi/<handle>.
 func (r *pathConfigRun) writeAtRestBoth(ctx context.Context, t *testing.T) {
 	t.Helper()
-	if err := r.c.CreateNamespace(ctx, appNamespace); err != nil {
-		t.Fatal(err)
-	}
 	for _, p := range r.pools {
-		c := &claimAtRest{pool: p, name: "at-rest-" + p.class, data: "written by upstream into " + p.class}
-		r.atRest = append(r.atRest, c)
-		pod := e2e.Pod(appNamespace, "write-"+c.name, "echo '"+c.data+"' > /data/file && sync", e2e.PodVolume{Name: "data", Claim: c.name, Path: "/data"})
-		r.runClaimPod(ctx, t, e2e.PVC(appNamespace, c.name, p.class, "10Mi"), pod)
-		pvc, err := r.c.Client.CoreV1().PersistentVolumeClaims(appNamespace).Get(ctx, c.name, metav1.GetOptions{})
-		if err != nil {
-			t.Fatal(err)
-		}
-		c.uid, c.pv = pvc.UID, pvc.Spec.VolumeName
-		pv, err := r.c.Client.CoreV1().PersistentVolumes().Get(ctx, c.pv, metav1.GetOptions{})
-		if err != nil {
-			t.Fatal(err)
-		}
+		c, pv := r.writeClaimAtRest(ctx, t, p, "written by upstream into "+p.class)
 		file := r.dataFile(t, pv)
 		b, err := os.ReadFile(file)
 		if err != nil || strings.TrimSpace(string(b)) != c.data {

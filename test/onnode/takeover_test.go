@@ -99,34 +99,9 @@ type takeoverRun struct {
 }
 
 func TestTakeoverOnTheRealNode(t *testing.T) {
-	root := repoRoot(t)
-	skip := func(reason string) {
-		if os.Getenv("CI") == "true" && os.Getenv("HPP_TEST_TIER") == "takeover" {
-			t.Fatalf("CI=true: %s", reason)
-		}
-		t.Skip(reason)
-	}
-	if tier := os.Getenv("HPP_TEST_TIER"); tier != "takeover" {
-		t.Skipf("runs with `make takeover-on-node` (HPP_TEST_TIER=takeover), this is tier %q", tier)
-	}
-	if os.Geteuid() != 0 {
-		skip("the local cluster needs root (kubelet, containerd, mounts)")
-	}
-	upstream, why := findUpstream(root)
-	if upstream == "" {
-		skip(why)
-	}
-	t.Logf("upstream system: %s", upstream)
+	r := startTakeoverRun(t)
 	ctx := t.Context()
-	bins := cluster.BinariesFromCache(cacheDir(t))
-	if bins.CSIProvisioner == "" {
-		t.Fatal("csi-provisioner binary not in the cache: run make cluster-binaries")
-	}
-	r := &takeoverRun{upstream: upstream, tl: newTimeline(t)}
-	r.env = startOnNodeCluster(t, upstreamImages(ctx, t, upstream, bins)...)
-	r.bin = r.commandDir(ctx, t)
 	defer r.tl.print()
-	r.tl.mark("cluster up")
 
 	r.installUpstream(ctx, t)
 	r.watch = r.startWatchers(ctx, t)
@@ -151,6 +126,54 @@ func TestTakeoverOnTheRealNode(t *testing.T) {
 	r.tl.mark("uninstalled: every pool claim, PV and data directory kept")
 }
 
+// startTakeoverRun skips the test unless the takeover tier can run here
+// (under CI=true in that tier, a missing root or upstream fails it), then
+// starts the local cluster with upstream's images and, as images, the
+// binaries of upstream's bin/ in extra, and builds the commands the
+// README's sections run.
+func startTakeoverRun(t *testing.T, extra ...upstreamBin) *takeoverRun {
+	t.Helper()
+	skip := func(reason string) {
+		if os.Getenv("CI") == "true" && os.Getenv("HPP_TEST_TIER") == "takeover" {
+			t.Fatalf("CI=true: %s", reason)
+		}
+		t.Skip(reason)
+	}
+	if tier := os.Getenv("HPP_TEST_TIER"); tier != "takeover" {
+		t.Skipf("runs with `make takeover-on-node` (HPP_TEST_TIER=takeover), this is tier %q", tier)
+	}
+	if os.Geteuid() != 0 {
+		skip("the local cluster needs root (kubelet, containerd, mounts)")
+	}
+	upstream, why := findUpstream(repoRoot(t))
+	if upstream == "" {
+		skip(why)
+	}
+	t.Logf("upstream system: %s", upstream)
+	ctx := t.Context()
+	bins := cluster.BinariesFromCache(cacheDir(t))
+	if bins.CSIProvisioner == "" {
+		t.Fatal("csi-provisioner binary not in the cache: run make cluster-binaries")
+	}
+	images := upstreamImages(ctx, t, upstream, bins)
+	for _, b := range extra {
+		img, err := cluster.ComponentImage(b.ref, filepath.Join(upstream, "bin", b.name), b.path)
+		if err != nil {
+			t.Fatal(err)
+		}
+		images = append(images, img)
+	}
+	r := &takeoverRun{upstream: upstream, tl: newTimeline(t)}
+	r.env = startOnNodeCluster(t, images...)
+	r.bin = r.commandDir(ctx, t)
+	r.tl.mark("cluster up")
+	return r
+}
+
+// upstreamBin is a binary of upstream's bin/ and the image that runs it
+// at path.
+type upstreamBin struct{ ref, name, path string }
+
 func cacheDir(t *testing.T) string {
 	if c := os.Getenv("HPP_CACHE"); c != "" {
 		return c
@@ -162,13 +185,11 @@ func cacheDir(t *testing.T) string {
 	return c
 }
 
-// installUpstream installs upstream's system as its deploy/ says (kubectl
-// create of namespace.yaml, webhook.yaml with cert-manager's part played by
-// the test, operator.yaml in the namespace), its CR with a directory pool,
-// two Filesystem pvcTemplate pools on loop-device local PVs and a Block
-// pvcTemplate pool on an empty loop device, and a StorageClass per pool;
-// then waits for the CR's Available.
-func (r *takeoverRun) installUpstream(ctx context.Context, t *testing.T) {
+// installUpstreamOperator installs upstream's operator as its deploy/
+// says (kubectl create of namespace.yaml, webhook.yaml with cert-manager's
+// part played by the test, operator.yaml in the namespace) and waits for
+// it.
+func (r *takeoverRun) installUpstreamOperator(ctx context.Context, t *testing.T) {
 	t.Helper()
 	ns, err := os.ReadFile(filepath.Join(r.upstream, "deploy", "namespace.yaml"))
 	if err != nil {
@@ -179,7 +200,17 @@ func (r *takeoverRun) installUpstream(ctx context.Context, t *testing.T) {
 	r.create(ctx, t, "upstream operator.yaml", upstreamOperatorYAML(t, r.upstream), "-n", namespace)
 	r.waitDeploymentAvailable(ctx, t, operatorName)
 	r.tl.mark("upstream operator Available")
+}
 
+// installUpstream installs upstream's system as its deploy/ says (kubectl
+// create of namespace.yaml, webhook.yaml with cert-manager's part played by
+// the test, operator.yaml in the namespace), its CR with a directory pool,
+// two Filesystem pvcTemplate pools on loop-device local PVs and a Block
+// pvcTemplate pool on an empty loop device, and a StorageClass per pool;
+// then waits for the CR's Available.
+func (r *takeoverRun) installUpstream(ctx context.Context, t *testing.T) {
+	t.Helper()
+	r.installUpstreamOperator(ctx, t)
 	r.pools = []*tkPool{
 		{name: "local", path: filepath.Join(r.env.pools, "local")},
 		{name: "fast", path: filepath.Join(r.env.pools, "fast"), disk: "fast"},
@@ -409,26 +440,37 @@ func (r *takeoverRun) waitCRAvailable(ctx context.Context, t *testing.T, who str
 // claims stay, at rest, through everything that follows.
 func (r *takeoverRun) writeAtRest(ctx context.Context, t *testing.T) {
 	t.Helper()
-	if err := r.c.CreateNamespace(ctx, appNamespace); err != nil {
-		t.Fatal(err)
-	}
 	for _, p := range r.pools {
-		c := &claimAtRest{pool: p, name: "at-rest-" + p.class, data: "written by the upstream driver into pool " + p.name}
-		r.atRest = append(r.atRest, c)
-		pod := e2e.Pod(appNamespace, "write-"+c.name, "echo '"+c.data+"' > /data/file && sync", e2e.PodVolume{Name: "data", Claim: c.name, Path: "/data"})
-		r.runClaimPod(ctx, t, e2e.PVC(appNamespace, c.name, p.class, "10Mi"), pod)
-		pvc, err := r.c.Client.CoreV1().PersistentVolumeClaims(appNamespace).Get(ctx, c.name, metav1.GetOptions{})
-		if err != nil {
-			t.Fatal(err)
-		}
-		c.uid, c.pv = pvc.UID, pvc.Spec.VolumeName
-		pv, err := r.c.Client.CoreV1().PersistentVolumes().Get(ctx, c.pv, metav1.GetOptions{})
-		if err != nil {
-			t.Fatal(err)
-		}
+		c, pv := r.writeClaimAtRest(ctx, t, p, "written by the upstream driver into pool "+p.name)
 		// What upstream's provisioner writes (issue 21: --default-fstype=xfs).
 		t.Logf("claim at rest %s in pool %s: PV %s, fsType %q, handle %s", c.name, p.name, c.pv, pv.Spec.CSI.FSType, pv.Spec.CSI.VolumeHandle)
 	}
+}
+
+// writeClaimAtRest writes data into a new claim of the pool's class
+// through a pod that exits (making the apps namespace first, the first
+// time), and returns the claim and its PV.
+func (r *takeoverRun) writeClaimAtRest(ctx context.Context, t *testing.T, p *tkPool, data string) (*claimAtRest, *corev1.PersistentVolume) {
+	t.Helper()
+	if len(r.atRest) == 0 {
+		if err := r.c.CreateNamespace(ctx, appNamespace); err != nil {
+			t.Fatal(err)
+		}
+	}
+	c := &claimAtRest{pool: p, name: "at-rest-" + p.class, data: data}
+	r.atRest = append(r.atRest, c)
+	pod := e2e.Pod(appNamespace, "write-"+c.name, "echo '"+c.data+"' > /data/file && sync", e2e.PodVolume{Name: "data", Claim: c.name, Path: "/data"})
+	r.runClaimPod(ctx, t, e2e.PVC(appNamespace, c.name, p.class, "10Mi"), pod)
+	pvc, err := r.c.Client.CoreV1().PersistentVolumeClaims(appNamespace).Get(ctx, c.name, metav1.GetOptions{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	c.uid, c.pv = pvc.UID, pvc.Spec.VolumeName
+	pv, err := r.c.Client.CoreV1().PersistentVolumes().Get(ctx, c.pv, metav1.GetOptions{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	return c, pv
 }
 
 // runClaimPod creates claim (if not nil) and pod, waits for the pod to
