@@ -217,23 +217,28 @@ func (r *takeoverRun) installUpstream(ctx context.Context, t *testing.T) {
 		{name: longPool, path: filepath.Join(r.env.pools, "long"), disk: "long"},
 		{name: blockPool, path: filepath.Join(r.env.pools, blockPool), disk: blockPool, block: true},
 	}
-	r.create(ctx, t, "StorageClass "+diskClass, fmt.Sprintf(`apiVersion: storage.k8s.io/v1
+	var spec strings.Builder
+	for _, p := range r.pools {
+		fmt.Fprintf(&spec, "  - name: %s\n    path: %s\n", p.name, p.path)
+		// Each pool's claim has a class of its own disk, so it binds that
+		// disk and no other (volumeDir and checkKept look on it).
+		disks := "takeover-disks-" + p.disk
+		if p.template() {
+			r.create(ctx, t, "StorageClass "+disks, fmt.Sprintf(`apiVersion: storage.k8s.io/v1
 kind: StorageClass
 metadata:
   name: %s
 provisioner: kubernetes.io/no-provisioner
 volumeBindingMode: WaitForFirstConsumer
-`, diskClass))
-	var spec strings.Builder
-	for _, p := range r.pools {
-		fmt.Fprintf(&spec, "  - name: %s\n    path: %s\n", p.name, p.path)
+`, disks))
+		}
 		if p.block {
 			// A Block local PV's path is the device node. Left empty, as
 			// a new disk is: upstream's mounter finds no filesystem
 			// (blkid) and makes one (mkfs.xfs).
 			p.dev, _ = testutil.LoopDevice(t, testutil.MinXFSBytes)
 			p.vol = filepath.Join(r.c.Dir, "disks", p.disk)
-			pv := e2e.LocalPV("takeover-disk-"+p.disk, diskClass, p.dev, r.c.RealNode().Name, "300Mi", corev1.PersistentVolumeBlock)
+			pv := e2e.LocalPV("takeover-disk-"+p.disk, disks, p.dev, r.c.RealNode().Name, "300Mi", corev1.PersistentVolumeBlock)
 			if _, err := r.c.Client.CoreV1().PersistentVolumes().Create(ctx, pv, metav1.CreateOptions{}); err != nil {
 				t.Fatal(err)
 			}
@@ -244,7 +249,7 @@ volumeBindingMode: WaitForFirstConsumer
       resources:
         requests:
           storage: 300Mi
-`, diskClass)
+`, disks)
 		} else if p.template() {
 			// The PV is the whole filesystem, as local-static-provisioner
 			// makes them (one disk mounted per PV): upstream's mounter
@@ -256,7 +261,7 @@ volumeBindingMode: WaitForFirstConsumer
 			if err := os.Remove(r.inNode(sub)); err != nil {
 				t.Fatal(err)
 			}
-			pv := e2e.LocalPV("takeover-disk-"+p.disk, diskClass, p.vol, r.c.RealNode().Name, "300Mi", corev1.PersistentVolumeFilesystem)
+			pv := e2e.LocalPV("takeover-disk-"+p.disk, disks, p.vol, r.c.RealNode().Name, "300Mi", corev1.PersistentVolumeFilesystem)
 			pv.Spec.PersistentVolumeReclaimPolicy = corev1.PersistentVolumeReclaimRetain
 			if _, err := r.c.Client.CoreV1().PersistentVolumes().Create(ctx, pv, metav1.CreateOptions{}); err != nil {
 				t.Fatal(err)
@@ -267,7 +272,7 @@ volumeBindingMode: WaitForFirstConsumer
       resources:
         requests:
           storage: 300Mi
-`, diskClass)
+`, disks)
 		}
 		p.class = "takeover-" + p.disk
 		if p.disk == "" {

@@ -17,8 +17,10 @@ import (
 // are put back as they were (its CRD, RBAC, webhook and operator), hpp's
 // finalizer leaves the CR, and once upstream's operator has rolled the
 // node pods back, what only hpp made is removed. Pool claims, PVs and the
-// node DaemonSets stay throughout (upstream's operator takes them over
-// by name). Every step checks first: a second run finishes the first.
+// node workloads stay throughout: the workloads are put back as upstream's
+// operator wrote them before it starts (back_workloads.go says why), and
+// it takes them over by name. Every step checks first: a second run
+// finishes the first.
 func (r *Runner) Back(ctx context.Context) error {
 	b, err := r.ReadBackup(ctx)
 	if err != nil {
@@ -28,7 +30,7 @@ func (r *Runner) Back(ctx context.Context) error {
 	if up == nil {
 		return fmt.Errorf("backup %s holds no Deployment %s", BackupSecret, OperatorName)
 	}
-	r.say("1/6 stopping hpp's operator")
+	r.say("1/7 stopping hpp's operator")
 	if live, err := r.get(rDeployment, OperatorName); err != nil {
 		return err
 	} else if live != nil && !sameSelector(live, up) {
@@ -36,7 +38,7 @@ func (r *Runner) Back(ctx context.Context) error {
 			return err
 		}
 	}
-	r.say("2/6 removing hpp's webhook configuration and hpp's finalizer from the CR")
+	r.say("2/7 removing hpp's webhook configuration and hpp's finalizer from the CR")
 	if live, err := r.get(rVWC, WebhookConfigName); err != nil {
 		return err
 	} else if bw := b.Find("ValidatingWebhookConfiguration", WebhookConfigName); live != nil && (bw == nil || !sameWebhooks(live, bw)) {
@@ -47,7 +49,11 @@ func (r *Runner) Back(ctx context.Context) error {
 	if err := r.dropFinalizer(ctx); err != nil {
 		return err
 	}
-	r.say("3/6 restoring upstream's install objects (%d)", len(b.Objects))
+	r.say("3/7 putting upstream's node workloads back (%d) and waiting for their pods, before its operator starts", len(b.Workloads))
+	if err := r.restoreWorkloads(ctx, b.Workloads); err != nil {
+		return err
+	}
+	r.say("4/7 restoring upstream's install objects (%d)", len(b.Objects))
 	var deployment, webhook *unstructured.Unstructured
 	for _, o := range orderForRestore(b.Objects) {
 		switch o.GetKind() {
@@ -76,7 +82,7 @@ func (r *Runner) Back(ctx context.Context) error {
 	if err := r.restore(ctx, deployment); err != nil {
 		return err
 	}
-	r.say("4/6 waiting for upstream's operator")
+	r.say("5/7 waiting for upstream's operator")
 	if err := r.waitAvailable(ctx, OperatorName); err != nil {
 		return err
 	}
@@ -85,11 +91,11 @@ func (r *Runner) Back(ctx context.Context) error {
 			return err
 		}
 	}
-	r.say("5/6 waiting for upstream's operator to roll the node pods and report the CR Available")
+	r.say("6/7 waiting for upstream's operator to roll the node pods and report the CR Available")
 	if err := r.waitRolled(ctx, envOf(up, "CSI_PROVISIONER_IMAGE"), envOf(up, "OPERATOR_IMAGE")); err != nil {
 		return err
 	}
-	r.say("6/6 removing what only hpp made")
+	r.say("7/7 removing what only hpp made")
 	if err := r.removeHPPOnly(ctx, b); err != nil {
 		return err
 	}

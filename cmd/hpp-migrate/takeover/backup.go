@@ -11,16 +11,22 @@ import (
 )
 
 // Backup is what the switch saved for the way back: upstream's install
-// objects as they were (operator Deployment, CRD, RBAC, webhook), and the
-// objects hpp's install applied.
+// objects as they were (operator Deployment, CRD, RBAC, webhook), its
+// node workloads as its operator last wrote them, and the objects hpp's
+// install applied.
 type Backup struct {
 	Objects []*unstructured.Unstructured
-	Applied []Ref
+	// Workloads are the DaemonSets and pool mounter Deployments of
+	// upstream's operator (back_workloads.go says why they are kept).
+	// Empty in a backup made before hpp-migrate saved them.
+	Workloads []*unstructured.Unstructured
+	Applied   []Ref
 }
 
 const (
-	backupObjectsKey = "objects.json"
-	backupAppliedKey = "applied.json"
+	backupObjectsKey   = "objects.json"
+	backupWorkloadsKey = "workloads.json"
+	backupAppliedKey   = "applied.json"
 )
 
 // backupCandidates are the live objects of upstream's install.
@@ -77,16 +83,21 @@ func (r *Runner) backup(ctx context.Context, inv *Inventory) error {
 	if err != nil {
 		return err
 	}
+	workloads := workloadCandidates(inv)
+	workloadsJSON, err := json.Marshal(workloads)
+	if err != nil {
+		return err
+	}
 	secret := &unstructured.Unstructured{Object: map[string]any{
 		"apiVersion": "v1", "kind": "Secret",
 		"metadata": map[string]any{"name": BackupSecret, "namespace": r.Namespace,
 			"labels": map[string]any{ManagedByLabel: "hpp-migrate"}},
-		"data": map[string]any{backupObjectsKey: b64(objsJSON), backupAppliedKey: b64(appliedJSON)},
+		"data": map[string]any{backupObjectsKey: b64(objsJSON), backupWorkloadsKey: b64(workloadsJSON), backupAppliedKey: b64(appliedJSON)},
 	}}
 	if _, err := r.res(rSecret).Create(ctx, secret, metav1.CreateOptions{}); err != nil && !apierrors.IsAlreadyExists(err) {
 		return fmt.Errorf("create the backup Secret %s: %w", BackupSecret, err)
 	}
-	for _, o := range objs {
+	for _, o := range append(objs, workloads...) {
 		r.say("      saved %s", refOf(o))
 	}
 	return nil
@@ -102,8 +113,11 @@ func (r *Runner) ReadBackup(ctx context.Context) (*Backup, error) {
 		return nil, fmt.Errorf("no Secret %s/%s: the way back needs the backup `hpp-migrate takeover` made (without it, reinstall upstream's operator from its deploy/)", r.Namespace, BackupSecret)
 	}
 	var b Backup
-	for key, into := range map[string]any{backupObjectsKey: &b.Objects, backupAppliedKey: &b.Applied} {
-		enc, _, _ := unstructured.NestedString(s.Object, "data", key)
+	for key, into := range map[string]any{backupObjectsKey: &b.Objects, backupWorkloadsKey: &b.Workloads, backupAppliedKey: &b.Applied} {
+		enc, found, _ := unstructured.NestedString(s.Object, "data", key)
+		if !found && key == backupWorkloadsKey {
+			continue // an older hpp-migrate's backup
+		}
 		raw, err := unb64(enc)
 		if err != nil {
 			return nil, fmt.Errorf("backup Secret %s key %s: %w", BackupSecret, key, err)

@@ -112,7 +112,7 @@ func (r *Runner) waitRolled(ctx context.Context, driverImage, mounterImage strin
 		}
 		for i := range deps.Items {
 			d := &deps.Items[i]
-			if !strings.HasPrefix(d.GetName(), "hpp-pool-") {
+			if !strings.HasPrefix(d.GetName(), mounterPrefix) {
 				continue
 			}
 			updated, _, _ := unstructured.NestedInt64(d.Object, "status", "updatedReplicas")
