@@ -221,7 +221,7 @@ func (r *Runner) clearVersions(ctx context.Context) error {
 // namespace.
 func (r *Runner) removeHPPOnly(ctx context.Context, b *Backup) error {
 	for _, ref := range b.Applied {
-		if ref.Kind == "Namespace" || b.Find(ref.Kind, ref.Name) != nil {
+		if ref.Kind == "Namespace" || b.Find(ref.Kind, ref.Name) != nil || b.wasUpstreams(ref.Kind, ref.Name) {
 			continue
 		}
 		res, err := resourceByKind(ref.Kind)
@@ -249,8 +249,9 @@ func (r *Runner) removeHPPOnly(ctx context.Context, b *Backup) error {
 			return fmt.Errorf("list %s: %w", res.GVR.Resource, err)
 		}
 		for i := range l.Items {
-			if hasManager(&l.Items[i], UpstreamOperatorManager) || b.Find(res.Kind, l.Items[i].GetName()) != nil {
-				continue // upstream's now, or restored from the backup
+			name := l.Items[i].GetName()
+			if hasManager(&l.Items[i], UpstreamOperatorManager) || b.Find(res.Kind, name) != nil || b.wasUpstreams(res.Kind, name) {
+				continue // upstream's now, restored from the backup, or upstream's before the switch
 			}
 			if err := r.delete(ctx, res, l.Items[i].GetName()); err != nil {
 				return err

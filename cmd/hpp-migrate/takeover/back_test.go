@@ -42,3 +42,29 @@ func TestBackRemovesWorkloadsOnlyHPPRuns(t *testing.T) {
 		}
 	}
 }
+
+// TestBackKeepsWhatWasUpstreams: an object of upstream's that hpp's
+// operator wrote last (its label is hpp's, upstream's operator has not
+// written it again yet) stays; upstream's operator, finding its CSI
+// ServiceAccount gone, made it again and deleted its CSI DaemonSet with
+// it, which stopped the node's plugin and unmounted the pools on the real
+// node. An object only hpp ever had still goes.
+func TestBackKeepsWhatWasUpstreams(t *testing.T) {
+	hppMade := map[string]string{ManagedByLabel: hppManagedBy}
+	upstreamsSA := obj("v1", "ServiceAccount", ns, "hostpath-provisioner-admin-csi", HPPOperatorManager, hppMade, nil)
+	hppsSA := obj("v1", "ServiceAccount", ns, "hostpath-provisioner-csi-resizer", HPPOperatorManager, hppMade, nil)
+	r := &Runner{Client: fakeClient(upstreamsSA, hppsSA), Namespace: ns, Out: io.Discard}
+	b := &Backup{Upstream: []Ref{refOf(upstreamsSA)}}
+	if err := r.removeHPPOnly(context.Background(), b); err != nil {
+		t.Fatal(err)
+	}
+	for name, want := range map[string]bool{"hostpath-provisioner-admin-csi": true, "hostpath-provisioner-csi-resizer": false} {
+		got, err := r.get(rSA, name)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if (got != nil) != want {
+			t.Errorf("ServiceAccount %s there after the way back: %v, want %v", name, got != nil, want)
+		}
+	}
+}

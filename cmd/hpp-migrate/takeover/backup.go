@@ -4,6 +4,7 @@ import (
 	"context"
 	"encoding/json"
 	"fmt"
+	"slices"
 
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
@@ -20,12 +21,20 @@ type Backup struct {
 	// upstream's operator (back_workloads.go says why they are kept).
 	// Empty in a backup made before hpp-migrate saved them.
 	Workloads []*unstructured.Unstructured
-	Applied   []Ref
+	// Upstream are all the objects of upstream's at the switch: the way
+	// back never deletes one of these names, even where hpp's operator
+	// wrote it last and upstream's has not written it again yet (it
+	// makes them again, and a ServiceAccount it has to make again costs
+	// a deleted CSI DaemonSet: seen on the real node). Empty in a backup
+	// made before hpp-migrate saved them.
+	Upstream []Ref
+	Applied  []Ref
 }
 
 const (
 	backupObjectsKey   = "objects.json"
 	backupWorkloadsKey = "workloads.json"
+	backupUpstreamKey  = "upstream.json"
 	backupAppliedKey   = "applied.json"
 )
 
@@ -88,11 +97,15 @@ func (r *Runner) backup(ctx context.Context, inv *Inventory) error {
 	if err != nil {
 		return err
 	}
+	upstreamJSON, err := json.Marshal(upstreamRefs(inv))
+	if err != nil {
+		return err
+	}
 	secret := &unstructured.Unstructured{Object: map[string]any{
 		"apiVersion": "v1", "kind": "Secret",
 		"metadata": map[string]any{"name": BackupSecret, "namespace": r.Namespace,
 			"labels": map[string]any{ManagedByLabel: "hpp-migrate"}},
-		"data": map[string]any{backupObjectsKey: b64(objsJSON), backupWorkloadsKey: b64(workloadsJSON), backupAppliedKey: b64(appliedJSON)},
+		"data": map[string]any{backupObjectsKey: b64(objsJSON), backupWorkloadsKey: b64(workloadsJSON), backupUpstreamKey: b64(upstreamJSON), backupAppliedKey: b64(appliedJSON)},
 	}}
 	if _, err := r.res(rSecret).Create(ctx, secret, metav1.CreateOptions{}); err != nil && !apierrors.IsAlreadyExists(err) {
 		return fmt.Errorf("create the backup Secret %s: %w", BackupSecret, err)
@@ -113,9 +126,9 @@ func (r *Runner) ReadBackup(ctx context.Context) (*Backup, error) {
 		return nil, fmt.Errorf("no Secret %s/%s: the way back needs the backup `hpp-migrate takeover` made (without it, reinstall upstream's operator from its deploy/)", r.Namespace, BackupSecret)
 	}
 	var b Backup
-	for key, into := range map[string]any{backupObjectsKey: &b.Objects, backupWorkloadsKey: &b.Workloads, backupAppliedKey: &b.Applied} {
+	for key, into := range map[string]any{backupObjectsKey: &b.Objects, backupWorkloadsKey: &b.Workloads, backupUpstreamKey: &b.Upstream, backupAppliedKey: &b.Applied} {
 		enc, found, _ := unstructured.NestedString(s.Object, "data", key)
-		if !found && key == backupWorkloadsKey {
+		if !found && (key == backupWorkloadsKey || key == backupUpstreamKey) {
 			continue // an older hpp-migrate's backup
 		}
 		raw, err := unb64(enc)
@@ -127,6 +140,25 @@ func (r *Runner) ReadBackup(ctx context.Context) (*Backup, error) {
 		}
 	}
 	return &b, nil
+}
+
+// upstreamRefs are the objects of upstream's the switch found.
+func upstreamRefs(inv *Inventory) []Ref {
+	var out []Ref
+	for _, r := range Resources {
+		for _, o := range inv.Live[r.Kind] {
+			if isUpstreams(o) {
+				out = append(out, refOf(o))
+			}
+		}
+	}
+	return out
+}
+
+// wasUpstreams says whether the switch found an object of upstream's
+// under that kind and name.
+func (b *Backup) wasUpstreams(kind, name string) bool {
+	return slices.ContainsFunc(b.Upstream, func(r Ref) bool { return r.Kind == kind && r.Name == name })
 }
 
 // Find is the backed-up object of that kind and name, or nil.
