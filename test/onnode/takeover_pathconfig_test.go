@@ -225,11 +225,21 @@ func (r *pathConfigRun) recordPathConfig(ctx context.Context, t *testing.T) {
 // both DaemonSets run the given images on all their pods and are
 // upstream's objects (uid, selector), the claims at rest mount in new pods
 // with their data and a new claim provisions on both classes
-// (checkPhase).
+// (checkPhase); the DaemonSets are checked again after that, as an
+// operator that recreates them does so some seconds after a reconcile.
 func (r *pathConfigRun) checkPathConfig(ctx context.Context, t *testing.T, phase, driverImage, legacyImg string) {
 	t.Helper()
 	r.waitCRAvailable(ctx, t, phase)
 	r.waitDaemonSetImages(ctx, t, phase, map[string]string{csiDaemonSet: driverImage, legacyDS: legacyImg})
+	r.checkDaemonSetsKept(ctx, t, phase)
+	r.checkPhase(ctx, t, phase)
+	r.checkDaemonSetsKept(ctx, t, phase+", after the claims")
+}
+
+// checkDaemonSetsKept: both DaemonSets are the objects upstream made
+// (uid) with the selectors it gave them.
+func (r *pathConfigRun) checkDaemonSetsKept(ctx context.Context, t *testing.T, phase string) {
+	t.Helper()
 	for name, uid := range map[string]types.UID{csiDaemonSet: r.dsUID, legacyDS: r.legacyUID} {
 		ds, err := r.c.Client.AppsV1().DaemonSets(namespace).Get(ctx, name, metav1.GetOptions{})
 		if err != nil {
@@ -240,7 +250,6 @@ func (r *pathConfigRun) checkPathConfig(ctx context.Context, t *testing.T, phase
 		}
 	}
 	t.Logf("%s: DaemonSets %s and %s kept upstream's uids and selectors", phase, csiDaemonSet, legacyDS)
-	r.checkPhase(ctx, t, phase)
 }
 
 // waitDaemonSetImages waits until each DaemonSet (name -> image) has one
