@@ -71,10 +71,15 @@ func (r *Runner) restoreWorkloads(ctx context.Context, workloads []*unstructured
 }
 
 // restoreWorkload writes the backed-up spec, labels and annotations over
-// the live workload (its selector is immutable and the switch kept it),
-// under upstream's operator's field manager: these are the fields it
-// wrote, and it owns them again (removeHPPOnly keeps what it owns). A
-// workload gone since the switch is left for upstream's operator to make.
+// the live workload (its selector is immutable and the switch kept it)
+// with a plain Update under upstream's operator's field manager, as that
+// operator writes: the fields it changes are its own again, so a later
+// switch hands them to hpp's manager (adopt) and hpp's apply removes what
+// hpp does not set, such as upstream's sidecars. With managedFields reset
+// instead, one run on the real node kept upstream's sidecars in hpp's pod
+// after the next switch (most likely fields without an owner for adopt to
+// hand over). A workload gone since the switch is left for upstream's
+// operator to make.
 func (r *Runner) restoreWorkload(ctx context.Context, w *unstructured.Unstructured) error {
 	res, err := resourceByKind(w.GetKind())
 	if err != nil {
@@ -96,7 +101,6 @@ func (r *Runner) restoreWorkload(ctx context.Context, w *unstructured.Unstructur
 	want.Object["spec"] = spec
 	want.SetLabels(w.GetLabels())
 	want.SetAnnotations(w.GetAnnotations())
-	want.SetManagedFields([]metav1.ManagedFieldsEntry{{}}) // reset: the PUT's manager owns all
 	if _, err := r.res(res).Update(ctx, want, metav1.UpdateOptions{FieldManager: UpstreamOperatorManager}); err != nil {
 		return fmt.Errorf("put back %s: %w", refOf(w), err)
 	}
