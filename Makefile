@@ -74,8 +74,8 @@ include $(wildcard $(ROOT)/mk/*.mk)
 .PHONY: test
 # The conformance tier (mk/conformance.mk) runs last; HPP_CONFORMANCE=0 leaves it out.
 # takeover-on-node (mk/takeover.mk): upstream's real operator switched to hpp,
-# back and again, then uninstalled, on the real node (about 7 min; the
-# pathConfig test is not in it yet, mk/takeover.mk says why).
+# back and again, then uninstalled, on the real node, from a storagePools
+# CR and from a pathConfig CR (about 11 min).
 test: deps lint build build-standalone unit fuzz sanity csi-tests quota-tests quota-vm-tests quota-vm-cluster mounter-tests migrate-tests e2e operator-on-node takeover-on-node $(if $(filter 0,$(HPP_CONFORMANCE)),,conformance) ## everything that can run on this machine (what CI runs)
 	@echo "make test: all tiers passed"
 

@@ -6,13 +6,10 @@
 # CI=true a missing upstream or root fails, otherwise it skips saying why.
 # A storagePools CR with four pools (a directory pool, two Filesystem
 # pvcTemplate pools and a Block one, an empty loop device upstream's
-# mounter formats), about 6 minutes. TestTakeoverPathConfigOnTheRealNode
-# (the legacy pathConfig CR, takeover_pathconfig_test.go) is left out
-# until its second switch passes: after the way back, hpp's CSI DaemonSet
-# kept upstream's node-driver-registrar and liveness-probe containers and
-# the driver left CSINode twice. Run it alone with
-#   cd test && HPP_TEST_TIER=takeover go test -count=1 -timeout 30m -v \
-#     -run '^TestTakeoverPathConfigOnTheRealNode$' ./onnode/
+# mounter formats), about 6 minutes; then the same from upstream's legacy
+# pathConfig CR (TestTakeoverPathConfigOnTheRealNode,
+# takeover_pathconfig_test.go: its legacy provisioner's hostPath PVs and
+# its CSI pool legacy), about 5 minutes.
 
 .PHONY: takeover-on-node
 takeover-on-node: ## switch a node running upstream's operator to hpp and back, as deploy/README.md says (root)
@@ -20,7 +17,7 @@ ifeq ($(IS_ROOT),yes)
 	@$(MAKE) --no-print-directory deps cluster-binaries
 	@echo "==> takeover from upstream's operator on the real node (logs of a failure: _output/takeover-logs/)"
 	@cd $(ROOT)/test && HPP_TEST_TIER=takeover HPP_ONNODE_LOGS=$(ROOT)/_output/takeover-logs \
-	  HPP_TIER_LOG=$(ROOT)/_output/takeover.log $(GOTEST_TIER) -count=1 -timeout 30m -v -run '^TestTakeoverOnTheRealNode$$' ./onnode/
+	  HPP_TIER_LOG=$(ROOT)/_output/takeover.log $(GOTEST_TIER) -count=1 -timeout 30m -v -run '^(TestTakeoverOnTheRealNode|TestTakeoverPathConfigOnTheRealNode)$$' ./onnode/
 else ifeq ($(CI),true)
 	@echo "==> takeover-on-node FAILED: CI=true and the local cluster needs root" >&2; exit 1
 else
