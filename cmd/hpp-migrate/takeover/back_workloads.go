@@ -21,28 +21,6 @@ import (
 // node workloads back itself and waits for their pods before upstream's
 // operator starts; it then finds every pod in place and nothing to roll.
 
-// workloadCandidates are upstream's node workloads: its operator's
-// DaemonSets (CSI driver, legacy provisioner) and pool mounters.
-func workloadCandidates(inv *Inventory) []*unstructured.Unstructured {
-	var out []*unstructured.Unstructured
-	for _, kind := range []string{"DaemonSet", "Deployment"} {
-		for _, o := range inv.Live[kind] {
-			if isNodeWorkload(o) && madeByUpstreamOperator(o) {
-				out = append(out, cleaned(o))
-			}
-		}
-	}
-	return out
-}
-
-func isNodeWorkload(o *unstructured.Unstructured) bool {
-	return o.GetKind() == "DaemonSet" || o.GetKind() == "Deployment" && strings.HasPrefix(o.GetName(), mounterPrefix)
-}
-
-// mounterPrefix begins every pool mounter Deployment's name, upstream's
-// and hpp's.
-const mounterPrefix = "hpp-pool-"
-
 // restoreWorkloads puts each backed-up workload back as upstream's
 // operator wrote it and waits until its pods have rolled.
 func (r *Runner) restoreWorkloads(ctx context.Context, workloads []*unstructured.Unstructured) error {

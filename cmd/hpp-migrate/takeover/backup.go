@@ -142,6 +142,20 @@ func (r *Runner) ReadBackup(ctx context.Context) (*Backup, error) {
 	return &b, nil
 }
 
+// workloadCandidates are upstream's node workloads: its operator's
+// DaemonSets (CSI driver, legacy provisioner) and pool mounters.
+func workloadCandidates(inv *Inventory) []*unstructured.Unstructured {
+	var out []*unstructured.Unstructured
+	for _, kind := range []string{"DaemonSet", "Deployment"} {
+		for _, o := range inv.Live[kind] {
+			if isNodeWorkload(o) && madeByUpstreamOperator(o) {
+				out = append(out, cleaned(o))
+			}
+		}
+	}
+	return out
+}
+
 // upstreamRefs are the objects of upstream's the switch found.
 func upstreamRefs(inv *Inventory) []Ref {
 	var out []Ref

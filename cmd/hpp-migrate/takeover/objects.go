@@ -191,3 +191,12 @@ var upstreamInstallNames = map[string][]string{
 func isUpstreamInstallName(kind, name string) bool {
 	return slices.Contains(upstreamInstallNames[kind], name)
 }
+
+// isNodeWorkload: a DaemonSet or a pool mounter Deployment.
+func isNodeWorkload(o *unstructured.Unstructured) bool {
+	return o.GetKind() == "DaemonSet" || o.GetKind() == "Deployment" && strings.HasPrefix(o.GetName(), mounterPrefix)
+}
+
+// mounterPrefix begins every pool mounter Deployment's name, upstream's
+// and hpp's.
+const mounterPrefix = "hpp-pool-"
