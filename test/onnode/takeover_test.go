@@ -238,18 +238,7 @@ volumeBindingMode: WaitForFirstConsumer
 			// (blkid) and makes one (mkfs.xfs).
 			p.dev, _ = testutil.LoopDevice(t, testutil.MinXFSBytes)
 			p.vol = filepath.Join(r.c.Dir, "disks", p.disk)
-			pv := e2e.LocalPV("takeover-disk-"+p.disk, disks, p.dev, r.c.RealNode().Name, "300Mi", corev1.PersistentVolumeBlock)
-			if _, err := r.c.Client.CoreV1().PersistentVolumes().Create(ctx, pv, metav1.CreateOptions{}); err != nil {
-				t.Fatal(err)
-			}
-			fmt.Fprintf(&spec, `    pvcTemplate:
-      volumeMode: Block
-      accessModes: [ReadWriteOnce]
-      storageClassName: %s
-      resources:
-        requests:
-          storage: 300Mi
-`, disks)
+			r.offerDisk(ctx, t, &spec, p, disks, p.dev, corev1.PersistentVolumeBlock)
 		} else if p.template() {
 			// The PV is the whole filesystem, as local-static-provisioner
 			// makes them (one disk mounted per PV): upstream's mounter
@@ -261,18 +250,7 @@ volumeBindingMode: WaitForFirstConsumer
 			if err := os.Remove(r.inNode(sub)); err != nil {
 				t.Fatal(err)
 			}
-			pv := e2e.LocalPV("takeover-disk-"+p.disk, disks, p.vol, r.c.RealNode().Name, "300Mi", corev1.PersistentVolumeFilesystem)
-			pv.Spec.PersistentVolumeReclaimPolicy = corev1.PersistentVolumeReclaimRetain
-			if _, err := r.c.Client.CoreV1().PersistentVolumes().Create(ctx, pv, metav1.CreateOptions{}); err != nil {
-				t.Fatal(err)
-			}
-			fmt.Fprintf(&spec, `    pvcTemplate:
-      accessModes: [ReadWriteOnce]
-      storageClassName: %s
-      resources:
-        requests:
-          storage: 300Mi
-`, disks)
+			r.offerDisk(ctx, t, &spec, p, disks, p.vol, corev1.PersistentVolumeFilesystem)
 		}
 		p.class = "takeover-" + p.disk
 		if p.disk == "" {
@@ -340,6 +318,27 @@ func (r *takeoverRun) checkUpstreamBlockMount(t *testing.T) {
 		}
 		t.Logf("upstream's mounter formatted the empty %s with XFS and mounted it at %s (%d:%d, source %s)", p.dev, target, major, minor, m[0].Source)
 	}
+}
+
+// offerDisk creates the local PV (Retain, as e2e.LocalPV makes them) of a
+// pvcTemplate pool's disk at path, in the disk's own class, and writes the
+// pool's pvcTemplate into the CR's spec.
+func (r *takeoverRun) offerDisk(ctx context.Context, t *testing.T, spec *strings.Builder, p *tkPool, class, path string, mode corev1.PersistentVolumeMode) {
+	t.Helper()
+	pv := e2e.LocalPV("takeover-disk-"+p.disk, class, path, r.c.RealNode().Name, "300Mi", mode)
+	if _, err := r.c.Client.CoreV1().PersistentVolumes().Create(ctx, pv, metav1.CreateOptions{}); err != nil {
+		t.Fatal(err)
+	}
+	fmt.Fprintf(spec, "    pvcTemplate:\n")
+	if mode == corev1.PersistentVolumeBlock {
+		fmt.Fprintf(spec, "      volumeMode: Block\n")
+	}
+	fmt.Fprintf(spec, `      accessModes: [ReadWriteOnce]
+      storageClassName: %s
+      resources:
+        requests:
+          storage: 300Mi
+`, class)
 }
 
 // waitUpstreamMounts waits until upstream's mounters have mounted every
