@@ -294,24 +294,6 @@ func (r *pathConfigRun) waitDaemonSetImages(ctx context.Context, t *testing.T, p
 // its data directory is still there, and so is the namespace.
 func (r *pathConfigRun) checkDataKept(ctx context.Context, t *testing.T) {
 	t.Helper()
-	for _, c := range r.atRest {
-		pv, err := r.c.Client.CoreV1().PersistentVolumes().Get(ctx, c.pv, metav1.GetOptions{})
-		if err != nil || pv.DeletionTimestamp != nil {
-			t.Errorf("after the uninstall: PV %s of claim %s: %v", c.pv, c.name, err)
-			continue
-		}
-		file := r.dataFile(t, pv)
-		b, err := os.ReadFile(file)
-		if err != nil || strings.TrimSpace(string(b)) != c.data {
-			t.Errorf("after the uninstall: %s: %q, %v; want %q", file, b, err, c.data)
-		}
-	}
-	ns, err := r.c.Client.CoreV1().Namespaces().Get(ctx, namespace, metav1.GetOptions{})
-	if err != nil || ns.DeletionTimestamp != nil {
-		t.Errorf("after the uninstall: namespace %s: %v, deleting %v", namespace, err, ns.DeletionTimestamp != nil)
-	}
-	if t.Failed() {
-		t.FailNow()
-	}
+	r.checkAtRestKept(ctx, t, func(_ *claimAtRest, pv *corev1.PersistentVolume) string { return r.dataFile(t, pv) })
 	t.Logf("after the uninstall: %d PVs and their data kept; namespace %s kept", len(r.atRest), namespace)
 }

@@ -737,16 +737,27 @@ func (r *takeoverRun) checkKept(ctx context.Context, t *testing.T) {
 			t.Errorf("after the uninstall: pool claim %s: %v (uid %v, want %s)", name, err, uidOf(c), uid)
 		}
 	}
-	for _, c := range r.atRest {
+	r.checkAtRestKept(ctx, t, func(c *claimAtRest, pv *corev1.PersistentVolume) string {
 		if c.pool.block {
 			r.mountBlockDisk(ctx, t, c.pool)
 		}
+		return filepath.Join(r.volumeDir(c.pool, pv.Spec.CSI.VolumeHandle), "file")
+	})
+	t.Logf("after the uninstall: %d pool claims, %d PVs and their data kept; namespace %s kept", len(r.poolClaims), len(r.atRest), namespace)
+}
+
+// checkAtRestKept: after the uninstall every PV of the claims at rest is
+// there, the file in its data directory (dataFile) still holds what was
+// written, and the namespace is kept; it stops the test otherwise.
+func (r *takeoverRun) checkAtRestKept(ctx context.Context, t *testing.T, dataFile func(*claimAtRest, *corev1.PersistentVolume) string) {
+	t.Helper()
+	for _, c := range r.atRest {
 		pv, err := r.c.Client.CoreV1().PersistentVolumes().Get(ctx, c.pv, metav1.GetOptions{})
 		if err != nil || pv.DeletionTimestamp != nil {
 			t.Errorf("after the uninstall: PV %s of claim %s: %v", c.pv, c.name, err)
 			continue
 		}
-		file := filepath.Join(r.volumeDir(c.pool, pv.Spec.CSI.VolumeHandle), "file")
+		file := dataFile(c, pv)
 		b, err := os.ReadFile(file)
 		if err != nil || strings.TrimSpace(string(b)) != c.data {
 			t.Errorf("after the uninstall: %s: %q, %v; want %q", file, b, err, c.data)
@@ -754,12 +765,11 @@ func (r *takeoverRun) checkKept(ctx context.Context, t *testing.T) {
 	}
 	ns, err := r.c.Client.CoreV1().Namespaces().Get(ctx, namespace, metav1.GetOptions{})
 	if err != nil || ns.DeletionTimestamp != nil {
-		t.Errorf("after the uninstall: namespace %s (it holds the pool claims): %v, deleting %v", namespace, err, ns.DeletionTimestamp != nil)
+		t.Errorf("after the uninstall: namespace %s: %v, deleting %v", namespace, err, ns.DeletionTimestamp != nil)
 	}
 	if t.Failed() {
 		t.FailNow()
 	}
-	t.Logf("after the uninstall: %d pool claims, %d PVs and their data kept; namespace %s kept", len(r.poolClaims), len(r.atRest), namespace)
 }
 
 // mountBlockDisk mounts a Block pool's device at its vol in the node (once
