@@ -108,6 +108,12 @@ const (
 	// it copies the effective value onto the PV, so the orphaned PV is
 	// known as opted in once its claim is gone.
 	AnnReleaseAfterNodeLoss = "hostpath.csi/release-after-node-loss"
+	// AnnTakeoverApplied is set by `hpp-migrate takeover` on each object
+	// of hpp's install it applies, to a digest of the manifest applied: a
+	// resumed or repeated switch applies an object again only when the
+	// manifest or the object has changed since, so a switch run on a
+	// switched cluster writes nothing.
+	AnnTakeoverApplied = "hostpath.csi/takeover-applied"
 )
 
 // Labels the operators put on pool objects (claims, mounter Deployments,

@@ -3,6 +3,7 @@ package takeover
 import (
 	"context"
 	"encoding/json"
+	"errors"
 	"fmt"
 	"slices"
 
@@ -23,6 +24,11 @@ import (
 // finishes the first.
 func (r *Runner) Back(ctx context.Context) error {
 	b, err := r.ReadBackup(ctx)
+	if errors.Is(err, errNoBackup) {
+		if back, berr := r.upstreamOperatorRuns(); berr != nil || back {
+			return berr
+		}
+	}
 	if err != nil {
 		return err
 	}
@@ -106,6 +112,23 @@ func (r *Runner) Back(ctx context.Context) error {
 	return nil
 }
 
+// upstreamOperatorRuns says whether a way back finished here: the backup
+// is gone (its deletion is the way back's last write) and the operator
+// Deployment is upstream's again (its selector, upstream's deploy/
+// operator.yaml, and not applied or labelled by hpp).
+func (r *Runner) upstreamOperatorRuns() (bool, error) {
+	live, err := r.get(rDeployment, OperatorName)
+	if err != nil || live == nil || madeByHPP(live) {
+		return false, err
+	}
+	sel, _, _ := unstructured.NestedStringMap(live.Object, "spec", "selector", "matchLabels")
+	if len(sel) != 1 || sel["name"] != OperatorName {
+		return false, nil
+	}
+	r.say("already back: upstream's operator runs %s and the switch's backup is gone; nothing changed", r.Namespace)
+	return true, nil
+}
+
 func orderForRestore(objs []*unstructured.Unstructured) []*unstructured.Unstructured {
 	out := slices.Clone(objs)
 	slices.SortStableFunc(out, func(a, b *unstructured.Unstructured) int {
@@ -140,7 +163,7 @@ func (r *Runner) restore(ctx context.Context, o *unstructured.Unstructured) erro
 		if _, err := ri.Create(ctx, want, metav1.CreateOptions{FieldManager: KubectlCreateManager}); err != nil {
 			return fmt.Errorf("restore %s: %w", refOf(o), err)
 		}
-		r.say("      created %s", refOf(o))
+		r.did("created %s", refOf(o))
 		return nil
 	case err != nil:
 		return fmt.Errorf("restore %s: %w", refOf(o), err)
@@ -157,7 +180,7 @@ func (r *Runner) restore(ctx context.Context, o *unstructured.Unstructured) erro
 	if _, err := ri.Update(ctx, want, metav1.UpdateOptions{FieldManager: KubectlCreateManager}); err != nil {
 		return fmt.Errorf("restore %s: %w", refOf(o), err)
 	}
-	r.say("      replaced %s", refOf(o))
+	r.did("replaced %s", refOf(o))
 	return nil
 }
 
@@ -180,7 +203,7 @@ func (r *Runner) dropFinalizer(ctx context.Context) error {
 		if _, err := r.Client.Resource(rCR.GVR).Patch(ctx, cr.GetName(), types.JSONPatchType, []byte(patch), metav1.PatchOptions{}); err != nil {
 			return fmt.Errorf("remove finalizer %s from HostPathProvisioner %s: %w", HPPFinalizer, cr.GetName(), err)
 		}
-		r.say("      removed finalizer %s from HostPathProvisioner %s", HPPFinalizer, cr.GetName())
+		r.did("removed finalizer %s from HostPathProvisioner %s", HPPFinalizer, cr.GetName())
 	}
 	return nil
 }
@@ -208,7 +231,7 @@ func (r *Runner) clearVersions(ctx context.Context) error {
 		if _, err := r.Client.Resource(rCR.GVR).Patch(ctx, cr.GetName(), types.MergePatchType, patch, metav1.PatchOptions{}, "status"); err != nil && !apierrors.IsNotFound(err) {
 			return fmt.Errorf("clear the status versions of HostPathProvisioner %s: %w", cr.GetName(), err)
 		}
-		r.say("      cleared the status versions hpp wrote on HostPathProvisioner %s", cr.GetName())
+		r.did("cleared the status versions hpp wrote on HostPathProvisioner %s", cr.GetName())
 	}
 	return nil
 }

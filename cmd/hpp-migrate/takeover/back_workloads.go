@@ -82,7 +82,7 @@ func (r *Runner) restoreWorkload(ctx context.Context, w *unstructured.Unstructur
 	if _, err := r.res(res).Update(ctx, want, metav1.UpdateOptions{FieldManager: UpstreamOperatorManager}); err != nil {
 		return fmt.Errorf("put back %s: %w", refOf(w), err)
 	}
-	r.say("      put back %s", refOf(w))
+	r.did("put back %s", refOf(w))
 	return nil
 }
 

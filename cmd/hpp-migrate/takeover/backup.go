@@ -3,6 +3,7 @@ package takeover
 import (
 	"context"
 	"encoding/json"
+	"errors"
 	"fmt"
 	"slices"
 
@@ -78,13 +79,17 @@ func (r *Runner) backup(ctx context.Context, inv *Inventory) error {
 		return err
 	}
 	if live != nil {
+		r.say("      backup %s kept (made by the first run)", BackupSecret)
+		if old, _, _ := unstructured.NestedString(live.Object, "data", backupAppliedKey); old == b64(appliedJSON) {
+			return nil
+		}
 		if err := unstructured.SetNestedField(live.Object, b64(appliedJSON), "data", backupAppliedKey); err != nil {
 			return err
 		}
 		if _, err := r.res(rSecret).Update(ctx, live, metav1.UpdateOptions{}); err != nil {
 			return fmt.Errorf("update the backup Secret %s: %w", BackupSecret, err)
 		}
-		r.say("      backup %s kept (made by the first run)", BackupSecret)
+		r.did("recorded in %s the %d objects this install applies", BackupSecret, len(applied))
 		return nil
 	}
 	objs := backupCandidates(inv)
@@ -110,11 +115,15 @@ func (r *Runner) backup(ctx context.Context, inv *Inventory) error {
 	if _, err := r.res(rSecret).Create(ctx, secret, metav1.CreateOptions{}); err != nil && !apierrors.IsAlreadyExists(err) {
 		return fmt.Errorf("create the backup Secret %s: %w", BackupSecret, err)
 	}
+	r.did("created %s", BackupSecret)
 	for _, o := range append(objs, workloads...) {
 		r.say("      saved %s", refOf(o))
 	}
 	return nil
 }
+
+// errNoBackup: the namespace has no backup Secret.
+var errNoBackup = errors.New("no backup")
 
 // ReadBackup reads the backup Secret of the namespace.
 func (r *Runner) ReadBackup(ctx context.Context) (*Backup, error) {
@@ -123,7 +132,7 @@ func (r *Runner) ReadBackup(ctx context.Context) (*Backup, error) {
 		return nil, err
 	}
 	if s == nil {
-		return nil, fmt.Errorf("no Secret %s/%s: the way back needs the backup `hpp-migrate takeover` made (without it, reinstall upstream's operator from its deploy/)", r.Namespace, BackupSecret)
+		return nil, fmt.Errorf("no Secret %s/%s: the way back needs the backup `hpp-migrate takeover` made (without it, reinstall upstream's operator from its deploy/): %w", r.Namespace, BackupSecret, errNoBackup)
 	}
 	var b Backup
 	for key, into := range map[string]any{backupObjectsKey: &b.Objects, backupWorkloadsKey: &b.Workloads, backupUpstreamKey: &b.Upstream, backupAppliedKey: &b.Applied} {

@@ -70,6 +70,7 @@ var (
 	rConfigMap   = Resource{schema.GroupVersionResource{Version: "v1", Resource: "configmaps"}, "ConfigMap", true, false}
 	rSA          = Resource{schema.GroupVersionResource{Version: "v1", Resource: "serviceaccounts"}, "ServiceAccount", true, false}
 	rPVC         = Resource{schema.GroupVersionResource{Version: "v1", Resource: "persistentvolumeclaims"}, "PersistentVolumeClaim", true, false}
+	rPod         = Resource{schema.GroupVersionResource{Version: "v1", Resource: "pods"}, "Pod", true, false}
 	rPV          = Resource{schema.GroupVersionResource{Version: "v1", Resource: "persistentvolumes"}, "PersistentVolume", false, false}
 	rDeployment  = Resource{schema.GroupVersionResource{Group: "apps", Version: "v1", Resource: "deployments"}, "Deployment", true, false}
 	rDaemonSet   = Resource{schema.GroupVersionResource{Group: "apps", Version: "v1", Resource: "daemonsets"}, "DaemonSet", true, false}

@@ -2,6 +2,8 @@ package takeover
 
 import (
 	"context"
+	"crypto/sha256"
+	"encoding/hex"
 	"encoding/json"
 	"fmt"
 	"io"
@@ -15,6 +17,8 @@ import (
 	"k8s.io/apimachinery/pkg/util/sets"
 	"k8s.io/client-go/dynamic"
 	"k8s.io/client-go/util/csaupgrade"
+
+	"github.com/hostpath-provisioner/hpp/internal/contract"
 )
 
 // CSIDaemonSetName is the CSI driver's DaemonSet, upstream's and hpp's.
@@ -30,6 +34,9 @@ type Runner struct {
 	// Interval between polls; 1 s when zero.
 	Interval time.Duration
 	start    time.Time
+	// changes counts the writes this run made: none means the cluster
+	// was already where the command takes it.
+	changes int
 }
 
 func (r *Runner) say(format string, args ...any) {
@@ -37,6 +44,12 @@ func (r *Runner) say(format string, args ...any) {
 		r.start = time.Now()
 	}
 	fmt.Fprintf(r.Out, "[%6.1fs] %s\n", time.Since(r.start).Seconds(), fmt.Sprintf(format, args...))
+}
+
+// did reports a write this run made.
+func (r *Runner) did(format string, args ...any) {
+	r.changes++
+	r.say("      "+format, args...)
 }
 
 func (r *Runner) res(res Resource) dynamic.ResourceInterface {
@@ -55,7 +68,12 @@ func (r *Runner) resOf(o *unstructured.Unstructured) (dynamic.ResourceInterface,
 }
 
 func (r *Runner) get(res Resource, name string) (*unstructured.Unstructured, error) {
-	o, err := r.res(res).Get(context.TODO(), name, metav1.GetOptions{})
+	return r.getFrom(context.TODO(), r.res(res), name)
+}
+
+// getFrom is the named object, or nil when there is none.
+func (r *Runner) getFrom(ctx context.Context, ri dynamic.ResourceInterface, name string) (*unstructured.Unstructured, error) {
+	o, err := ri.Get(ctx, name, metav1.GetOptions{})
 	if apierrors.IsNotFound(err) {
 		return nil, nil
 	}
@@ -83,7 +101,7 @@ func (r *Runner) Switch(ctx context.Context, inv *Inventory, plan *Plan) error {
 			return err
 		}
 	}
-	if err := r.waitPodsGone(ctx, "upstream's operator pods", "name="+OperatorName); err != nil {
+	if err := r.waitUpstreamOperatorGone(ctx, want); err != nil {
 		return err
 	}
 	r.say("3/7 removing upstream's webhook (configuration, Service, Secret, cert-manager objects)")
@@ -123,6 +141,10 @@ func (r *Runner) Switch(ctx context.Context, inv *Inventory, plan *Plan) error {
 	r.say("7/7 waiting for hpp's operator to roll the node pods and report the CR Available")
 	if err := r.waitRolled(ctx, envOf(want, "CSI_PROVISIONER_IMAGE"), envOf(want, "MOUNTER_IMAGE")); err != nil {
 		return err
+	}
+	if r.changes == 0 {
+		r.say("already switched: hpp's operator runs %s and its install is applied; nothing changed", r.Namespace)
+		return nil
 	}
 	r.say("switched: hpp's operator runs %s; `hpp-migrate takeover --back` returns to upstream's", r.Namespace)
 	return nil
@@ -185,6 +207,17 @@ func (r *Runner) applyAll(ctx context.Context, objs []*unstructured.Unstructured
 		if err != nil {
 			return err
 		}
+		live, err := r.getFrom(ctx, ri, o.GetName())
+		if err != nil {
+			return fmt.Errorf("read %s: %w", refOf(o), err)
+		}
+		o, err = stamped(o)
+		if err != nil {
+			return err
+		}
+		if live != nil && alreadyApplied(live, o) {
+			continue
+		}
 		data, err := json.Marshal(o.Object)
 		if err != nil {
 			return err
@@ -192,7 +225,7 @@ func (r *Runner) applyAll(ctx context.Context, objs []*unstructured.Unstructured
 		if _, err := ri.Patch(ctx, o.GetName(), types.ApplyPatchType, data, metav1.PatchOptions{FieldManager: ApplyManager, Force: ptrTrue()}); err != nil {
 			return fmt.Errorf("apply %s: %w", refOf(o), err)
 		}
-		r.say("      applied %s", refOf(o))
+		r.did("applied %s", refOf(o))
 		if o.GetKind() == "CustomResourceDefinition" {
 			if err := r.waitEstablished(ctx, o.GetName()); err != nil {
 				return err
@@ -200,6 +233,73 @@ func (r *Runner) applyAll(ctx context.Context, objs []*unstructured.Unstructured
 		}
 	}
 	return nil
+}
+
+// stamped is a copy of manifest m carrying AnnTakeoverApplied, the digest
+// of m: the annotation arrives with the forced apply itself, so it says
+// that this very manifest was applied in full (fields upstream set that
+// hpp's manifest does not were dropped), which the hand-over of step 4
+// alone, or another manifest, cannot say.
+func stamped(m *unstructured.Unstructured) (*unstructured.Unstructured, error) {
+	data, err := json.Marshal(m.Object)
+	if err != nil {
+		return nil, err
+	}
+	sum := sha256.Sum256(data)
+	out := m.DeepCopy()
+	ann := out.GetAnnotations()
+	if ann == nil {
+		ann = map[string]string{}
+	}
+	ann[contract.AnnTakeoverApplied] = hex.EncodeToString(sum[:16])
+	out.SetAnnotations(ann)
+	return out, nil
+}
+
+// alreadyApplied: the stamped manifest was applied to live, and live
+// still holds each of its fields with its value (no one changed them
+// since), so applying it again would change nothing: a resumed or
+// repeated switch sends no write for it.
+func alreadyApplied(live, stampedManifest *unstructured.Unstructured) bool {
+	return holds(live.Object, stampedManifest.Object)
+}
+
+// holds: got has every field of want with want's value (maps key by key,
+// lists item by item and of the same length, scalars as printed, so that
+// JSON's and YAML's numbers compare equal). A null or empty map in want
+// holds where got has nothing: the API server drops them.
+func holds(got, want any) bool {
+	switch w := want.(type) {
+	case map[string]any:
+		g, ok := got.(map[string]any)
+		if !ok {
+			return got == nil && len(w) == 0
+		}
+		for k, wv := range w {
+			if gv, ok := g[k]; ok {
+				if !holds(gv, wv) {
+					return false
+				}
+			} else if !holds(nil, wv) {
+				return false
+			}
+		}
+		return true
+	case []any:
+		g, ok := got.([]any)
+		if !ok || len(g) != len(w) {
+			return got == nil && len(w) == 0
+		}
+		for i := range w {
+			if !holds(g[i], w[i]) {
+				return false
+			}
+		}
+		return true
+	case nil:
+		return true
+	}
+	return got != nil && fmt.Sprint(got) == fmt.Sprint(want)
 }
 
 func ptrTrue() *bool { b := true; return &b }
@@ -212,7 +312,7 @@ func (r *Runner) delete(ctx context.Context, res Resource, name string) error {
 	case err != nil:
 		return fmt.Errorf("delete %s %s: %w", res.Kind, name, err)
 	}
-	r.say("      deleted %s %s", res.Kind, name)
+	r.did("deleted %s %s", res.Kind, name)
 	return nil
 }
 
@@ -225,7 +325,7 @@ func (r *Runner) deleteAndWait(ctx context.Context, res Resource, live *unstruct
 	if err != nil && !apierrors.IsNotFound(err) && !apierrors.IsConflict(err) {
 		return fmt.Errorf("delete %s: %w", refOf(live), err)
 	}
-	r.say("      deleted %s", refOf(live))
+	r.did("deleted %s", refOf(live))
 	return r.poll(ctx, refOf(live).String()+" gone", func() (bool, string, error) {
 		o, err := r.get(res, live.GetName())
 		return o == nil || o.GetUID() != uid, "still there", err

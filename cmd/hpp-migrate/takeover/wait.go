@@ -8,6 +8,8 @@ import (
 
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
+	"k8s.io/apimachinery/pkg/labels"
+	"k8s.io/apimachinery/pkg/runtime"
 )
 
 func condition(o *unstructured.Unstructured, typ string) string {
@@ -45,13 +47,39 @@ func (r *Runner) waitAvailable(ctx context.Context, name string) error {
 	})
 }
 
-func (r *Runner) waitPodsGone(ctx context.Context, what, selector string) error {
-	return r.poll(ctx, what+" gone", func() (bool, string, error) {
-		l, err := r.res(Resource{GVR: rPVC.GVR.GroupVersion().WithResource("pods"), Namespaced: true}).List(ctx, metav1.ListOptions{LabelSelector: selector})
+// waitUpstreamOperatorGone waits until no pod of upstream's operator is
+// left. hpp's operator pods carry upstream's `name` label too (deploy/
+// keeps it for upstream's NetworkPolicies and metrics Service), so the
+// label alone also counts hpp's own pod once a switch has got that far
+// and is run again; what tells them apart is the selector of hpp's
+// operator Deployment, which upstream's pods do not match.
+func (r *Runner) waitUpstreamOperatorGone(ctx context.Context, hpps *unstructured.Unstructured) error {
+	hppPods := labels.Nothing()
+	if m, found, _ := unstructured.NestedMap(hpps.Object, "spec", "selector"); found {
+		var sel metav1.LabelSelector
+		if err := runtime.DefaultUnstructuredConverter.FromUnstructured(m, &sel); err != nil {
+			return fmt.Errorf("the selector of hpp's Deployment %s: %w", OperatorName, err)
+		}
+		s, err := metav1.LabelSelectorAsSelector(&sel)
+		if err != nil {
+			return fmt.Errorf("the selector of hpp's Deployment %s: %w", OperatorName, err)
+		}
+		if !s.Empty() {
+			hppPods = s
+		}
+	}
+	return r.poll(ctx, "upstream's operator pods gone", func() (bool, string, error) {
+		l, err := r.res(rPod).List(ctx, metav1.ListOptions{LabelSelector: "name=" + OperatorName})
 		if err != nil {
 			return false, "", err
 		}
-		return len(l.Items) == 0, fmt.Sprintf("%d pods", len(l.Items)), nil
+		var upstreams []string
+		for i := range l.Items {
+			if !hppPods.Matches(labels.Set(l.Items[i].GetLabels())) {
+				upstreams = append(upstreams, l.Items[i].GetName())
+			}
+		}
+		return len(upstreams) == 0, fmt.Sprintf("%d pods %v", len(upstreams), upstreams), nil
 	})
 }
 
