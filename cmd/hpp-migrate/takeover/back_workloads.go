@@ -29,7 +29,7 @@ func (r *Runner) restoreWorkloads(ctx context.Context, workloads []*unstructured
 			return err
 		}
 	}
-	return r.poll(ctx, "upstream's node pods rolled back", func() (bool, string, error) {
+	return r.pollRoll(ctx, "upstream's node pods rolled back", func() (bool, string, error) {
 		var pending []string
 		for _, w := range workloads {
 			res, err := resourceByKind(w.GetKind())

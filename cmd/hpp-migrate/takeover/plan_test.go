@@ -93,11 +93,16 @@ func hppManifests() []*unstructured.Unstructured {
 }
 
 func fakeClient(objs ...runtime.Object) *dynamicfake.FakeDynamicClient {
+	return dynamicfake.NewSimpleDynamicClientWithCustomListKinds(runtime.NewScheme(), listKinds(), objs...)
+}
+
+// listKinds are the list kinds of every resource the takeover reads.
+func listKinds() map[schema.GroupVersionResource]string {
 	lists := map[schema.GroupVersionResource]string{}
-	for _, r := range append(Resources, manifestResources...) {
+	for _, r := range append(Resources, append(manifestResources, rPod)...) {
 		lists[r.GVR] = r.Kind + "List"
 	}
-	return dynamicfake.NewSimpleDynamicClientWithCustomListKinds(runtime.NewScheme(), lists, objs...)
+	return lists
 }
 
 func assess(t *testing.T, objs ...runtime.Object) *Plan {

@@ -332,13 +332,32 @@ func (r *Runner) deleteAndWait(ctx context.Context, res Resource, live *unstruct
 	})
 }
 
+// pollRoll polls cond while the node pods roll, four times as often as
+// poll (a driver pod's stop is shortened within a quarter second of its
+// start), shortening the grace of the CSI pods being replaced first.
+func (r *Runner) pollRoll(ctx context.Context, what string, cond func() (bool, string, error)) error {
+	return r.pollEvery(ctx, r.interval()/4, what, func() (bool, string, error) {
+		if err := r.hurryOldDriverPods(ctx); err != nil {
+			return false, "", err
+		}
+		return cond()
+	})
+}
+
+func (r *Runner) interval() time.Duration {
+	if r.Interval == 0 {
+		return time.Second
+	}
+	return r.Interval
+}
+
 // poll calls cond every Interval until it is done, printing its state
 // whenever it changes, for at most Timeout.
 func (r *Runner) poll(ctx context.Context, what string, cond func() (bool, string, error)) error {
-	interval := r.Interval
-	if interval == 0 {
-		interval = time.Second
-	}
+	return r.pollEvery(ctx, r.interval(), what, cond)
+}
+
+func (r *Runner) pollEvery(ctx context.Context, interval time.Duration, what string, cond func() (bool, string, error)) error {
 	ctx, cancel := context.WithTimeout(ctx, r.Timeout)
 	defer cancel()
 	last := ""

@@ -38,14 +38,8 @@ type simCluster struct {
 // killed is what a simulated kill panics with.
 type killed struct{ write string }
 
-var podsGVR = schema.GroupVersionResource{Version: "v1", Resource: "pods"}
-
 func newSimCluster(t *testing.T, objs ...runtime.Object) *simCluster {
-	lists := map[schema.GroupVersionResource]string{podsGVR: "PodList"}
-	for _, r := range append(Resources, manifestResources...) {
-		lists[r.GVR] = r.Kind + "List"
-	}
-	s := &simCluster{t: t, client: dynamicfake.NewSimpleDynamicClientWithCustomListKinds(runtime.NewScheme(), lists, objs...)}
+	s := &simCluster{t: t, client: fakeClient(objs...)}
 	s.client.PrependReactor("*", "*", s.react)
 	return s
 }
@@ -200,7 +194,7 @@ func (s *simCluster) apply(p clienttesting.PatchActionImpl) (runtime.Object, err
 // read answers from the tracker, with the status the cluster's
 // controllers would have written by now, and the operator's pods.
 func (s *simCluster) read(action clienttesting.Action) (bool, runtime.Object, error) {
-	if action.GetResource() == podsGVR {
+	if action.GetResource() == rPod.GVR {
 		return true, s.operatorPods(), nil
 	}
 	_, obj, err := clienttesting.ObjectReaction(s.tracker())(action)

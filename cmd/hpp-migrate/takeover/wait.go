@@ -114,7 +114,7 @@ func images(o *unstructured.Unstructured) []string {
 // Deployment run the operator's images on all their pods, and the CR is
 // Available: the operator has taken over the node pods.
 func (r *Runner) waitRolled(ctx context.Context, driverImage, mounterImage string) error {
-	return r.poll(ctx, "node pods rolled and the CR Available", func() (bool, string, error) {
+	return r.pollRoll(ctx, "node pods rolled and the CR Available", func() (bool, string, error) {
 		var pending []string
 		ds, err := r.get(rDaemonSet, CSIDaemonSetName)
 		if err != nil {
