@@ -205,6 +205,7 @@ type auditEvent struct {
 	StageTimestamp metav1.MicroTime `json:"stageTimestamp"`
 	Verb           string           `json:"verb"`
 	RequestURI     string           `json:"requestURI"`
+	UserAgent      string           `json:"userAgent"`
 	User           struct {
 		Username string `json:"username"`
 	} `json:"user"`

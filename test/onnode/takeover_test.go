@@ -110,9 +110,16 @@ func TestTakeoverOnTheRealNode(t *testing.T) {
 	r.record(ctx, t)
 	r.tl.mark("upstream running: writer started, claims at rest written")
 
+	// The switch interrupted after hpp's install is applied, as a closed
+	// terminal would, and finished by the README's section run again;
+	// then run once more on the switched cluster.
+	r.runSectionKilled(ctx, t, "Switch", "6/7 waiting for hpp's operator")
 	r.runSection(ctx, t, "Switch")
 	r.checkUnderHPP(ctx, t, "switch")
+	r.checkSwitchChangesNothing(ctx, t)
 
+	// The way back interrupted once upstream's node workloads are back.
+	r.runSectionKilled(ctx, t, "Way back", "4/7 restoring upstream's install objects")
 	r.runSection(ctx, t, "Way back")
 	r.checkUnderUpstream(ctx, t, "way back")
 

@@ -13,6 +13,7 @@ import (
 	"strconv"
 	"strings"
 	"sync"
+	"syscall"
 	"testing"
 	"time"
 
@@ -179,6 +180,10 @@ func (r *takeoverRun) mountsUnder(dir string) ([]string, error) {
 	return out, sc.Err()
 }
 
+// maxDriverAbsence bounds each absence of the driver from CSINode while
+// its node pod rolls.
+const maxDriverAbsence = 5 * time.Second
+
 // check asserts the phase's watch results since the last check: at most
 // one absence of the driver from CSINode (one restart of the node's
 // plugin pod), no pool mount ever missing, and the writer's log without
@@ -205,6 +210,14 @@ func (w *watchers) check(t *testing.T, phase string) {
 	t.Logf("%s: CSINode without %s: %d times %v", phase, contract.DriverName, len(absent), absent)
 	if len(absent) > 1 {
 		t.Errorf("%s: the driver left CSINode %d times (%v); want at most once (one plugin pod restart)", phase, len(absent), absent)
+	}
+	for _, a := range absent {
+		// The roll shortens the old node pod's grace (hpp-migrate's
+		// hurry.go): no new pod on the node waits half a minute for a
+		// driver.
+		if a.to.Sub(a.from) > maxDriverAbsence {
+			t.Errorf("%s: the driver was missing from CSINode for %s, want at most %s", phase, a, maxDriverAbsence)
+		}
 	}
 	ids, err := w.mountIDs()
 	if err != nil {
@@ -371,11 +384,32 @@ func readmeSection(t *testing.T, root, name string) string {
 // output into the test log.
 func (r *takeoverRun) runSection(ctx context.Context, t *testing.T, name string) {
 	t.Helper()
+	if err := r.runScript(ctx, t, name, ""); err != nil {
+		t.Fatalf("deploy/README.md %q: %v\ninstall: %s", name, err, r.podStates(ctx))
+	}
+	r.tl.mark(fmt.Sprintf("deploy/README.md %q: done", name))
+}
+
+// runSectionKilled runs a README section as runSection does and kills
+// it, with SIGKILL to every process it started (a closed terminal, a
+// dropped connection), as soon as a line of its output holds killAt.
+func (r *takeoverRun) runSectionKilled(ctx context.Context, t *testing.T, name, killAt string) {
+	t.Helper()
+	err := r.runScript(ctx, t, name, killAt)
+	if err == nil || !strings.Contains(err.Error(), "killed") {
+		t.Fatalf("deploy/README.md %q: not killed at %q: %v", name, killAt, err)
+	}
+	r.tl.mark(fmt.Sprintf("deploy/README.md %q: killed at %q", name, killAt))
+}
+
+func (r *takeoverRun) runScript(ctx context.Context, t *testing.T, name, killAt string) error {
+	t.Helper()
 	script := readmeSection(t, repoRoot(t), name)
 	r.tl.mark(fmt.Sprintf("deploy/README.md %q: running\n%s", name, indent(script)))
 	cmd := exec.CommandContext(ctx, "bash", "-euo", "pipefail", "-c", script)
 	cmd.Dir = repoRoot(t)
 	cmd.Env = append(os.Environ(), "PATH="+r.bin+":"+os.Getenv("PATH"), "KUBECONFIG="+r.c.Kubeconfig)
+	cmd.SysProcAttr = &syscall.SysProcAttr{Setpgid: true}
 	pr, pw := io.Pipe()
 	cmd.Stdout, cmd.Stderr = pw, pw
 	done := make(chan struct{})
@@ -384,15 +418,16 @@ func (r *takeoverRun) runSection(ctx context.Context, t *testing.T, name string)
 		sc := bufio.NewScanner(pr)
 		for sc.Scan() {
 			t.Logf("  | %s", sc.Text())
+			if killAt != "" && strings.Contains(sc.Text(), killAt) && cmd.Process != nil {
+				_ = syscall.Kill(-cmd.Process.Pid, syscall.SIGKILL)
+				t.Logf("  | (killed: SIGKILL to the section's processes)")
+			}
 		}
 	}()
 	err := cmd.Run()
 	_ = pw.Close()
 	<-done
-	if err != nil {
-		t.Fatalf("deploy/README.md %q: %v\ninstall: %s", name, err, r.podStates(ctx))
-	}
-	r.tl.mark(fmt.Sprintf("deploy/README.md %q: done", name))
+	return err
 }
 
 func indent(s string) string {
