@@ -32,8 +32,11 @@ func (r *Runner) waitEstablished(ctx context.Context, name string) error {
 	})
 }
 
+// waitAvailable waits for an operator Deployment; the operator may begin
+// to roll the node pods before it reports Available, so the wait hurries
+// their stop already.
 func (r *Runner) waitAvailable(ctx context.Context, name string) error {
-	return r.poll(ctx, "Deployment "+name+" Available", func() (bool, string, error) {
+	return r.pollRoll(ctx, "Deployment "+name+" Available", func() (bool, string, error) {
 		o, err := r.get(rDeployment, name)
 		if err != nil || o == nil {
 			return false, "absent", err
