@@ -1,0 +1,24 @@
+package pools
+
+import "context"
+
+// Volumes lists every usable pool's own volumes in (pool order, id) order.
+// Legacy directories are not listed: they also hold PVs not migrated yet,
+// which are not CSI volumes.
+func (rt *Runtime) Volumes(ctx context.Context) ([]Volume, error) {
+	var out []Volume
+	for _, p := range rt.pools {
+		store, err := rt.storeOf(p.own)
+		if err != nil {
+			continue
+		}
+		vols, err := store.List(ctx)
+		if err != nil {
+			return nil, wrap("listing volumes of pool "+p.name(), err)
+		}
+		for _, v := range vols {
+			out = append(out, Volume{pool: p, root: p.own, store: store, Volume: v})
+		}
+	}
+	return out, nil
+}
