@@ -1,15 +1,8 @@
-// Package handlers is hpp-csi's CSI face: the Identity, Controller and
-// Node services, one shape each (validate the request, ask the pool
-// runtime, map its answer to a gRPC code once), the gRPC server with its
-// interceptors, and the call metrics. The pools themselves, and every
-// side effect on the node, are package pools' (which uses package host);
-// a handler never touches a disk or a mount itself.
 package handlers
 
 import (
 	"errors"
 	"fmt"
-	"time"
 
 	"github.com/container-storage-interface/spec/lib/go/csi"
 	"go.uber.org/zap"
@@ -69,7 +62,6 @@ func (c Config) Validate() error {
 // Deps are the handlers' own side effects, injected so they are testable;
 // the pools' are the runtime's (pools.Deps).
 type Deps struct {
-	Now     func() time.Time
 	Logger  *zap.Logger
 	Metrics *Metrics
 	// Binding, when set, lets CreateVolume refuse Immediate StorageClasses.
@@ -99,9 +91,6 @@ func New(cfg Config, rt *pools.Runtime, deps Deps) (*Driver, error) {
 	}
 	if deps.Logger == nil {
 		deps.Logger = zap.NewNop()
-	}
-	if deps.Now == nil {
-		deps.Now = time.Now
 	}
 	if deps.Metrics == nil {
 		deps.Metrics = NewMetrics()

@@ -4,6 +4,7 @@ import (
 	"context"
 	"runtime/debug"
 	"strings"
+	"time"
 
 	"github.com/container-storage-interface/spec/lib/go/csi"
 	"github.com/kubernetes-csi/csi-lib-utils/protosanitizer"
@@ -46,10 +47,10 @@ func (d *Driver) recoverInterceptor(ctx context.Context, req any, info *grpc.Una
 // observeInterceptor logs every call once (secrets stripped) and records
 // metrics by method and code.
 func (d *Driver) observeInterceptor(ctx context.Context, req any, info *grpc.UnaryServerInfo, handler grpc.UnaryHandler) (any, error) {
-	start := d.deps.Now()
+	start := time.Now()
 	method := shortMethod(info.FullMethod)
 	resp, err := handler(ctx, req)
-	took := d.deps.Now().Sub(start)
+	took := time.Since(start)
 	code := status.Code(err)
 	d.deps.Metrics.observe(method, code, took)
 	fields := []zap.Field{zap.String("method", method), zap.String("code", code.String()), zap.Duration("took", took)}

@@ -173,25 +173,21 @@ type VolumeWithProblems struct {
 // order, id) order.
 func (rt *Runtime) Unhealthy(ctx context.Context) ([]VolumeWithProblems, error) {
 	var out []VolumeWithProblems
-	for _, p := range rt.pools {
-		store, err := rt.storeOf(p.own)
-		if err != nil {
-			continue
-		}
-		poolProblems := rt.rootProblems(p, p.own)
-		vols, err := store.List(ctx)
+	for _, p := range rt.usable() {
+		poolProblems := rt.rootProblems(p.poolState, p.own)
+		vols, err := p.store.List(ctx)
 		if err != nil {
 			return nil, wrap("listing volumes of pool "+p.name(), err)
 		}
-		missing, err := store.Missing(ctx)
+		missing, err := p.store.Missing(ctx)
 		if err != nil {
 			return nil, wrap("listing missing volumes of pool "+p.name(), err)
 		}
 		for _, v := range mergeByID(vols, missing) {
-			l := Volume{pool: p, root: p.own, store: store, Volume: v.Volume}
+			l := Volume{pool: p.poolState, root: p.own, store: p.store, Volume: v.Volume}
 			problems := append([]Problem(nil), poolProblems...)
 			if v.missing {
-				problems = append(problems, missingDirProblem(p, v.Volume))
+				problems = append(problems, missingDirProblem(p.poolState, v.Volume))
 			} else {
 				problems = append(problems, unenforcedProblem(l)...)
 			}

@@ -7,17 +7,13 @@ import "context"
 // which are not CSI volumes.
 func (rt *Runtime) Volumes(ctx context.Context) ([]Volume, error) {
 	var out []Volume
-	for _, p := range rt.pools {
-		store, err := rt.storeOf(p.own)
-		if err != nil {
-			continue
-		}
-		vols, err := store.List(ctx)
+	for _, p := range rt.usable() {
+		vols, err := p.store.List(ctx)
 		if err != nil {
 			return nil, wrap("listing volumes of pool "+p.name(), err)
 		}
 		for _, v := range vols {
-			out = append(out, Volume{pool: p, root: p.own, store: store, Volume: v})
+			out = append(out, Volume{pool: p.poolState, root: p.own, store: p.store, Volume: v})
 		}
 	}
 	return out, nil

@@ -4,6 +4,7 @@ import (
 	"sync"
 
 	"github.com/hostpath-provisioner/hpp/internal/capacity"
+	"github.com/hostpath-provisioner/hpp/internal/dirvol"
 	"github.com/hostpath-provisioner/hpp/internal/pool"
 	"github.com/hostpath-provisioner/hpp/internal/prjquota"
 	"github.com/hostpath-provisioner/hpp/internal/snapshot"
@@ -24,7 +25,7 @@ type poolState struct {
 
 	mu sync.Mutex
 	// copies is how clones and snapshots copy data in this pool, and its
-	// snapshot area (see snapshots.go); set when own is opened.
+	// snapshot area (see copies.go); set when own is opened.
 	copies poolCopies
 	// quota is the pool's project IDs when it enforces sizes (quota.go);
 	// set when own is opened.
@@ -95,4 +96,23 @@ func (rt *Runtime) Index(name string) int {
 		}
 	}
 	return -1
+}
+
+// usablePool is a pool whose own directory can be read now, with its store.
+type usablePool struct {
+	*poolState
+	store *dirvol.Store
+}
+
+// usable lists, in pool order, the pools whose own directory can be read
+// now: listings pass over the others (their volumes reappear once the
+// disk is back).
+func (rt *Runtime) usable() []usablePool {
+	var out []usablePool
+	for _, p := range rt.pools {
+		if store, err := rt.storeOf(p.own); err == nil {
+			out = append(out, usablePool{poolState: p, store: store})
+		}
+	}
+	return out
 }

@@ -101,10 +101,7 @@ func (rt *Runtime) DeleteSnapshot(ctx context.Context, id string) error {
 // order, id) order.
 func (rt *Runtime) Snapshots(ctx context.Context, source string) ([]PoolSnapshot, error) {
 	var out []PoolSnapshot
-	for _, p := range rt.pools {
-		if _, err := rt.storeOf(p.own); err != nil {
-			continue
-		}
+	for _, p := range rt.usable() {
 		snaps := p.snapshots()
 		if snaps == nil {
 			continue
