@@ -3,21 +3,36 @@ package main
 import (
 	"go/parser"
 	"go/token"
+	"io/fs"
 	"path/filepath"
 	"strconv"
+	"strings"
 	"testing"
 )
 
-// TestPackagesImportOneWay: the CSI handlers and pool runtime (driver) and
-// the process plumbing (serve) never import each other, tests included;
-// run.go joins them. An import back would make the plumbing part of the
-// driver again.
+// TestPackagesImportOneWay: hpp-csi's packages import one way, tests
+// included, and run.go joins them:
+//
+//	handlers -> pools -> host
+//
+// The CSI handlers ask the pool runtime and never reach the OS adapters
+// themselves (a handler that mounts or stats on its own is a second pool
+// runtime); the pool runtime never imports the handlers (it would speak
+// gRPC again, and each would call back into the other); the adapters know
+// neither. The process plumbing (serve) and the three never import each
+// other: an import back would make the plumbing part of the driver again.
 func TestPackagesImportOneWay(t *testing.T) {
 	const mod = "github.com/hostpath-provisioner/hpp/cmd/hpp-csi/"
-	for dir, banned := range map[string]string{"driver": mod + "serve", "serve": mod + "driver"} {
-		files, err := filepath.Glob(filepath.Join(dir, "*.go"))
-		if err != nil || len(files) == 0 {
-			t.Fatalf("no Go files in %s: %v", dir, err)
+	banned := map[string][]string{
+		"handlers": {"host", "serve"},
+		"pools":    {"handlers", "serve"},
+		"host":     {"pools", "handlers", "serve"},
+		"serve":    {"handlers", "pools", "host"},
+	}
+	for dir, imports := range banned {
+		files := goFilesUnder(t, dir)
+		if len(files) == 0 {
+			t.Fatalf("no Go files in %s", dir)
 		}
 		for _, f := range files {
 			parsed, err := parser.ParseFile(token.NewFileSet(), f, nil, parser.ImportsOnly)
@@ -25,10 +40,30 @@ func TestPackagesImportOneWay(t *testing.T) {
 				t.Fatal(err)
 			}
 			for _, imp := range parsed.Imports {
-				if path, _ := strconv.Unquote(imp.Path.Value); path == banned {
-					t.Errorf("%s imports %s: %s must not depend on it", f, banned, dir)
+				path, _ := strconv.Unquote(imp.Path.Value)
+				for _, b := range imports {
+					if path == mod+b || strings.HasPrefix(path, mod+b+"/") {
+						t.Errorf("%s imports %s: %s must not depend on %s", f, path, dir, b)
+					}
 				}
 			}
 		}
 	}
+}
+
+// goFilesUnder lists the Go files of dir and of the packages below it
+// (pools/poolstest is the pool runtime's too).
+func goFilesUnder(t *testing.T, dir string) []string {
+	t.Helper()
+	var files []string
+	err := filepath.WalkDir(dir, func(path string, e fs.DirEntry, err error) error {
+		if err == nil && !e.IsDir() && strings.HasSuffix(path, ".go") {
+			files = append(files, path)
+		}
+		return err
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	return files
 }

@@ -3,7 +3,7 @@
 // registering itself with kubelet and serving /healthz and /metrics. With
 // --controller-only it is instead the one cluster-wide endpoint csi-resizer
 // talks to: Identity and ControllerExpandVolume, no pools (see
-// driver/controlleronly.go).
+// handlers/controlleronly.go).
 package main
 
 import (

@@ -9,7 +9,8 @@ import (
 
 	"github.com/spf13/pflag"
 
-	"github.com/hostpath-provisioner/hpp/cmd/hpp-csi/driver"
+	"github.com/hostpath-provisioner/hpp/cmd/hpp-csi/handlers"
+	"github.com/hostpath-provisioner/hpp/cmd/hpp-csi/pools"
 	"github.com/hostpath-provisioner/hpp/cmd/hpp-csi/serve"
 	"github.com/hostpath-provisioner/hpp/internal/cli"
 	"github.com/hostpath-provisioner/hpp/internal/contract"
@@ -148,18 +149,20 @@ func (o *options) Validate() error {
 	return cli.Usage(errs...)
 }
 
-func (o *options) driverConfig() driver.Config {
-	return driver.Config{
+func (o *options) driverConfig() handlers.Config {
+	return handlers.Config{
 		DriverName:        o.driverName,
 		VendorVersion:     o.vendorVersion,
-		NodeID:            o.nodeID,
-		HostRootRef:       hostRootRef(o.socketPath),
-		Pools:             o.pools,
 		MaxVolumesPerNode: o.maxVolumes,
-		ReservationAware:  o.reservationAware,
-		StatsCacheTTL:     o.statsCacheTTL,
-		StatsTimeout:      o.statsTimeout,
 		ControllerOnly:    o.controllerOnly,
+		Config: pools.Config{
+			NodeID:           o.nodeID,
+			HostRootRef:      hostRootRef(o.socketPath),
+			Pools:            o.pools,
+			ReservationAware: o.reservationAware,
+			StatsCacheTTL:    o.statsCacheTTL,
+			StatsTimeout:     o.statsTimeout,
+		},
 	}
 }
 

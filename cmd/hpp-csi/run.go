@@ -8,8 +8,10 @@ import (
 	"go.uber.org/zap"
 	"golang.org/x/sync/errgroup"
 
-	"github.com/hostpath-provisioner/hpp/cmd/hpp-csi/driver"
+	"github.com/hostpath-provisioner/hpp/cmd/hpp-csi/handlers"
+	"github.com/hostpath-provisioner/hpp/cmd/hpp-csi/host"
 	"github.com/hostpath-provisioner/hpp/cmd/hpp-csi/kubeapi"
+	"github.com/hostpath-provisioner/hpp/cmd/hpp-csi/pools"
 	"github.com/hostpath-provisioner/hpp/cmd/hpp-csi/serve"
 	"github.com/hostpath-provisioner/hpp/internal/prjquota"
 	"github.com/hostpath-provisioner/hpp/internal/selinux"
@@ -27,17 +29,23 @@ func (o *options) Run(ctx context.Context) error {
 	log.Info("starting", zap.Stringer("version", version.Get("hpp-csi")), zap.String("node", o.nodeID),
 		zap.Int("pools", len(o.pools.All())), zap.Bool("controllerOnly", o.controllerOnly))
 
-	metrics := driver.NewMetrics()
-	deps := driver.Deps{
-		Mounter: driver.SyscallMounter{},
+	metrics := handlers.NewMetrics()
+	cfg := o.driverConfig()
+	// The pool runtime gets the real OS adapters; the handlers only ask it.
+	rt, err := pools.New(cfg.Config, pools.Deps{
+		Mounter: host.SyscallMounter{},
 		Labeler: selinux.New(log.Named("selinux")),
-		FS:      driver.OSHostFS{},
+		FS:      host.Filesystem{},
 		Logger:  log,
-		Metrics: metrics,
+		Metrics: metrics.Registry,
 		Quota:   prjquota.NewLinux(),
 		// Nil unless built with the tag hpp_killpoints (crash tests).
 		QuotaStep: killPoint(),
+	})
+	if err != nil {
+		return fmt.Errorf("configuring driver: %w", err)
 	}
+	deps := handlers.Deps{Logger: log, Metrics: metrics}
 	if o.checkBindingMode {
 		binding, err := kubeapi.New(o.kubeconfig)
 		if err != nil {
@@ -45,7 +53,7 @@ func (o *options) Run(ctx context.Context) error {
 		}
 		deps.Binding = binding
 	}
-	d, err := driver.New(o.driverConfig(), deps)
+	d, err := handlers.New(cfg, rt, deps)
 	if err != nil {
 		return fmt.Errorf("configuring driver: %w", err)
 	}
@@ -55,12 +63,12 @@ func (o *options) Run(ctx context.Context) error {
 	if !o.controllerOnly {
 		// Pools are opened and recovered here, once, before the socket
 		// serves; no request ever opens one.
-		if err := d.OpenPools(ctx); err != nil {
+		if err := rt.OpenPools(ctx); err != nil {
 			// Not fatal: the pool's disk may be mounted later. Probe and
 			// /healthz say not-ready until RetryPools opens it.
 			log.Warn("some storage pools are not usable yet", zap.Error(err))
 		}
-		g.Go(func() error { d.RetryPools(gctx, o.poolRetry); return nil })
+		g.Go(func() error { rt.RetryPools(gctx, o.poolRetry); return nil })
 	}
 	csiLog := log.With(zap.String("driver", o.driverName), zap.String("node", o.nodeID))
 	g.Go(func() error { return serve.CSI(gctx, csiLog, d.NewGRPCServer(), o.socketPath, o.shutdownGrace) })
@@ -74,7 +82,7 @@ func (o *options) Run(ctx context.Context) error {
 	}
 	if o.healthAddress != "" {
 		g.Go(func() error {
-			return serve.HTTP(gctx, log, "health", o.healthAddress, serve.HealthHandler(d.Ready, reg), nil)
+			return serve.HTTP(gctx, log, "health", o.healthAddress, serve.HealthHandler(rt.Ready, reg), nil)
 		})
 	}
 	if o.metricsAddress != "" {

@@ -1,0 +1,117 @@
+package handlers
+
+import (
+	"fmt"
+	"os"
+	"sort"
+	"strconv"
+	"strings"
+
+	"github.com/hostpath-provisioner/hpp/internal/contract"
+	"github.com/hostpath-provisioner/hpp/internal/dirvol"
+)
+
+// StorageClass parameters hpp-csi understands besides the KubeVirt driver's
+// (contract.ParamStoragePool, contract.ParamOverlayCSI): hpp's own, so
+// non-root pods can own their volume without an init container.
+const (
+	ParamDirectoryUID = "directoryUID"
+	ParamDirectoryGID = "directoryGID"
+	// ParamDirectoryMode is an octal permission string such as "0770".
+	ParamDirectoryMode = "directoryMode"
+)
+
+// Keys with these prefixes are set by Kubernetes components (for example
+// csi-provisioner's --extra-create-metadata) and carry no meaning here.
+var ignoredParamPrefixes = []string{"csi.storage.k8s.io/", "kubevirt.io/", "hostpath.csi/"}
+
+const maxID = 1<<31 - 1
+
+// volumeParams is the parsed, validated parameter map of a request.
+type volumeParams struct {
+	storagePool string
+	ownership   dirvol.Ownership
+}
+
+// parseParams validates every parameter and reports all problems at once.
+// Unknown keys are errors: a typo such as "storagepool" would otherwise put
+// the volume on the default pool without anyone noticing.
+func parseParams(params map[string]string) (volumeParams, error) {
+	p := volumeParams{ownership: dirvol.Ownership{UID: -1, GID: -1}}
+	var problems []string
+	keys := make([]string, 0, len(params))
+	for k := range params {
+		keys = append(keys, k)
+	}
+	sort.Strings(keys)
+	for _, k := range keys {
+		v := params[k]
+		switch k {
+		case contract.ParamStoragePool:
+			p.storagePool = v
+		case ParamDirectoryUID:
+			id, err := parseID(v)
+			if err != nil {
+				problems = append(problems, fmt.Sprintf("parameters.%s: %v", k, err))
+			}
+			p.ownership.UID = id
+		case ParamDirectoryGID:
+			id, err := parseID(v)
+			if err != nil {
+				problems = append(problems, fmt.Sprintf("parameters.%s: %v", k, err))
+			}
+			p.ownership.GID = id
+		case contract.ParamOverlayCSI:
+			// Whether a pool is shared comes from --datadir, so hpp only
+			// checks that the value is a boolean.
+			if _, err := strconv.ParseBool(v); err != nil {
+				problems = append(problems, fmt.Sprintf("parameters.%s: %q must be \"true\" or \"false\"", k, v))
+			}
+		case ParamDirectoryMode:
+			mode, err := parseMode(v)
+			if err != nil {
+				problems = append(problems, fmt.Sprintf("parameters.%s: %v", k, err))
+			}
+			p.ownership.Mode = mode
+		default:
+			if !hasIgnoredPrefix(k) {
+				problems = append(problems, fmt.Sprintf("parameters.%s: unknown parameter (known: %s, %s, %s, %s, %s)",
+					k, contract.ParamStoragePool, ParamDirectoryUID, ParamDirectoryGID, ParamDirectoryMode, contract.ParamOverlayCSI))
+			}
+		}
+	}
+	if len(problems) > 0 {
+		return p, invalidArg("invalid StorageClass parameters: %s", strings.Join(problems, "; "))
+	}
+	return p, nil
+}
+
+func hasIgnoredPrefix(k string) bool {
+	for _, prefix := range ignoredParamPrefixes {
+		if strings.HasPrefix(k, prefix) {
+			return true
+		}
+	}
+	return false
+}
+
+func parseID(v string) (int, error) {
+	n, err := strconv.ParseInt(v, 10, 64)
+	if err != nil || n < 0 || n > maxID {
+		return -1, fmt.Errorf("%q is not a numeric id between 0 and %d", v, maxID)
+	}
+	return int(n), nil
+}
+
+func parseMode(v string) (os.FileMode, error) {
+	n, err := strconv.ParseUint(v, 8, 32)
+	if err != nil || n > 0o777 {
+		return 0, fmt.Errorf("%q is not an octal permission mode between 0700 and 0777 (e.g. \"0770\")", v)
+	}
+	if n&0o700 != 0o700 {
+		// Without rwx for the owner the driver itself could not clean up
+		// the directory on delete; refusing is kinder than a stuck PV.
+		return 0, fmt.Errorf("%q must give the owner rwx (0700)", v)
+	}
+	return os.FileMode(n), nil
+}

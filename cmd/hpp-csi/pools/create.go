@@ -1,0 +1,118 @@
+package pools
+
+import (
+	"context"
+	"errors"
+
+	"go.uber.org/zap"
+
+	"github.com/hostpath-provisioner/hpp/internal/dirvol"
+)
+
+// Creation is one volume to make: by CreateVolume (persistent, maybe from
+// a content source) or by the publish of an inline ephemeral volume. Both
+// go through Create, so they refuse, create, label and undo the same way.
+type Creation struct {
+	// Pool is the pool's name, as the request's storagePool rules chose it.
+	Pool string
+	ID   string
+	Spec dirvol.Spec
+	// Source, when set, is copied into the new volume before it is
+	// published.
+	Source *Source
+	// Accept says whether a volume already there under ID is the one asked
+	// for (a retry) or must be refused; it returns the caller's error. A
+	// volume made from another source (or none) is refused after it.
+	Accept func(existing dirvol.Volume) error
+	// What names the volume in errors and logs ("volume", "ephemeral volume").
+	What string
+}
+
+// Create makes the volume, or returns the one already there when Accept
+// takes it. The caller holds the id's lock (Lock). A volume that cannot be
+// labelled for SELinux is removed again, so the CO's retry starts clean; if
+// that removal fails too, both errors are returned.
+func (rt *Runtime) Create(ctx context.Context, c Creation) (Volume, error) {
+	p, ok := rt.poolNamed(c.Pool)
+	if !ok {
+		return Volume{}, refuse(Invalid, "storage pool %q is not configured on node %s", c.Pool, rt.cfg.NodeID)
+	}
+	if c.Source != nil {
+		done, err := rt.withSource(ctx, p, c.ID, *c.Source, &c.Spec)
+		if err != nil {
+			return Volume{}, err
+		}
+		defer done()
+	}
+	store, err := rt.storeOf(p.own)
+	if err != nil {
+		return Volume{}, wrap("opening pool", err)
+	}
+	accept := func(existing dirvol.Volume) (Volume, error) {
+		if err := c.Accept(existing); err != nil {
+			return Volume{}, err
+		}
+		if got, want := existing.Attributes[contentSourceAttr], c.Source.key(); got != want {
+			return Volume{}, refuse(Exists, "volume %q already exists with content source %q, not %q", c.ID, got, want)
+		}
+		return Volume{pool: p, root: p.own, store: store, Volume: existing}, nil
+	}
+	if err := rt.refuseSameNameElsewhere(ctx, c.ID, p); err != nil {
+		return Volume{}, err
+	}
+	existing, err := store.Get(ctx, c.ID)
+	switch {
+	case err == nil:
+		return accept(existing)
+	case !errors.Is(err, dirvol.ErrNotFound):
+		return Volume{}, wrap("looking up "+c.What, err)
+	}
+	if err := rt.checkFits(ctx, p, store, c.Spec.CapacityBytes); err != nil {
+		return Volume{}, err
+	}
+	undoQuota, err := rt.enforced(p, c.ID, &c.Spec)
+	if err != nil {
+		return Volume{}, err
+	}
+	vol, created, err := store.Create(ctx, c.ID, c.Spec)
+	if err != nil {
+		undoQuota()
+		return Volume{}, wrap("creating "+c.What+" directory", err)
+	}
+	rt.step("create.published")
+	if !created {
+		// Made between Get and Create by another process on a shared pool.
+		return accept(vol)
+	}
+	if err := rt.deps.Labeler.Relabel(ctx, vol.Path); err != nil {
+		// An unlabelled volume would fail in the pod on an SELinux host.
+		if derr := store.Delete(ctx, c.ID); derr != nil {
+			rt.log.Error("removing unlabelled volume failed", zap.String("volume", c.ID), zap.Error(derr))
+			return Volume{}, wrap("labelling "+c.What+" for SELinux", errors.Join(err,
+				errors.New("removing the unlabelled directory also failed (a retry removes or reuses it): "+derr.Error())))
+		}
+		undoQuota()
+		return Volume{}, wrap("labelling "+c.What+" for SELinux", err)
+	}
+	rt.log.Info("volume created", zap.String("volume", c.ID), zap.String("kind", string(c.Spec.Kind)), zap.String("pool", p.name()),
+		zap.String("path", vol.Path), zap.Int64("capacityBytes", c.Spec.CapacityBytes))
+	return Volume{pool: p, root: p.own, store: store, Volume: vol}, nil
+}
+
+// refuseSameNameElsewhere keeps a name unique across the node's pools: the
+// same name with another storagePool is a different volume, not a retry.
+func (rt *Runtime) refuseSameNameElsewhere(ctx context.Context, name string, want *poolState) error {
+	for _, p := range rt.pools {
+		if p == want {
+			continue
+		}
+		store, err := rt.storeOf(p.own)
+		if err != nil {
+			continue
+		}
+		if _, err := store.Get(ctx, name); err == nil {
+			return refuse(Exists, "volume %q already exists in storage pool %q, not in the requested pool %q", name, p.name(), want.name())
+		}
+	}
+	return nil
+}
