@@ -38,6 +38,6 @@ bench: ## benchmarks: hpp-csi over its real socket (table + JSON on stdout; root
 	@echo "==> snapshot and clone benchmark, reflink vs copy (cd test && go run ./bench/copies)"
 	@cd $(ROOT)/test && go run ./bench/copies $(BENCH_COPIES_FLAGS)
 	@echo "==> enforced sizes: create+delete with/without enforceSize, NodeGetVolumeStats of 100,000 files from quota vs walk (fake quota backend)"
-	@cd $(ROOT)/cmd/hpp-csi && go test -run '^$$' -bench 'EnforcedCreateDelete' -benchtime 300x ./driver/ | grep -E '^Benchmark'
-	@cd $(ROOT)/cmd/hpp-csi && go test -run '^$$' -bench 'Stats100kFiles' -benchtime 3x -timeout 30m ./driver/ | grep -E '^Benchmark'
+	@cd $(ROOT)/cmd/hpp-csi && go test -run '^$$' -bench 'EnforcedCreateDelete' -benchtime 300x ./handlers/ | grep -E '^Benchmark'
+	@cd $(ROOT)/cmd/hpp-csi && go test -run '^$$' -bench 'Stats100kFiles' -benchtime 3x -timeout 30m ./handlers/ | grep -E '^Benchmark'
 	@$(foreach t,$(BENCH_MORE),$(MAKE) --no-print-directory $(t) &&) true
