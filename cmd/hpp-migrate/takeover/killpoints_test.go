@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"context"
 	"fmt"
+	"io"
 	"slices"
 	"strings"
 	"testing"
@@ -263,5 +264,26 @@ func operatorRan(t *testing.T, s *simCluster) {
 			u.SetLabels(map[string]string{ManagedByLabel: hppManagedBy})
 			_ = unstructured.SetNestedSlice(u.Object, []any{map[string]any{"name": "c", "image": "hpp"}}, "spec", "template", "spec", "containers")
 		})
+	}
+}
+
+// TestPlanWritesNothing: `takeover --plan` reads the cluster and writes
+// nothing, on upstream's install and on a switch interrupted half-way.
+func TestPlanWritesNothing(t *testing.T) {
+	half := newSimCluster(t, killPointInstall()...)
+	half.killAt = len(switchWrites) / 2
+	if _, wasKilled, _ := runSwitch(t, half); !wasKilled {
+		t.Fatal("the switch was not interrupted")
+	}
+	half.killAt, half.writes = 0, nil
+	for name, s := range map[string]*simCluster{"upstream's install": newSimCluster(t, killPointInstall()...), "a half-done switch": half} {
+		inv, err := Collect(context.Background(), s.client, ns, killPointManifests())
+		if err != nil {
+			t.Fatal(err)
+		}
+		Assess(inv).Print(io.Discard)
+		if len(s.writes) > 0 {
+			t.Errorf("%s: the plan wrote%s", name, joinLines(s.writes))
+		}
 	}
 }
