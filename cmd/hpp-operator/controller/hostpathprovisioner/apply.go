@@ -10,14 +10,12 @@ import (
 	corev1 "k8s.io/api/core/v1"
 	storagev1 "k8s.io/api/storage/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
-	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"k8s.io/apimachinery/pkg/types"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 	"sigs.k8s.io/controller-runtime/pkg/controller/controllerutil"
 
 	"github.com/hostpath-provisioner/hpp/cmd/hpp-operator/controller/adopt"
-	"github.com/hostpath-provisioner/hpp/cmd/hpp-operator/render"
 	hppv1 "github.com/hostpath-provisioner/hpp/internal/api/v1beta1"
 	"github.com/hostpath-provisioner/hpp/internal/contract"
 )
@@ -56,6 +54,112 @@ func (r *Reconciler) apply(ctx context.Context, p *pass) error {
 	return r.removeUpstreamLeftovers(ctx, p)
 }
 
+// applyOwned applies obj with the CR as its owner (the CSIDriver excepted:
+// it must outlive the CR while PVs of the driver exist, see finalize). A
+// DaemonSet or Deployment of another installation keeps its selector
+// (adopt.Object): it is never deleted and recreated, so its pods roll.
+func (r *Reconciler) applyOwned(ctx context.Context, p *pass, a *applier, obj client.Object) error {
+	if _, isDriver := obj.(*storagev1.CSIDriver); !isDriver {
+		if err := controllerutil.SetControllerReference(p.cr, obj, r.Scheme); err != nil {
+			return err
+		}
+	}
+	wrote, err := a.apply(ctx, obj)
+	if err != nil {
+		p.st.degrade("ApplyFailed", err.Error())
+		return err
+	}
+	if wrote {
+		p.log.Info("applied", "kind", obj.GetObjectKind().GroupVersionKind().Kind, "name", obj.GetName())
+	}
+	return nil
+}
+
+// reconcilePools writes what render built for the pvcTemplate pools: the
+// overlay StorageClasses, for every pool and node the claim and the
+// mounter Deployment, and retires the mounters no longer wanted (node
+// left, pool removed, mode switched) with a cleanup Job.
+func (r *Reconciler) reconcilePools(ctx context.Context, p *pass, a *applier) error {
+	if err := r.ensureOverlayClasses(ctx, p); err != nil {
+		return err
+	}
+	for _, claim := range p.claims {
+		if err := r.ensureClaim(ctx, p.log, claim); err != nil {
+			return err
+		}
+	}
+	for _, m := range p.mounters {
+		if m.claim != nil {
+			if err := r.ensureClaim(ctx, p.log, m.claim); err != nil {
+				return err
+			}
+		}
+		if err := r.applyOwned(ctx, p, a, m.deployment); err != nil {
+			return err
+		}
+	}
+	return r.retireMounters(ctx, p)
+}
+
+// ensureOverlayClasses creates upstream's backend StorageClass of each
+// shared pool, only when missing (as upstream: an administrator may tune
+// it). Two pools that want the same class name, or a class of that name
+// that serves another pool, are reported instead of silently sharing it.
+func (r *Reconciler) ensureOverlayClasses(ctx context.Context, p *pass) error {
+	claimedBy := map[string]string{}
+	for _, o := range p.overlays {
+		name := o.class.Name
+		if other, dup := claimedBy[name]; dup {
+			r.reportOverlayConflict(p.cr, p.st, fmt.Sprintf("storage pools %q and %q both use overlay StorageClass %q: set a distinct spec.storagePools[].overlayClassName for %q", other, o.pool, name, o.pool))
+			continue
+		}
+		claimedBy[name] = o.pool
+		live := &storagev1.StorageClass{}
+		err := r.Client.Get(ctx, client.ObjectKey{Name: name}, live)
+		if err == nil {
+			if sp := live.Parameters[contract.ParamStoragePool]; live.Provisioner != contract.DriverName || sp != o.pool {
+				r.reportOverlayConflict(p.cr, p.st, fmt.Sprintf("StorageClass %q exists for provisioner %s, storagePool %q, not for storage pool %q: rename it or set spec.storagePools[].overlayClassName", name, live.Provisioner, sp, o.pool))
+			}
+			continue
+		}
+		if !apierrors.IsNotFound(err) {
+			return err
+		}
+		if err := controllerutil.SetControllerReference(p.cr, o.class, r.Scheme); err != nil {
+			return err
+		}
+		if err := r.Client.Create(ctx, o.class); err != nil && !apierrors.IsAlreadyExists(err) {
+			return fmt.Errorf("create overlay StorageClass %s: %w", name, err)
+		}
+	}
+	return nil
+}
+
+func (r *Reconciler) reportOverlayConflict(cr *hppv1.HostPathProvisioner, st *status, msg string) {
+	if st.conds[hppv1.ConditionDegraded].reason != "OverlayClassConflict" {
+		r.eventf(cr, corev1.EventTypeWarning, "OverlayClassConflict", "%s", msg)
+	}
+	st.degrade("OverlayClassConflict", msg)
+}
+
+// ensureClaim creates a pool PVC that does not exist. An existing one is
+// left as it is: a claim's spec is immutable once bound, and it holds data.
+func (r *Reconciler) ensureClaim(ctx context.Context, log logr.Logger, pvc *corev1.PersistentVolumeClaim) error {
+	err := r.Client.Get(ctx, client.ObjectKeyFromObject(pvc), &corev1.PersistentVolumeClaim{})
+	if !apierrors.IsNotFound(err) {
+		return err
+	}
+	err = r.Client.Create(ctx, pvc)
+	if apierrors.IsAlreadyExists(err) {
+		return nil // the cache had not seen it yet
+	}
+	if err != nil {
+		return fmt.Errorf("create pool PVC %s: %w", pvc.Name, err)
+	}
+	log.Info("created pool claim", "name", pvc.Name)
+	return nil
+}
+
 // removeUpstreamLeftovers deletes what upstream's operator made for the CR
 // and hpp does not make (adopt.Leftovers). Cluster-scoped kinds are listed
 // from the API server, once per CR and operator start (a takeover leaves
@@ -90,152 +194,4 @@ func (r *Reconciler) clusterSwept(uid types.UID) bool {
 	}
 	_, ok := r.swept.Load(uid)
 	return ok
-}
-
-// liveReader reads from the API server (the cache where there is no
-// manager: unit tests).
-func (r *Reconciler) liveReader() client.Reader {
-	if r.APIReader != nil {
-		return r.APIReader
-	}
-	return r.Client
-}
-
-// applyOwned applies obj with the CR as its owner (the CSIDriver excepted:
-// it must outlive the CR while PVs of the driver exist, see finalize). A
-// DaemonSet or Deployment of another installation keeps its selector
-// (adopt.Object): it is never deleted and recreated, so its pods roll.
-func (r *Reconciler) applyOwned(ctx context.Context, p *pass, a *applier, obj client.Object) error {
-	if _, isDriver := obj.(*storagev1.CSIDriver); !isDriver {
-		if err := controllerutil.SetControllerReference(p.cr, obj, r.Scheme); err != nil {
-			return err
-		}
-	}
-	wrote, err := a.apply(ctx, obj)
-	if err != nil {
-		p.st.degrade("ApplyFailed", err.Error())
-		return err
-	}
-	if wrote {
-		p.log.Info("applied", "kind", obj.GetObjectKind().GroupVersionKind().Kind, "name", obj.GetName())
-	}
-	return nil
-}
-
-// reconcilePools writes what render built for the pvcTemplate pools: the
-// overlay StorageClasses, for every pool and node the claim and the
-// mounter Deployment, and retires the mounters no longer wanted (node
-// left, pool removed, mode switched) with a cleanup Job.
-func (r *Reconciler) reconcilePools(ctx context.Context, p *pass, a *applier) error {
-	if err := r.ensureOverlayClasses(ctx, p.cfg, p.cr, p.pools, p.st); err != nil {
-		return err
-	}
-	for i := range p.pools {
-		if pool := &p.pools[i]; render.IsSharedPool(pool) {
-			if err := r.ensureClaim(ctx, p.log, p.cfg.PoolClaim(pool, "")); err != nil {
-				return err
-			}
-		}
-	}
-	for _, m := range p.mounters {
-		if m.claim != nil {
-			if err := r.ensureClaim(ctx, p.log, m.claim); err != nil {
-				return err
-			}
-		}
-		if err := r.applyOwned(ctx, p, a, m.deployment); err != nil {
-			return err
-		}
-	}
-	return r.retireMounters(ctx, p)
-}
-
-// ensureOverlayClasses creates upstream's backend StorageClass of each
-// shared pool, only when missing (as upstream: an administrator may tune
-// it). Two pools that want the same class name, or a class of that name
-// that serves another pool, are reported instead of silently sharing it.
-func (r *Reconciler) ensureOverlayClasses(ctx context.Context, cfg render.Config, cr *hppv1.HostPathProvisioner, pools []hppv1.StoragePool, st *status) error {
-	claimedBy := map[string]string{}
-	for i := range pools {
-		p := &pools[i]
-		if !render.IsSharedPool(p) {
-			continue
-		}
-		name := render.OverlayClassName(p)
-		if other, dup := claimedBy[name]; dup {
-			r.reportOverlayConflict(cr, st, fmt.Sprintf("storage pools %q and %q both use overlay StorageClass %q: set a distinct spec.storagePools[].overlayClassName for %q", other, p.Name, name, p.Name))
-			continue
-		}
-		claimedBy[name] = p.Name
-		live := &storagev1.StorageClass{}
-		err := r.Client.Get(ctx, client.ObjectKey{Name: name}, live)
-		if err == nil {
-			if sp := live.Parameters[contract.ParamStoragePool]; live.Provisioner != contract.DriverName || sp != p.Name {
-				r.reportOverlayConflict(cr, st, fmt.Sprintf("StorageClass %q exists for provisioner %s, storagePool %q, not for storage pool %q: rename it or set spec.storagePools[].overlayClassName", name, live.Provisioner, sp, p.Name))
-			}
-			continue
-		}
-		if !apierrors.IsNotFound(err) {
-			return err
-		}
-		sc := cfg.OverlayStorageClass(p)
-		if err := controllerutil.SetControllerReference(cr, sc, r.Scheme); err != nil {
-			return err
-		}
-		if err := r.Client.Create(ctx, sc); err != nil && !apierrors.IsAlreadyExists(err) {
-			return fmt.Errorf("create overlay StorageClass %s: %w", name, err)
-		}
-	}
-	return nil
-}
-
-func (r *Reconciler) reportOverlayConflict(cr *hppv1.HostPathProvisioner, st *status, msg string) {
-	if st.conds[hppv1.ConditionDegraded].reason != "OverlayClassConflict" {
-		r.eventf(cr, corev1.EventTypeWarning, "OverlayClassConflict", "%s", msg)
-	}
-	st.degrade("OverlayClassConflict", msg)
-}
-
-// ensureClaim creates a pool PVC that does not exist. An existing one is
-// left as it is: a claim's spec is immutable once bound, and it holds data.
-func (r *Reconciler) ensureClaim(ctx context.Context, log logr.Logger, pvc *corev1.PersistentVolumeClaim) error {
-	err := r.Client.Get(ctx, client.ObjectKeyFromObject(pvc), &corev1.PersistentVolumeClaim{})
-	if !apierrors.IsNotFound(err) {
-		return err
-	}
-	err = r.Client.Create(ctx, pvc)
-	if apierrors.IsAlreadyExists(err) {
-		return nil // the cache had not seen it yet
-	}
-	if err != nil {
-		return fmt.Errorf("create pool PVC %s: %w", pvc.Name, err)
-	}
-	log.Info("created pool claim", "name", pvc.Name)
-	return nil
-}
-
-// deleteIfPresent deletes obj if the cache has it: a blind DELETE of an
-// object that is not there would still be a write request per reconcile.
-func (r *Reconciler) deleteIfPresent(ctx context.Context, log logr.Logger, obj client.Object) error {
-	if err := r.Client.Get(ctx, client.ObjectKeyFromObject(obj), obj); err != nil {
-		if apierrors.IsNotFound(err) {
-			return nil
-		}
-		return err
-	}
-	if !obj.GetDeletionTimestamp().IsZero() {
-		return nil
-	}
-	if err := r.Client.Delete(ctx, obj, client.PropagationPolicy(metav1.DeletePropagationBackground)); err != nil && !apierrors.IsNotFound(err) {
-		return fmt.Errorf("delete %T %s: %w", obj, obj.GetName(), err)
-	}
-	log.Info("deleted", "kind", fmt.Sprintf("%T", obj), "name", obj.GetName())
-	return nil
-}
-
-// eventf records an event on the CR.
-func (r *Reconciler) eventf(cr *hppv1.HostPathProvisioner, typ, reason, note string, args ...any) {
-	if r.Recorder != nil {
-		r.Recorder.Eventf(cr, nil, typ, reason, "Reconcile", note, args...)
-	}
 }

@@ -12,16 +12,15 @@ import (
 	"github.com/hostpath-provisioner/hpp/internal/contract"
 )
 
-// derive sets the status from the workloads as they are now.
+// derive sets the status from the workloads as they are now: the nodes
+// held outside the placement, then the DaemonSet of the CR's mode (read
+// from the cache) for Available/Progressing, then the pool statuses.
 func (r *Reconciler) derive(ctx context.Context, p *pass) {
-	p.st.nodes = p.poolNodes
-	p.held.report(p.st)
-	r.observeWorkloads(ctx, p.cr, p.st)
-}
-
-// observeWorkloads reads the DaemonSet of the CR's mode from the cache and
-// sets Available/Progressing and the pool statuses from it.
-func (r *Reconciler) observeWorkloads(ctx context.Context, cr *hppv1.HostPathProvisioner, st *status) {
+	cr, st := p.cr, p.st
+	// The CSI driver's pools, reported once.
+	pools := statusPools(&cr.Spec)
+	st.nodes = p.poolNodes
+	p.held.report(st)
 	// A pathConfig CR is Available when both of its DaemonSets are; the
 	// first one not ready sets the conditions.
 	names := []string{render.CSIDaemonSetName}
@@ -36,11 +35,11 @@ func (r *Reconciler) observeWorkloads(ctx context.Context, cr *hppv1.HostPathPro
 			return
 		}
 		st.available = false
-		var pools []hppv1.StoragePool // the CSI driver's, reported once
 		if name == render.CSIDaemonSetName {
-			pools = statusPools(&cr.Spec)
+			st.fromDaemonSet(ds, pools)
+		} else {
+			st.fromDaemonSet(ds, nil)
 		}
-		st.fromDaemonSet(ds, pools)
 		if !st.available {
 			break
 		}

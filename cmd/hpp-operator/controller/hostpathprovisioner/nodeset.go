@@ -4,12 +4,15 @@ import (
 	"context"
 	"slices"
 
+	appsv1 "k8s.io/api/apps/v1"
 	corev1 "k8s.io/api/core/v1"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	corev1helpers "k8s.io/component-helpers/scheduling/corev1"
 	"k8s.io/component-helpers/scheduling/corev1/nodeaffinity"
 	"k8s.io/klog/v2"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
+	"github.com/hostpath-provisioner/hpp/cmd/hpp-operator/render"
 	hppv1 "github.com/hostpath-provisioner/hpp/internal/api/v1beta1"
 )
 
@@ -72,4 +75,24 @@ func untolerated(n *corev1.Node, tolerations []corev1.Toleration, effect corev1.
 	_, found := corev1helpers.FindMatchingUntoleratedTaint(klog.Background(), n.Spec.Taints, tolerations,
 		func(t *corev1.Taint) bool { return t.Effect == effect }, false)
 	return found
+}
+
+// poolNodes returns, sorted, the nodes a pool is mounted on: where the CSI
+// driver would start, and where its mounter already runs and may stay.
+func (r *Reconciler) poolNodes(ctx context.Context, pool string, set nodeSet) ([]string, error) {
+	var out []string
+	for node := range set.stay {
+		if set.run[node] {
+			out = append(out, node)
+			continue
+		}
+		err := r.Client.Get(ctx, client.ObjectKey{Namespace: r.Config.Namespace, Name: render.MounterName(pool, node)}, &appsv1.Deployment{})
+		if err == nil {
+			out = append(out, node)
+		} else if !apierrors.IsNotFound(err) {
+			return nil, err
+		}
+	}
+	slices.Sort(out)
+	return out, nil
 }

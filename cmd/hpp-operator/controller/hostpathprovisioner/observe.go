@@ -3,7 +3,6 @@ package hostpathprovisioner
 import (
 	"context"
 	"fmt"
-	"slices"
 
 	appsv1 "k8s.io/api/apps/v1"
 	schedulingv1 "k8s.io/api/scheduling/v1"
@@ -14,8 +13,8 @@ import (
 )
 
 // observe reads what the rendering depends on: where the driver runs,
-// the nodes that hold volumes outside it, where each pool is mounted, and
-// the live CSI DaemonSet's plugin directory.
+// where each pool is mounted, the nodes that hold volumes outside the
+// placement, and the live CSI DaemonSet's plugin directory.
 func (r *Reconciler) observe(ctx context.Context, p *pass) error {
 	cfg, err := r.checkPriorityClass(ctx, p.st)
 	if err != nil {
@@ -24,14 +23,6 @@ func (r *Reconciler) observe(ctx context.Context, p *pass) error {
 	if p.placement, err = csiNodes(ctx, r.Client, &p.cr.Spec.Workload); err != nil {
 		return fmt.Errorf("list nodes: %w", err)
 	}
-	if p.held, err = findHeldNodes(ctx, r.Client, p.placement); err != nil {
-		return fmt.Errorf("find nodes holding volumes: %w", err)
-	}
-	cfg.HeldNodes = p.held.nodes()
-	if cfg.PluginDir, err = r.livePluginDir(ctx); err != nil {
-		return err
-	}
-	p.cfg = cfg
 	if !p.cr.Spec.IsLegacy() {
 		p.pools = p.cr.Spec.StoragePools
 	}
@@ -45,6 +36,14 @@ func (r *Reconciler) observe(ctx context.Context, p *pass) error {
 			return err
 		}
 	}
+	if p.held, err = findHeldNodes(ctx, r.Client, p.placement); err != nil {
+		return fmt.Errorf("find nodes holding volumes: %w", err)
+	}
+	cfg.HeldNodes = p.held.nodes()
+	if cfg.PluginDir, err = r.livePluginDir(ctx); err != nil {
+		return err
+	}
+	p.cfg = cfg
 	return nil
 }
 
@@ -86,24 +85,4 @@ func (r *Reconciler) livePluginDir(ctx context.Context) (string, error) {
 		}
 	}
 	return "", nil
-}
-
-// poolNodes returns, sorted, the nodes a pool is mounted on: where the CSI
-// driver would start, and where its mounter already runs and may stay.
-func (r *Reconciler) poolNodes(ctx context.Context, pool string, set nodeSet) ([]string, error) {
-	var out []string
-	for node := range set.stay {
-		if set.run[node] {
-			out = append(out, node)
-			continue
-		}
-		err := r.Client.Get(ctx, client.ObjectKey{Namespace: r.Config.Namespace, Name: render.MounterName(pool, node)}, &appsv1.Deployment{})
-		if err == nil {
-			out = append(out, node)
-		} else if !apierrors.IsNotFound(err) {
-			return nil, err
-		}
-	}
-	slices.Sort(out)
-	return out, nil
 }

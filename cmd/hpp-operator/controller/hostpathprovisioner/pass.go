@@ -6,6 +6,7 @@ import (
 	"github.com/go-logr/logr"
 	appsv1 "k8s.io/api/apps/v1"
 	corev1 "k8s.io/api/core/v1"
+	storagev1 "k8s.io/api/storage/v1"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	"github.com/hostpath-provisioner/hpp/cmd/hpp-operator/render"
@@ -38,6 +39,10 @@ type pass struct {
 	// mounters: per pvcTemplate pool and node, the mounter Deployment and
 	// (not shared) the claim.
 	mounters []mounterWant
+	// overlays: per shared pool, its overlay StorageClass (created only
+	// when missing); claims: per shared pool, its one claim.
+	overlays []overlayWant
+	claims   []*corev1.PersistentVolumeClaim
 
 	// Derived.
 	st *status
@@ -47,6 +52,12 @@ type pass struct {
 type mounterWant struct {
 	deployment *appsv1.Deployment
 	claim      *corev1.PersistentVolumeClaim // nil for a shared pool's node
+}
+
+// overlayWant is a shared pool's overlay StorageClass.
+type overlayWant struct {
+	pool  string
+	class *storagev1.StorageClass
 }
 
 // wantedMounters are the names of the mounter Deployments render built.

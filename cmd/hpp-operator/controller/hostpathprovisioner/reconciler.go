@@ -1,6 +1,6 @@
 // Package hostpathprovisioner is the HostPathProvisioner reconciler: from
 // the one CR it applies the objects package render builds, reports status,
-// and cleans up on deletion. Each reconcile is one pass (pass.go):
+// and cleans up on deletion. Each reconcile is one pass (reconcile.go):
 // observe.go, render.go, apply.go, derive.go, in that order.
 package hostpathprovisioner
 
@@ -9,15 +9,13 @@ import (
 	"errors"
 	"fmt"
 	"sync"
-	"time"
 
 	"github.com/go-logr/logr"
 	"github.com/prometheus/client_golang/prometheus"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/runtime"
-	ctrl "sigs.k8s.io/controller-runtime"
 	"sigs.k8s.io/controller-runtime/pkg/client"
-	"sigs.k8s.io/controller-runtime/pkg/controller/controllerutil"
 
 	"github.com/hostpath-provisioner/hpp/cmd/hpp-operator/render"
 	hppv1 "github.com/hostpath-provisioner/hpp/internal/api/v1beta1"
@@ -60,71 +58,39 @@ type Reconciler struct {
 // errRetry marks a reconcile that made progress and must run again.
 var errRetry = errors.New("retrying")
 
-// Reconcile brings the cluster to the CR's desired state.
-func (r *Reconciler) Reconcile(ctx context.Context, req ctrl.Request) (ctrl.Result, error) {
-	log := r.Log.WithValues("cr", req.Name)
-	if req.Name == releaseRequest {
-		return ctrl.Result{}, r.releaseCSIDriver(ctx, nil)
+// eventf records an event on the CR.
+func (r *Reconciler) eventf(cr *hppv1.HostPathProvisioner, typ, reason, note string, args ...any) {
+	if r.Recorder != nil {
+		r.Recorder.Eventf(cr, nil, typ, reason, "Reconcile", note, args...)
 	}
-	cr := &hppv1.HostPathProvisioner{}
-	if err := r.Client.Get(ctx, req.NamespacedName, cr); err != nil {
-		if apierrors.IsNotFound(err) {
-			return ctrl.Result{}, r.releaseCSIDriver(ctx, nil)
-		}
-		return ctrl.Result{}, err
-	}
-	if !cr.DeletionTimestamp.IsZero() {
-		return r.finalize(ctx, log, cr)
-	}
-	if !controllerutil.ContainsFinalizer(cr, Finalizer) || controllerutil.ContainsFinalizer(cr, oldFinalizer) {
-		patch := client.MergeFrom(cr.DeepCopy())
-		controllerutil.AddFinalizer(cr, Finalizer)
-		controllerutil.RemoveFinalizer(cr, oldFinalizer)
-		if err := r.Client.Patch(ctx, cr, patch); err != nil {
-			return ctrl.Result{}, fmt.Errorf("add finalizer: %w", err)
-		}
-	}
-
-	p := &pass{cr: cr, log: log, st: newStatus(cr, r.Config.Version)}
-	runErr := r.run(ctx, p)
-	if err := r.writeStatus(ctx, cr, p.st); err != nil {
-		return ctrl.Result{}, errors.Join(runErr, err)
-	}
-	if runErr != nil {
-		return ctrl.Result{}, runErr
-	}
-	if p.st.progressing() {
-		// DaemonSet status changes also trigger a reconcile; this only
-		// bounds how stale the status can get if an event is missed.
-		return ctrl.Result{RequeueAfter: time.Minute}, nil
-	}
-	return ctrl.Result{}, nil
 }
 
-// run is one pass (its state: pass.go): observe, render, apply, derive,
-// each below.
-func (r *Reconciler) run(ctx context.Context, p *pass) error {
-	blocking, strict := hppv1.ValidateStored(&p.cr.Spec)
-	if len(blocking) > 0 {
-		// The CRD's rules and the webhook normally stop this; a CR written
-		// while neither was in place lands here and is not acted on; the
-		// status still says how the workloads are.
-		p.st.degrade("InvalidSpec", blocking.ToAggregate().Error())
-		r.derive(ctx, p)
+// deleteIfPresent deletes obj if the cache has it: a blind DELETE of an
+// object that is not there would still be a write request per reconcile.
+func (r *Reconciler) deleteIfPresent(ctx context.Context, log logr.Logger, obj client.Object) error {
+	if err := r.Client.Get(ctx, client.ObjectKeyFromObject(obj), obj); err != nil {
+		if apierrors.IsNotFound(err) {
+			return nil
+		}
+		return err
+	}
+	if !obj.GetDeletionTimestamp().IsZero() {
 		return nil
 	}
-	// A CR upstream's operator accepted keeps running; what hpp would
-	// refuse on a change is reported, not enforced.
-	p.st.warnSpec(strict)
-	if err := r.observe(ctx, p); err != nil {
-		return err
+	if err := r.Client.Delete(ctx, obj, client.PropagationPolicy(metav1.DeletePropagationBackground)); err != nil && !apierrors.IsNotFound(err) {
+		return fmt.Errorf("delete %T %s: %w", obj, obj.GetName(), err)
 	}
-	if err := r.render(p); err != nil {
-		return err
-	}
-	if err := r.apply(ctx, p); err != nil {
-		return err
-	}
-	r.derive(ctx, p)
+	log.Info("deleted", "kind", fmt.Sprintf("%T", obj), "name", obj.GetName())
 	return nil
 }
+
+// liveReader reads from the API server (the cache where there is no
+// manager: unit tests).
+func (r *Reconciler) liveReader() client.Reader {
+	if r.APIReader != nil {
+		return r.APIReader
+	}
+	return r.Client
+}
+
+func objMeta(name, ns string) metav1.ObjectMeta { return metav1.ObjectMeta{Name: name, Namespace: ns} }

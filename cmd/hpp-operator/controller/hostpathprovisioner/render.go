@@ -3,7 +3,6 @@ package hostpathprovisioner
 import (
 	secv1 "github.com/openshift/api/security/v1"
 	appsv1 "k8s.io/api/apps/v1"
-	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	"github.com/hostpath-provisioner/hpp/cmd/hpp-operator/render"
@@ -35,6 +34,10 @@ func (r *Reconciler) render(p *pass) error {
 		if !render.IsTemplatePool(pool) {
 			continue
 		}
+		if render.IsSharedPool(pool) {
+			p.overlays = append(p.overlays, overlayWant{pool: pool.Name, class: p.cfg.OverlayStorageClass(pool)})
+			p.claims = append(p.claims, p.cfg.PoolClaim(pool, ""))
+		}
 		for _, node := range p.poolNodes[pool.Name] {
 			m := mounterWant{deployment: p.cfg.MounterDeployment(spec, pool, node)}
 			if !render.IsSharedPool(pool) {
@@ -57,5 +60,3 @@ func (r *Reconciler) legacyObjects() []client.Object {
 	}
 	return objs
 }
-
-func objMeta(name, ns string) metav1.ObjectMeta { return metav1.ObjectMeta{Name: name, Namespace: ns} }
