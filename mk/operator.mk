@@ -15,7 +15,7 @@ operator-envtest: ## hpp-operator on envtest (real kube-apiserver + etcd) and ev
 	@$(MAKE) --no-print-directory cluster-binaries
 	@echo "==> hpp-operator envtest (reconciler, webhook, deploy overlays; full log: _output/operator-envtest.log)"
 	@mkdir -p $(ROOT)/_output; cd $(ROOT)/cmd/hpp-operator; rc=0; \
-	  CI=true go test -count=1 -v ./controller/ ./webhook/ ./deploytest/ > $(ROOT)/_output/operator-envtest.log 2>&1 || rc=$$?; \
+	  CI=true go test -count=1 -v ./controller/... ./webhook/ ./deploytest/ > $(ROOT)/_output/operator-envtest.log 2>&1 || rc=$$?; \
 	  grep -E '^(--- |ok|FAIL|panic)|steady-state reconcile|accepted by kube-apiserver' $(ROOT)/_output/operator-envtest.log || true; \
 	  exit $$rc
 

@@ -9,7 +9,7 @@ import (
 
 	"github.com/spf13/pflag"
 
-	"github.com/hostpath-provisioner/hpp/cmd/hpp-operator/controller"
+	"github.com/hostpath-provisioner/hpp/cmd/hpp-operator/controller/nodeloss"
 	"github.com/hostpath-provisioner/hpp/cmd/hpp-operator/render"
 	hppwebhook "github.com/hostpath-provisioner/hpp/cmd/hpp-operator/webhook"
 	"github.com/hostpath-provisioner/hpp/internal/cli"
@@ -94,8 +94,8 @@ func (o *options) Validate() error {
 	if o.controllers != controllersAll && o.controllers != controllersNodeLoss {
 		errs = append(errs, fmt.Errorf("--controllers: %q is not %q or %q", o.controllers, controllersAll, controllersNodeLoss))
 	}
-	if o.nodeLossDelay < controller.MinReleaseDelay {
-		errs = append(errs, fmt.Errorf("--node-loss-release-delay: %s is shorter than %s", o.nodeLossDelay, controller.MinReleaseDelay))
+	if o.nodeLossDelay < nodeloss.MinReleaseDelay {
+		errs = append(errs, fmt.Errorf("--node-loss-release-delay: %s is shorter than %s", o.nodeLossDelay, nodeloss.MinReleaseDelay))
 	}
 	if o.nodeNotReadyGrace <= 0 {
 		errs = append(errs, fmt.Errorf("--node-not-ready-grace: %s must be positive", o.nodeNotReadyGrace))

@@ -18,7 +18,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/healthz"
 	metricsserver "sigs.k8s.io/controller-runtime/pkg/metrics/server"
 
-	"github.com/hostpath-provisioner/hpp/cmd/hpp-operator/controller"
+	"github.com/hostpath-provisioner/hpp/cmd/hpp-operator/controller/hostpathprovisioner"
 	"github.com/hostpath-provisioner/hpp/cmd/hpp-operator/render"
 	hppwebhook "github.com/hostpath-provisioner/hpp/cmd/hpp-operator/webhook"
 	hppv1 "github.com/hostpath-provisioner/hpp/internal/api/v1beta1"
@@ -89,7 +89,7 @@ func (o *options) Run(ctx context.Context) error {
 	mgr, err := ctrl.NewManager(restCfg, ctrl.Options{
 		Scheme:                  scheme,
 		WebhookServer:           hppwebhook.NewServer("", o.webhookPort, o.certDir, o.tlsPolicy),
-		Cache:                   controller.CacheOptions(cfg),
+		Cache:                   hostpathprovisioner.CacheOptions(cfg),
 		Metrics:                 metricsOptions(o, o.tlsPolicy),
 		HealthProbeBindAddress:  o.healthAddress,
 		LeaderElection:          o.leaderElect,
@@ -111,13 +111,13 @@ func (o *options) Run(ctx context.Context) error {
 // SecurityContextConstraints.
 func discover(restCfg *rest.Config, cfg *render.Config, log logr.Logger) error {
 	var err error
-	if cfg.PrometheusOperator, err = controller.ServesPrometheusOperator(restCfg); err != nil {
+	if cfg.PrometheusOperator, err = hostpathprovisioner.ServesPrometheusOperator(restCfg); err != nil {
 		return err
 	}
 	if !cfg.PrometheusOperator {
 		log.Info("prometheus-operator's API is not served: no ServiceMonitor or PrometheusRule (restart the operator after installing it)")
 	}
-	cfg.OpenShift, err = controller.ServesSCC(restCfg)
+	cfg.OpenShift, err = hostpathprovisioner.ServesSCC(restCfg)
 	return err
 }
 
@@ -140,7 +140,7 @@ func (o *options) webhookCerts(direct client.Client, log logr.Logger) (*hppwebho
 // the health checks to mgr.
 func (o *options) setUp(mgr ctrl.Manager, cfg render.Config, scheme *runtime.Scheme,
 	clusterTLS *hppwebhook.ClusterTLSProfile, certs *hppwebhook.SelfSigned, log logr.Logger) error {
-	r := &controller.Reconciler{
+	r := &hostpathprovisioner.Reconciler{
 		Client:   mgr.GetClient(),
 		Scheme:   scheme,
 		Config:   cfg,
@@ -177,7 +177,7 @@ func (o *options) setUp(mgr ctrl.Manager, cfg render.Config, scheme *runtime.Sch
 // webhook serves, and watched from then on. Elsewhere: nil (Intermediate,
 // under the overrides).
 func clusterTLSProfile(ctx context.Context, restCfg *rest.Config, direct client.Reader, policy *hppwebhook.TLSPolicy, log logr.Logger) (*hppwebhook.ClusterTLSProfile, error) {
-	served, err := controller.ServesAPIServerConfig(restCfg)
+	served, err := hostpathprovisioner.ServesAPIServerConfig(restCfg)
 	if err != nil || !served {
 		return nil, err
 	}

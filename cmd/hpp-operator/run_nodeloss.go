@@ -11,12 +11,13 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/healthz"
 	metricsserver "sigs.k8s.io/controller-runtime/pkg/metrics/server"
 
-	"github.com/hostpath-provisioner/hpp/cmd/hpp-operator/controller"
+	"github.com/hostpath-provisioner/hpp/cmd/hpp-operator/controller/hostpathprovisioner"
+	"github.com/hostpath-provisioner/hpp/cmd/hpp-operator/controller/nodeloss"
 	"github.com/hostpath-provisioner/hpp/cmd/hpp-operator/render"
 )
 
-func nodeLossReconciler(mgr ctrl.Manager, o *options, log logr.Logger) *controller.NodeLossReconciler {
-	return &controller.NodeLossReconciler{
+func nodeLossReconciler(mgr ctrl.Manager, o *options, log logr.Logger) *nodeloss.Reconciler {
+	return &nodeloss.Reconciler{
 		Client:        mgr.GetClient(),
 		Recorder:      mgr.GetEventRecorder("hpp-operator"),
 		Log:           log.WithName("node-loss"),
@@ -32,7 +33,7 @@ func nodeLossReconciler(mgr ctrl.Manager, o *options, log logr.Logger) *controll
 func runNodeLoss(ctx context.Context, o *options, cfg render.Config, scheme *runtime.Scheme, restCfg *rest.Config, log logr.Logger) error {
 	mgr, err := ctrl.NewManager(restCfg, ctrl.Options{
 		Scheme:                  scheme,
-		Cache:                   controller.CacheOptions(cfg),
+		Cache:                   hostpathprovisioner.CacheOptions(cfg),
 		Metrics:                 metricsserver.Options{BindAddress: o.metricsAddress},
 		HealthProbeBindAddress:  o.healthAddress,
 		LeaderElection:          o.leaderElect,

@@ -147,7 +147,7 @@ func alerts() []alert {
 		{"HPPPoolFullSoon",
 			"(hpp_pool_available_bytes / hpp_pool_capacity_bytes < 0.2) and (predict_linear(hpp_pool_available_bytes[6h], 24 * 3600) < 0)", "30m",
 			"A storage pool of the Hostpath Provisioner will be full within a day at its current rate; new volumes will not fit.", "warning", "warning"},
-		// The node-loss controller's count (controller/nodegone_report.go):
+		// The node-loss controller's count (controller/nodeloss/report.go):
 		// volumes whose node was deleted or is long NotReady; their pods
 		// cannot start until the claims are released or the node returns.
 		{"HPPVolumesStranded", "sum by (node, reason) (kubevirt_hpp_stranded_volumes) > 0", "5m",

@@ -14,7 +14,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/client"
 	"sigs.k8s.io/controller-runtime/pkg/envtest"
 
-	"github.com/hostpath-provisioner/hpp/cmd/hpp-operator/controller"
+	"github.com/hostpath-provisioner/hpp/cmd/hpp-operator/controller/hostpathprovisioner"
 	"github.com/hostpath-provisioner/hpp/cmd/hpp-operator/internal/testenv"
 	hppwebhook "github.com/hostpath-provisioner/hpp/cmd/hpp-operator/webhook"
 	hppv1 "github.com/hostpath-provisioner/hpp/internal/api/v1beta1"
@@ -33,7 +33,7 @@ func TestWebhookFollowsOpenShiftTLSProfile(t *testing.T) {
 	if _, err := envtest.InstallCRDs(cfg, envtest.CRDInstallOptions{Paths: paths, ErrorIfPathMissing: true}); err != nil {
 		t.Fatalf("install OpenShift's CRDs: %v", err)
 	}
-	if served, err := controller.ServesAPIServerConfig(cfg); err != nil || !served {
+	if served, err := hostpathprovisioner.ServesAPIServerConfig(cfg); err != nil || !served {
 		t.Fatalf("APIServer config served: %v, %v", served, err)
 	}
 	s := runtime.NewScheme()
