@@ -9,7 +9,7 @@ import (
 	"google.golang.org/grpc/status"
 
 	"github.com/hostpath-provisioner/hpp/internal/dirvol"
-	"github.com/hostpath-provisioner/hpp/internal/pool"
+	"github.com/hostpath-provisioner/hpp/internal/fieldrule"
 )
 
 // Handlers return a *callError (through the helpers below) for every
@@ -70,7 +70,7 @@ func toStatus(op string, err error) error {
 	if _, ok := status.FromError(err); ok {
 		return err
 	}
-	var fieldErr *pool.FieldError
+	var fieldErr *fieldrule.FieldError
 	var notReady *errPoolNotReady
 	code := codes.Internal
 	switch {
