@@ -35,11 +35,11 @@ func TestBadEnvironmentStopsWithUsageError(t *testing.T) {
 		}},
 		{"bad values", map[string]string{"NODE_NAME": "Node_1", "PV_DIR": "var/hpvolumes", "USE_NAMING_PREFIX": "yes"}, nil, []string{
 			`NODE_NAME (--node-name): "Node_1" is not a node name: a lowercase RFC 1123 subdomain must consist of lower case alphanumeric characters`,
-			`PV_DIR (--pv-dir): "var/hpvolumes" is not an absolute path`,
+			`PV_DIR (--pv-dir): "var/hpvolumes" must be an absolute path`,
 			`USE_NAMING_PREFIX (--use-naming-prefix): "yes" is neither true nor false`,
 		}},
 		{"root dir", map[string]string{"NODE_NAME": "n1", "PV_DIR": "/"}, nil, []string{
-			`PV_DIR (--pv-dir): "/" is the root directory; volumes need a directory of their own`,
+			`PV_DIR (--pv-dir): "/" is the whole root filesystem; a pool must be a directory below it`,
 		}},
 		{"flags", map[string]string{"NODE_NAME": "n1", "PV_DIR": "/var/hpvolumes"},
 			[]string{"--reserved-bytes=lots", "--worker-threads=0", "--reserved-percent=100"}, []string{

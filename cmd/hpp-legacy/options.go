@@ -2,7 +2,6 @@ package main
 
 import (
 	"fmt"
-	"path/filepath"
 	"strings"
 	"time"
 
@@ -12,6 +11,7 @@ import (
 
 	"github.com/hostpath-provisioner/hpp/internal/capacity"
 	"github.com/hostpath-provisioner/hpp/internal/cli"
+	"github.com/hostpath-provisioner/hpp/internal/fieldrule"
 	"github.com/hostpath-provisioner/hpp/internal/logging"
 )
 
@@ -78,17 +78,14 @@ func (o *options) Validate() error {
 	} else if msgs := validation.IsDNS1123Subdomain(o.NodeName); len(msgs) > 0 {
 		bad("NODE_NAME", "node-name", "%q is not a node name: %s", o.NodeName, strings.Join(msgs, "; "))
 	}
-	switch {
-	case o.PVDir == "":
+	// PV_DIR is a pool directory: the pool-path rule, cleaned.
+	switch dir, problem, reason := fieldrule.CheckPoolPath(o.PVDir); problem {
+	case fieldrule.PathOK:
+		o.PVDir = dir
+	case fieldrule.PathMissing:
 		bad("PV_DIR", "pv-dir", "required: the directory on the node that holds the volumes")
-	case strings.IndexByte(o.PVDir, 0) >= 0:
-		bad("PV_DIR", "pv-dir", "%q contains a NUL byte", o.PVDir)
-	case !filepath.IsAbs(o.PVDir):
-		bad("PV_DIR", "pv-dir", "%q is not an absolute path", o.PVDir)
-	case filepath.Clean(o.PVDir) == "/":
-		bad("PV_DIR", "pv-dir", "%q is the root directory; volumes need a directory of their own", o.PVDir)
 	default:
-		o.PVDir = filepath.Clean(o.PVDir)
+		bad("PV_DIR", "pv-dir", "%s", reason)
 	}
 	var err error
 	if o.prefix, err = o.namingPrefix(); err != nil {

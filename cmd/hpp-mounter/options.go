@@ -8,8 +8,8 @@ import (
 	"github.com/spf13/cobra"
 
 	"github.com/hostpath-provisioner/hpp/internal/cli"
+	"github.com/hostpath-provisioner/hpp/internal/fieldrule"
 	"github.com/hostpath-provisioner/hpp/internal/logging"
-	"github.com/hostpath-provisioner/hpp/internal/pool"
 )
 
 type options struct {
@@ -56,15 +56,15 @@ func (o *options) addFlags(cmd *cobra.Command) {
 // Validate checks every flag at once.
 func (o *options) Validate() error {
 	errs := o.logging.Validate()
-	if err := pool.CheckAbsPath("--mountPath", o.mountPath, true); err != nil {
+	if err := fieldrule.CheckAbsPath("--mountPath", o.mountPath, true); err != nil {
 		errs = append(errs, err)
 	} else if o.mountPath == "/" {
 		errs = append(errs, errors.New("--mountPath: must not be / (the pool target is <pool path>/csi)"))
 	}
-	if err := pool.CheckAbsPath("--hostPath", o.hostPath, true); err != nil {
+	if err := fieldrule.CheckAbsPath("--hostPath", o.hostPath, true); err != nil {
 		errs = append(errs, err)
 	}
-	if err := pool.CheckAbsPath("--storagePoolPath", o.source, true); err != nil {
+	if err := fieldrule.CheckAbsPath("--storagePoolPath", o.source, true); err != nil {
 		errs = append(errs, err)
 	}
 	if o.interval <= 0 {

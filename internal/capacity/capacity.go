@@ -8,7 +8,7 @@ import (
 	"errors"
 	"math"
 
-	"github.com/hostpath-provisioner/hpp/internal/pool"
+	"github.com/hostpath-provisioner/hpp/internal/fieldrule"
 )
 
 // Stats are one statfs of a filesystem, in bytes and inodes.
@@ -28,14 +28,14 @@ type Headroom struct {
 }
 
 // Validate reports a negative byte count or a percentage outside [0,100),
-// as *pool.FieldError naming field.
+// as *fieldrule.FieldError naming field.
 func (h Headroom) Validate(field string) error {
 	var errs []error
 	if h.Bytes < 0 {
-		errs = append(errs, &pool.FieldError{Field: field, Reason: "reserved bytes " + formatInt(h.Bytes) + " must be zero or more"})
+		errs = append(errs, &fieldrule.FieldError{Field: field, Reason: "reserved bytes " + formatInt(h.Bytes) + " must be zero or more"})
 	}
 	if !(h.Percent >= 0 && h.Percent < 100) {
-		errs = append(errs, &pool.FieldError{Field: field, Reason: "reserved percent " + formatFloat(h.Percent) + " must be at least 0 and less than 100"})
+		errs = append(errs, &fieldrule.FieldError{Field: field, Reason: "reserved percent " + formatFloat(h.Percent) + " must be at least 0 and less than 100"})
 	}
 	return errors.Join(errs...)
 }
@@ -74,4 +74,4 @@ func SameFilesystem(a, b string) (bool, error) {
 	return sameFilesystem(a, b)
 }
 
-func validatePath(field, path string) error { return pool.CheckAbsPath(field, path, false) }
+func validatePath(field, path string) error { return fieldrule.CheckAbsPath(field, path, false) }

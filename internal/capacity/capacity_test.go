@@ -6,7 +6,7 @@ import (
 	"strings"
 	"testing"
 
-	"github.com/hostpath-provisioner/hpp/internal/pool"
+	"github.com/hostpath-provisioner/hpp/internal/fieldrule"
 )
 
 func TestHeadroomValidate(t *testing.T) {
@@ -36,9 +36,9 @@ func TestHeadroomValidate(t *testing.T) {
 			continue
 		}
 		for _, e := range err.(interface{ Unwrap() []error }).Unwrap() {
-			var fe *pool.FieldError
+			var fe *fieldrule.FieldError
 			if !errors.As(e, &fe) || fe.Field != "datadir[0]" {
-				t.Errorf("%T %v is not a *pool.FieldError for datadir[0]", e, e)
+				t.Errorf("%T %v is not a *fieldrule.FieldError for datadir[0]", e, e)
 			}
 		}
 	}
@@ -78,7 +78,7 @@ func TestReservedAndOffered(t *testing.T) {
 func TestBadPaths(t *testing.T) {
 	check := func(what string, err error, want string) {
 		t.Helper()
-		var fe *pool.FieldError
+		var fe *fieldrule.FieldError
 		if !errors.As(err, &fe) || err.Error() != want {
 			t.Errorf("%s: got %v, want %s", what, err, want)
 		}

@@ -13,7 +13,7 @@ import (
 	"golang.org/x/sys/unix"
 
 	"github.com/hostpath-provisioner/hpp/internal/dirvol"
-	"github.com/hostpath-provisioner/hpp/internal/pool"
+	"github.com/hostpath-provisioner/hpp/internal/fieldrule"
 	"github.com/hostpath-provisioner/hpp/internal/testutil"
 )
 
@@ -204,9 +204,9 @@ func requireIDs(t *testing.T, s *dirvol.Store, want ...string) {
 
 func requireFieldError(t *testing.T, err error, field, reason string) {
 	t.Helper()
-	var fe *pool.FieldError
+	var fe *fieldrule.FieldError
 	if !errors.As(err, &fe) {
-		t.Fatalf("error %v (%T) is not a *pool.FieldError", err, err)
+		t.Fatalf("error %v (%T) is not a *fieldrule.FieldError", err, err)
 	}
 	if fe.Field != field || fe.Reason != reason {
 		t.Errorf("FieldError = {%q, %q}, want {%q, %q}", fe.Field, fe.Reason, field, reason)

@@ -11,7 +11,7 @@ import (
 	"golang.org/x/sys/unix"
 
 	"github.com/hostpath-provisioner/hpp/internal/dirvol"
-	"github.com/hostpath-provisioner/hpp/internal/pool"
+	"github.com/hostpath-provisioner/hpp/internal/fieldrule"
 	"github.com/hostpath-provisioner/hpp/internal/testutil"
 )
 
@@ -92,7 +92,7 @@ func TestBadID(t *testing.T) {
 		_, errG := s.Get(ctx, id)
 		errD := s.Delete(ctx, id)
 		for op, err := range map[string]error{"Create": errC, "Get": errG, "Delete": errD} {
-			var fe *pool.FieldError
+			var fe *fieldrule.FieldError
 			if !errors.As(err, &fe) || fe.Field != "volume id" {
 				t.Errorf("%s(%q) = %v, want a volume id error", op, id, err)
 			}

@@ -5,7 +5,7 @@ import (
 	"fmt"
 	"os"
 
-	"github.com/hostpath-provisioner/hpp/internal/pool"
+	"github.com/hostpath-provisioner/hpp/internal/fieldrule"
 )
 
 // Limits on Spec.Attributes: they live in the volume's record, which List
@@ -17,15 +17,15 @@ const (
 )
 
 func fieldErr(field, format string, args ...any) error {
-	return &pool.FieldError{Field: field, Reason: fmt.Sprintf(format, args...)}
+	return &fieldrule.FieldError{Field: field, Reason: fmt.Sprintf(format, args...)}
 }
 
 // validatePath checks a path argument: absolute and clean, so that what we
 // log and compare is what we touch.
-func validatePath(field, p string) error { return pool.CheckAbsPath(field, p, true) }
+func validatePath(field, p string) error { return fieldrule.CheckAbsPath(field, p, true) }
 
 // Validate reports every problem with the spec at once, each as a
-// *pool.FieldError naming the spec field.
+// *fieldrule.FieldError naming the spec field.
 func (s Spec) Validate() error {
 	var errs []error
 	if s.Mode&^os.ModePerm != 0 {

@@ -8,6 +8,8 @@ import (
 	"reflect"
 	"strings"
 	"testing"
+
+	"github.com/hostpath-provisioner/hpp/internal/fieldrule"
 )
 
 func FuzzParse(f *testing.F) {
@@ -76,7 +78,7 @@ func assertAllFieldErrors(t *testing.T, err error) {
 		errs = j.Unwrap()
 	}
 	for _, e := range errs {
-		var fe *FieldError
+		var fe *fieldrule.FieldError
 		if !errors.As(e, &fe) || fe.Field == "" || fe.Reason == "" {
 			t.Fatalf("not a complete *FieldError: %T %v", e, e)
 		}

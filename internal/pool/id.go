@@ -7,6 +7,8 @@ import (
 	"os"
 	"path/filepath"
 	"strings"
+
+	"github.com/hostpath-provisioner/hpp/internal/fieldrule"
 )
 
 const idField = "volume id"
@@ -111,7 +113,7 @@ func symlinkError(realRoot, joined, id string) error {
 	return fieldErr(idField, "%q is a symbolic link (to %q); volumes are always real directories, so hpp refuses to follow it", id, target)
 }
 
-func validateRoot(root string) error { return CheckAbsPath("root", root, true) }
+func validateRoot(root string) error { return fieldrule.CheckAbsPath("root", root, true) }
 
 // cause drops the path from a *fs.PathError so messages do not repeat it.
 func cause(err error) error {

@@ -6,6 +6,8 @@ import (
 	"path/filepath"
 	"strings"
 	"testing"
+
+	"github.com/hostpath-provisioner/hpp/internal/fieldrule"
 )
 
 func TestValidateID(t *testing.T) {
@@ -36,7 +38,7 @@ func TestValidateID(t *testing.T) {
 	}
 	for _, tt := range tests {
 		err := ValidateID(tt.id)
-		var fe *FieldError
+		var fe *fieldrule.FieldError
 		if !errors.As(err, &fe) || fe.Field != "volume id" || err.Error() != tt.want {
 			t.Errorf("ValidateID(%q) = %v\n want %s", tt.id, err, tt.want)
 		}
@@ -117,7 +119,7 @@ func TestResolveIn(t *testing.T) {
 	for _, r := range []string{root, linkedRoot} {
 		for _, tt := range tests {
 			got, err := ResolveIn(r, tt.id)
-			var fe *FieldError
+			var fe *fieldrule.FieldError
 			if !errors.As(err, &fe) || fe.Field != "volume id" || err.Error() != tt.want {
 				t.Errorf("ResolveIn(%q, %q) = %q, %v\n want error %s", r, tt.id, got, err, tt.want)
 			}
@@ -135,7 +137,7 @@ func TestResolveInBadRoot(t *testing.T) {
 	}
 	for _, tt := range tests {
 		got, err := ResolveIn(tt.root, "pvc-1")
-		var fe *FieldError
+		var fe *fieldrule.FieldError
 		if !errors.As(err, &fe) || fe.Field != "root" || err.Error() != tt.want {
 			t.Errorf("ResolveIn(%q) = %q, %v\n want error %s", tt.root, got, err, tt.want)
 		}

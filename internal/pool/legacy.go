@@ -23,7 +23,7 @@ func checkLegacyPaths(pools []Pool, skip map[int]bool) []error {
 			continue
 		}
 		field := fmt.Sprintf("%s[%d].legacyPath", docField, j)
-		if err := validatePath(field, p.LegacyPath); err != nil {
+		if err := cleanPath(field, &pools[j].LegacyPath); err != nil {
 			errs = append(errs, err)
 			continue
 		}

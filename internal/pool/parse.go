@@ -17,7 +17,7 @@ const knownFields = "name, path, snapshotPath, snapshotProvider, shared, reserve
 
 // Parse reads the --datadir JSON array, e.g.
 // [{"name":"legacy","path":"/var/hpvolumes"}], and returns every problem at
-// once as errors.Join of *FieldError, so one restart fixes the whole config.
+// once as errors.Join of *fieldrule.FieldError, so one restart fixes the whole config.
 // Paths must be absolute; see ParseRelativeTo.
 func Parse(data []byte) (*Set, error) {
 	return ParseRelativeTo(data, "")

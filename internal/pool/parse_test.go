@@ -5,6 +5,8 @@ import (
 	"reflect"
 	"strings"
 	"testing"
+
+	"github.com/hostpath-provisioner/hpp/internal/fieldrule"
 )
 
 func TestParseValid(t *testing.T) {
@@ -80,19 +82,19 @@ func TestParseErrors(t *testing.T) {
 			`datadir[0].reservedBytes: must be a whole number of bytes, got the number 1.5`}},
 		{"missing name and path", `[{}]`, []string{
 			`datadir[0].name: is required (a pool name: letters, digits, '.', '_' and '-', starting with a letter or digit, at most 50 characters)`,
-			`datadir[0].path: is required (the directory that holds the volumes, such as /var/hpvolumes/csi)`}},
+			`datadir[0].path: must not be empty`}},
 		{"bad names", `[{"name":"-a","path":"/a"},{"name":"a b","path":"/b"},{"name":"` + long + `","path":"/c"},{"name":"pööl","path":"/d"}]`, []string{
 			`datadir[0].name: "-a" must start with a letter or digit`,
 			`datadir[1].name: "a b" contains " "; a pool name may only contain letters, digits, '.', '_' and '-'`,
 			`datadir[2].name: is 51 characters long; at most 50 are allowed`,
 			`datadir[3].name: "pööl" contains "ö"; a pool name may only contain letters, digits, '.', '_' and '-'`}},
-		{"bad paths", `[{"name":"a","path":"var/x"},{"name":"b","path":"/var//x/"},{"name":"c","path":"/"},{"name":"d","path":"` + longPath + `"},{"name":"e","path":"/a\u0000b"},{"name":"f","path":"/x/../y"}]`, []string{
+		{"bad paths", `[{"name":"a","path":"var/x"},{"name":"b","path":"//"},{"name":"c","path":"/"},{"name":"d","path":"` + longPath + `"},{"name":"e","path":"/a\u0000b"},{"name":"f","path":"/x/../y"}]`, []string{
 			`datadir[0].path: "var/x" must be an absolute path`,
-			`datadir[1].path: "/var//x/" must be a clean path ("/var/x"): no trailing '/', '//', '.' or '..'`,
+			`datadir[1].path: "//" is the whole root filesystem; a pool must be a directory below it`,
 			`datadir[2].path: "/" is the whole root filesystem; a pool must be a directory below it`,
 			`datadir[3].path: is 256 characters long; at most 255 are allowed`,
 			`datadir[4].path: "/a\x00b" must not contain a NUL byte`,
-			`datadir[5].path: "/x/../y" must be a clean path ("/y"): no trailing '/', '//', '.' or '..'`}},
+			`datadir[5].path: "/x/../y" must not contain a '..' element`}},
 		{"duplicates and nesting", `[
 			{"name":"a","path":"/pools/a"},
 			{"name":"a","path":"/pools/b"},
@@ -124,7 +126,7 @@ func TestParseErrors(t *testing.T) {
 }
 
 // assertFieldErrors checks that err joins exactly want, in order, each a
-// *FieldError.
+// *fieldrule.FieldError.
 func assertFieldErrors(t *testing.T, err error, want []string) {
 	t.Helper()
 	if err == nil {
@@ -136,9 +138,9 @@ func assertFieldErrors(t *testing.T, err error, want []string) {
 	}
 	var got []string
 	for _, e := range joined.Unwrap() {
-		var fe *FieldError
+		var fe *fieldrule.FieldError
 		if !errors.As(e, &fe) {
-			t.Errorf("%T is not a *FieldError: %v", e, e)
+			t.Errorf("%T is not a *fieldrule.FieldError: %v", e, e)
 		}
 		got = append(got, e.Error())
 	}
@@ -185,7 +187,7 @@ func TestSelect(t *testing.T) {
 		t.Run(tt.name, func(t *testing.T) {
 			p, err := tt.set.Select(tt.param)
 			if tt.wantErr != "" {
-				var fe *FieldError
+				var fe *fieldrule.FieldError
 				if !errors.As(err, &fe) || fe.Field != "parameters.storagePool" || err.Error() != tt.wantErr {
 					t.Fatalf("Select(%q) = %+v, %v; want error %q", tt.param, p, err, tt.wantErr)
 				}

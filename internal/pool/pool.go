@@ -117,11 +117,13 @@ type Set struct {
 }
 
 // NewSet validates pools exactly as Parse does and returns every problem.
+// The Set keeps the paths cleaned (see fieldrule.CheckPoolPath).
 func NewSet(pools []Pool) (*Set, error) {
+	pools = append([]Pool(nil), pools...)
 	if err := validatePools(pools); err != nil {
 		return nil, err
 	}
-	s := &Set{pools: append([]Pool(nil), pools...), byName: make(map[string]int, len(pools))}
+	s := &Set{pools: pools, byName: make(map[string]int, len(pools))}
 	for i, p := range s.pools {
 		s.byName[p.Name] = i
 	}
@@ -191,11 +193,4 @@ func (s *Set) names() string {
 	}
 	sort.Strings(names)
 	return strings.Join(names, ", ")
-}
-
-func sprintf(format string, args ...any) string {
-	if len(args) == 0 {
-		return format
-	}
-	return fmt.Sprintf(format, args...)
 }

@@ -4,11 +4,13 @@ import (
 	"fmt"
 	"path/filepath"
 	"strings"
+
+	"github.com/hostpath-provisioner/hpp/internal/fieldrule"
 )
 
 // resolveRelative makes every relative path and snapshotPath absolute by
-// joining it to workDir, in place. A relative path must be clean and stay
-// below workDir; each entry that breaks the rule is reported and marked bad,
+// joining it to workDir, in place. A relative path must have no ".."
+// element, so it stays below workDir; each entry that breaks the rule is reported and marked bad,
 // so the absolute-path checks that follow do not report it twice.
 func resolveRelative(pools []Pool, bad map[int]bool, workDir string) []error {
 	var errs []error
@@ -37,12 +39,12 @@ func resolveOne(field string, p *string, workDir string) error {
 	}
 	switch {
 	case workDir == "":
-		return fieldErr(field, "%q must be an absolute path", v)
-	case filepath.Clean(v) != v:
-		return fieldErr(field, "%q must be a clean relative path (%q): no trailing '/', '//' or '.'", v, filepath.Clean(v))
-	case v == ".." || strings.HasPrefix(v, "../"):
-		return fieldErr(field, "%q must not leave the working directory %s", v, workDir)
+		return nil // the pool-path rule refuses it: not absolute
+	case fieldrule.HasBackstep(v):
+		return fieldErr(field, "%q must not contain a '..' element", v)
 	}
+	// Joined, then cleaned and checked as any absolute path: a trailing
+	// '/' is accepted here as everywhere (fieldrule.CheckPoolPath).
 	*p = filepath.Join(workDir, v)
 	return nil
 }

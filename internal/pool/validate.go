@@ -6,6 +6,8 @@ import (
 	"path/filepath"
 	"strings"
 	"unicode/utf8"
+
+	"github.com/hostpath-provisioner/hpp/internal/fieldrule"
 )
 
 const nameRule = "letters, digits, '.', '_' and '-', starting with a letter or digit, at most 50 characters"
@@ -28,8 +30,12 @@ func validateEntries(pools []Pool, skip map[int]bool) []error {
 		}
 		prefix := fmt.Sprintf("%s[%d]", docField, i)
 		errs = appendErr(errs, validateName(prefix+".name", p.Name))
-		errs = appendErr(errs, validatePath(prefix+".path", p.Path))
-		errs = append(errs, validateSnapshot(prefix, p)...)
+		errs = appendErr(errs, cleanPath(prefix+".path", &pools[i].Path))
+		errs = append(errs, validateSnapshot(prefix, &pools[i])...)
+		if p.LegacyPath != "" {
+			_ = cleanPath("", &pools[i].LegacyPath) // reported by checkLegacyPaths
+		}
+		p = pools[i]
 		if p.ReservedBytes < 0 {
 			errs = append(errs, fieldErr(prefix+".reservedBytes", "%d must be zero or more", p.ReservedBytes))
 		}
@@ -64,28 +70,22 @@ func validateName(field, name string) error {
 	return nil
 }
 
-func validatePath(field, path string) error {
-	switch {
-	case path == "":
-		return fieldErr(field, "is required (the directory that holds the volumes, such as /var/hpvolumes/csi)")
-	case len(path) > MaxPathLen:
-		return fieldErr(field, "is %d characters long; at most %d are allowed", len(path), MaxPathLen)
-	case strings.IndexByte(path, 0) >= 0:
-		return fieldErr(field, "%q must not contain a NUL byte", path)
-	case !filepath.IsAbs(path):
-		return fieldErr(field, "%q must be an absolute path", path)
-	case filepath.Clean(path) != path:
-		return fieldErr(field, "%q must be a clean path (%q): no trailing '/', '//', '.' or '..'", path, filepath.Clean(path))
-	case path == "/":
-		return fieldErr(field, "\"/\" is the whole root filesystem; a pool must be a directory below it")
+// cleanPath applies the pool-path rule (fieldrule.CheckPoolPath: a
+// trailing '/' is accepted and cleaned, as upstream's CRD accepts it) and
+// stores the cleaned path, so every comparison below sees one spelling.
+func cleanPath(field string, p *string) error {
+	c, err := fieldrule.PoolPath(field, *p)
+	if err == nil {
+		*p = c
 	}
-	return nil
+	return err
 }
 
 // validateSnapshot checks the KubeVirt driver's snapshot fields. They take
 // no effect yet, but a configuration that would break once they do is
 // refused now rather than on the upgrade that enables them.
-func validateSnapshot(prefix string, p Pool) []error {
+func validateSnapshot(prefix string, pp *Pool) []error {
+	p := *pp
 	var errs []error
 	switch p.SnapshotProvider {
 	case "", SnapshotProviderReflink:
@@ -96,9 +96,10 @@ func validateSnapshot(prefix string, p Pool) []error {
 		return errs
 	}
 	field := prefix + ".snapshotPath"
-	if err := validatePath(field, p.SnapshotPath); err != nil {
+	if err := cleanPath(field, &pp.SnapshotPath); err != nil {
 		return append(errs, err)
 	}
+	p.SnapshotPath = pp.SnapshotPath
 	if !validPath(p.Path) {
 		return errs
 	}
@@ -194,7 +195,8 @@ func firstBad(s string) (string, bool) {
 	return "", false
 }
 
-func validPath(p string) bool { return validatePath("", p) == nil }
+// validPath reports whether p, already cleaned, keeps the pool-path rule.
+func validPath(p string) bool { _, err := fieldrule.PoolPath("", p); return err == nil }
 
 // validateEnforcement checks enforceSize and projectIDs. A shared pool
 // cannot enforce: every node would hand out project IDs on its own, and

@@ -12,7 +12,7 @@ import (
 	"go.uber.org/zap"
 	"golang.org/x/sys/unix"
 
-	"github.com/hostpath-provisioner/hpp/internal/pool"
+	"github.com/hostpath-provisioner/hpp/internal/fieldrule"
 )
 
 // defaultLabel is used for a file with no label at all (possible on a
@@ -36,7 +36,7 @@ func (l *treeLabeler) Relabel(ctx context.Context, path string) error {
 		return err
 	}
 	if fi.Mode()&fs.ModeSymlink != 0 {
-		return &pool.FieldError{Field: "path", Reason: fmt.Sprintf("%q is a symbolic link; only a real volume directory is relabelled", path)}
+		return &fieldrule.FieldError{Field: "path", Reason: fmt.Sprintf("%q is a symbolic link; only a real volume directory is relabelled", path)}
 	}
 	w := walk{store: l.store, fallback: defaultLabel}
 	if err := filepath.WalkDir(path, func(p string, _ fs.DirEntry, err error) error {
@@ -101,4 +101,4 @@ func cause(err error) error {
 	return err
 }
 
-func validatePath(path string) error { return pool.CheckAbsPath("path", path, false) }
+func validatePath(path string) error { return fieldrule.CheckAbsPath("path", path, false) }

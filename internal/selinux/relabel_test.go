@@ -17,7 +17,7 @@ import (
 	"go.uber.org/zap/zaptest/observer"
 	"golang.org/x/sys/unix"
 
-	"github.com/hostpath-provisioner/hpp/internal/pool"
+	"github.com/hostpath-provisioner/hpp/internal/fieldrule"
 )
 
 // fakeStore keeps labels in memory, keyed by path, and records every call.
@@ -251,7 +251,7 @@ func TestRelabelBadPath(t *testing.T) {
 			"/v\x00": `path: "/v\x00" must not contain a NUL byte`,
 		} {
 			err := l.Relabel(context.Background(), path)
-			var fe *pool.FieldError
+			var fe *fieldrule.FieldError
 			if !errors.As(err, &fe) || err.Error() != want {
 				t.Errorf("enabled=%v Relabel(%q) = %v, want %s", enabled, path, err, want)
 			}

@@ -31,6 +31,7 @@ import (
 	"go.uber.org/zap"
 
 	"github.com/hostpath-provisioner/hpp/internal/dirvol"
+	"github.com/hostpath-provisioner/hpp/internal/fieldrule"
 	"github.com/hostpath-provisioner/hpp/internal/pool"
 	"github.com/hostpath-provisioner/hpp/internal/treecopy"
 )
@@ -90,7 +91,7 @@ type Store struct {
 // Open makes the area (and its parents) and its private directories.
 // nodeTag prefixes this node's staging and trash names (shared pools).
 func Open(root, nodeTag string, mode treecopy.Mode, log *zap.Logger) (*Store, error) {
-	if err := pool.CheckAbsPath("snapshot area", root, true); err != nil {
+	if err := fieldrule.CheckAbsPath("snapshot area", root, true); err != nil {
 		return nil, err
 	}
 	if log == nil {

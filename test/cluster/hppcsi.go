@@ -16,6 +16,7 @@ import (
 	"k8s.io/utils/ptr"
 
 	"github.com/hostpath-provisioner/hpp/internal/contract"
+	"github.com/hostpath-provisioner/hpp/internal/pool"
 )
 
 // The hpp-csi compatibility names (DESIGN.md §1) are in internal/contract.
@@ -29,29 +30,30 @@ const (
 // hpp-csi's --datadir gets <Path>/csi, as a deployment that mounts the host
 // pool directory passes it, so volumes land at <Path>/csi/<id>.
 type Pool struct {
-	Name string `json:"name"`
-	Path string `json:"path"`
+	Name string
+	Path string
 	// Shared marks storage every node mounts: volumes get no topology.
-	Shared bool `json:"shared,omitempty"`
+	Shared bool
 	// LegacyPath is the legacy provisioner's PV_DIR whose migrated volumes
 	// the pool serves in place; created like a DaemonSet's hostPath
 	// volume would be.
-	LegacyPath string `json:"legacyPath,omitempty"`
+	LegacyPath string
 	// SnapshotProvider ("reflink") turns snapshots on for the pool.
-	SnapshotProvider string `json:"snapshotProvider,omitempty"`
+	SnapshotProvider string
 	// EnforceSize gives every volume a project quota (issue 22); the
 	// pool's filesystem must have them (MountQuotaFS).
-	EnforceSize bool `json:"enforceSize,omitempty"`
+	EnforceSize bool
 }
 
 // volumesSubdir is the pool's subdirectory that holds the CSI volumes.
 const volumesSubdir = "csi"
 
-// datadir is hpp-csi's --datadir for pools.
+// datadir is hpp-csi's --datadir for pools, written as internal/pool's
+// Pool (the one type of the format).
 func datadir(pools []Pool) (string, error) {
-	entries := make([]Pool, len(pools))
+	entries := make([]pool.Pool, len(pools))
 	for i, p := range pools {
-		entries[i] = Pool{Name: p.Name, Path: filepath.Join(p.Path, volumesSubdir), Shared: p.Shared, LegacyPath: p.LegacyPath, SnapshotProvider: p.SnapshotProvider, EnforceSize: p.EnforceSize}
+		entries[i] = pool.Pool{Name: p.Name, Path: filepath.Join(p.Path, volumesSubdir), Shared: p.Shared, LegacyPath: p.LegacyPath, SnapshotProvider: p.SnapshotProvider, EnforceSize: p.EnforceSize}
 	}
 	data, err := json.Marshal(entries)
 	return string(data), err

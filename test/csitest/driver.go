@@ -19,37 +19,42 @@ import (
 	"syscall"
 	"testing"
 	"time"
+
+	"github.com/hostpath-provisioner/hpp/internal/pool"
 )
 
 // Pool is one storage pool. Path is the host pool directory; the driver is
 // given <Path>/csi (VolumesSubdir) as the pool's path, as a deployment
 // passes it, so a volume lands at <Path>/csi/<id>.
 type Pool struct {
-	Name            string  `json:"name"`
-	Path            string  `json:"path"`
-	Shared          bool    `json:"shared,omitempty"`
-	ReservedBytes   int64   `json:"reservedBytes,omitempty"`
-	ReservedPercent float64 `json:"reservedPercent,omitempty"`
+	Name            string
+	Path            string
+	Shared          bool
+	ReservedBytes   int64
+	ReservedPercent float64
 	// LegacyPath is passed as it is (the legacy provisioner's PV_DIR,
 	// usually Path itself, the parent of the volumes directory).
-	LegacyPath string `json:"legacyPath,omitempty"`
+	LegacyPath string
 	// Mounted pools need hpp-mounter's marker (internal/poolmarker).
-	Mounted bool `json:"mounted,omitempty"`
+	Mounted bool
 	// SnapshotPath (absolute, as given) and SnapshotProvider are passed
 	// unchanged.
-	SnapshotPath     string `json:"snapshotPath,omitempty"`
-	SnapshotProvider string `json:"snapshotProvider,omitempty"`
+	SnapshotPath     string
+	SnapshotProvider string
 	// EnforceSize and ProjectIDs ({"first","last"}) are passed unchanged.
-	EnforceSize bool              `json:"enforceSize,omitempty"`
-	ProjectIDs  map[string]uint32 `json:"projectIDs,omitempty"`
+	EnforceSize bool
+	ProjectIDs  map[string]uint32
 }
 
-// Datadir is the --datadir JSON for pools: each path is <Path>/csi.
+// Datadir is the --datadir JSON for pools, written as internal/pool's
+// Pool (the one type of the format): each path is <Path>/csi.
 func Datadir(pools []Pool) (string, error) {
-	entries := make([]Pool, len(pools))
+	entries := make([]pool.Pool, len(pools))
 	for i, p := range pools {
-		entries[i] = p
-		entries[i].Path = filepath.Join(p.Path, VolumesSubdir)
+		entries[i] = pool.Pool{Name: p.Name, Path: filepath.Join(p.Path, VolumesSubdir), Shared: p.Shared,
+			ReservedBytes: p.ReservedBytes, ReservedPercent: p.ReservedPercent, LegacyPath: p.LegacyPath, Mounted: p.Mounted,
+			SnapshotPath: p.SnapshotPath, SnapshotProvider: p.SnapshotProvider, EnforceSize: p.EnforceSize,
+			ProjectIDs: pool.IDRange{First: p.ProjectIDs["first"], Last: p.ProjectIDs["last"]}}
 	}
 	data, err := json.Marshal(entries)
 	return string(data), err

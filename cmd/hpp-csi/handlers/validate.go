@@ -3,7 +3,6 @@ package handlers
 import (
 	"context"
 	"fmt"
-	"path/filepath"
 	"strings"
 
 	"github.com/container-storage-interface/spec/lib/go/csi"
@@ -11,6 +10,7 @@ import (
 
 	"github.com/hostpath-provisioner/hpp/cmd/hpp-csi/pools"
 	"github.com/hostpath-provisioner/hpp/internal/contract"
+	"github.com/hostpath-provisioner/hpp/internal/fieldrule"
 	"github.com/hostpath-provisioner/hpp/internal/pool"
 )
 
@@ -120,15 +120,12 @@ func parseMountFlags(flags []string) ([]string, error) {
 	return out, nil
 }
 
+// validatePath checks a path kubelet sends (target_path, volume_path):
+// fieldrule.AbsPath, the part of the pool-path rule for any directory; a
+// trailing '/' is accepted, a ".." element is not.
 func validatePath(field, p string) error {
-	if p == "" {
-		return invalidArg("%s: required", field)
-	}
-	if !filepath.IsAbs(p) || filepath.Clean(p) != p && filepath.Clean(p)+"/" != p {
-		return invalidArg("%s: %q must be an absolute, clean path", field, p)
-	}
-	if strings.ContainsRune(p, 0) {
-		return invalidArg("%s: contains a NUL byte", field)
+	if _, err := fieldrule.AbsPath(field, p); err != nil {
+		return invalidArg("%v", err)
 	}
 	return nil
 }

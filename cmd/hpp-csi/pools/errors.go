@@ -7,7 +7,7 @@ import (
 	"syscall"
 
 	"github.com/hostpath-provisioner/hpp/internal/dirvol"
-	"github.com/hostpath-provisioner/hpp/internal/pool"
+	"github.com/hostpath-provisioner/hpp/internal/fieldrule"
 	"github.com/hostpath-provisioner/hpp/internal/prjquota"
 )
 
@@ -63,7 +63,7 @@ func Wrap(op string, err error) *Error {
 	if e, ok := err.(*Error); ok {
 		return e
 	}
-	var fieldErr *pool.FieldError
+	var fieldErr *fieldrule.FieldError
 	var notReady *errPoolNotReady
 	kind := Internal
 	switch {

@@ -4,6 +4,7 @@ import (
 	"errors"
 	"fmt"
 
+	"github.com/hostpath-provisioner/hpp/internal/fieldrule"
 	"github.com/hostpath-provisioner/hpp/internal/pool"
 )
 
@@ -20,7 +21,7 @@ func VolumeID(claimName, pvName string, prefix bool) (string, error) {
 	if err == nil {
 		return id, nil
 	}
-	var fe *pool.FieldError
+	var fe *fieldrule.FieldError
 	if prefix && len(id) > pool.MaxIDLen && errors.As(err, &fe) {
 		return "", fmt.Errorf("the volume directory name %q would be %d bytes, more than the %d a directory name may have: with USE_NAMING_PREFIX=true the claim name may be at most %d characters; use a shorter claim name",
 			truncate(id, 64), len(id), pool.MaxIDLen, pool.MaxIDLen-len(pvName)-1)

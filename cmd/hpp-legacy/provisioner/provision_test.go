@@ -277,7 +277,7 @@ func TestNewRejectsBadConfig(t *testing.T) {
 	_, err := New(Config{PVDir: "relative"})
 	want := []string{
 		"NodeName: must not be empty",
-		`PVDir: "relative" must be an absolute, clean path`,
+		`PVDir: "relative" must be an absolute path`,
 		"Client: must be set", "Nodes: must be set", "Classes: must be set",
 		"Volumes: must be set", "Labeler: must be set", "Statfs: must be set",
 	}

@@ -11,7 +11,6 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"path/filepath"
 	"sync"
 	"time"
 
@@ -22,7 +21,7 @@ import (
 
 	"github.com/hostpath-provisioner/hpp/internal/capacity"
 	"github.com/hostpath-provisioner/hpp/internal/dirvol"
-	"github.com/hostpath-provisioner/hpp/internal/pool"
+	"github.com/hostpath-provisioner/hpp/internal/fieldrule"
 	"github.com/hostpath-provisioner/hpp/internal/selinux"
 )
 
@@ -128,16 +127,13 @@ func New(cfg Config) (*Provisioner, error) {
 
 func (c Config) validate() error {
 	var errs []error
-	field := func(name, reason string) { errs = append(errs, &pool.FieldError{Field: name, Reason: reason}) }
+	field := func(name, reason string) { errs = append(errs, &fieldrule.FieldError{Field: name, Reason: reason}) }
 	if c.NodeName == "" {
 		field("NodeName", "must not be empty")
 	}
-	switch {
-	case c.PVDir == "":
-		field("PVDir", "must not be empty")
-	case !filepath.IsAbs(c.PVDir) || filepath.Clean(c.PVDir) != c.PVDir:
-		field("PVDir", fmt.Sprintf("%q must be an absolute, clean path", c.PVDir))
-	case c.PVDir == "/":
+	if err := fieldrule.CheckAbsPath("PVDir", c.PVDir, true); err != nil {
+		errs = append(errs, err)
+	} else if c.PVDir == "/" {
 		field("PVDir", "must not be the root directory")
 	}
 	if err := c.Headroom.Validate("Headroom"); err != nil {

@@ -15,6 +15,7 @@ import (
 
 	hppv1 "github.com/hostpath-provisioner/hpp/internal/api/v1beta1"
 	"github.com/hostpath-provisioner/hpp/internal/contract"
+	"github.com/hostpath-provisioner/hpp/internal/pool"
 )
 
 const (
@@ -27,33 +28,19 @@ const (
 	registrationD  = "/registration"
 )
 
-// datadirPool is one entry of hpp-csi's --datadir, with upstream's fields.
-type datadirPool struct {
-	Name             string `json:"name"`
-	Path             string `json:"path"`
-	SnapshotPath     string `json:"snapshotPath,omitempty"`
-	SnapshotProvider string `json:"snapshotProvider,omitempty"`
-	Shared           bool   `json:"shared,omitempty"`
-	// LegacyPath is hpp's own field (see pathconfig.go).
-	LegacyPath string `json:"legacyPath,omitempty"`
-	// Mounted: hpp-mounter mounts the pool (pvcTemplate); hpp-csi uses it
-	// only while the mounter's marker is there (cmd/hpp-mounter/README.md).
-	Mounted bool `json:"mounted,omitempty"`
-	// EnforceSize is hpp's own: project quotas per volume (the CR's
-	// storagePools[].enforceSize).
-	EnforceSize bool `json:"enforceSize,omitempty"`
-}
-
 // poolMount is where a pool's host directory appears in the driver's
 // container, as upstream's operator mounts it: hpp-csi's pool path is the
 // mount's csi/ subdirectory, so volumes land in <host pool path>/csi.
 func poolMount(pool string) string { return "/" + poolVolume(pool) }
 
-// Datadir returns hpp-csi's --datadir JSON for the CR's pools.
+// Datadir returns hpp-csi's --datadir JSON for the CR's pools: a list of
+// pool.Pool, the one type of that format (hpp-csi parses it back with
+// pool.Parse). Mounted marks a pvcTemplate pool, which hpp-csi uses only
+// while hpp-mounter's marker is there (cmd/hpp-mounter/README.md).
 func Datadir(pools []hppv1.StoragePool) (string, error) {
-	out := make([]datadirPool, 0, len(pools))
+	out := make([]pool.Pool, 0, len(pools))
 	for _, p := range pools {
-		d := datadirPool{Name: p.Name, Path: path.Join(poolMount(p.Name), "csi"),
+		d := pool.Pool{Name: p.Name, Path: path.Join(poolMount(p.Name), "csi"),
 			SnapshotPath: datadirSnapshotPath(p), SnapshotProvider: p.SnapshotProvider, EnforceSize: p.EnforceSize}
 		if p.PVCTemplate != nil {
 			d.Mounted = true

@@ -8,6 +8,7 @@ import (
 
 	hppv1 "github.com/hostpath-provisioner/hpp/internal/api/v1beta1"
 	"github.com/hostpath-provisioner/hpp/internal/contract"
+	"github.com/hostpath-provisioner/hpp/internal/pool"
 )
 
 // A pathConfig CR's directory is the legacy provisioner's PV_DIR. hpp-csi
@@ -25,7 +26,7 @@ func datadirOf(spec *hppv1.HostPathProvisionerSpec) (string, error) {
 	if pc == nil {
 		return Datadir(spec.StoragePools)
 	}
-	b, err := json.Marshal([]datadirPool{{Name: contract.DefaultPool, Path: path.Join(pc.Path, "csi"), LegacyPath: pc.Path}})
+	b, err := json.Marshal([]pool.Pool{{Name: contract.DefaultPool, Path: path.Join(pc.Path, "csi"), LegacyPath: pc.Path}})
 	return string(b), err
 }
 

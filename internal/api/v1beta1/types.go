@@ -73,9 +73,12 @@ type HostPathProvisionerSpec struct {
 // PathConfig is the legacy provisioner's configuration. Deprecated.
 type PathConfig struct {
 	// Path is the directory on each node that holds the PV directories.
+	// A trailing / (or //, .) is accepted, as upstream accepts it, and
+	// cleaned where hpp uses the path: the rule is
+	// internal/fieldrule.CheckPoolPath.
 	// +kubebuilder:validation:MaxLength=255
 	// +kubebuilder:validation:XValidation:rule="self.startsWith('/') && self != '/'",message="must be an absolute path other than /"
-	// +kubebuilder:validation:XValidation:rule="!self.contains('//') && !self.endsWith('/') && !self.matches('(^|/)[.][.]?(/|$)')",message="must be a clean path (no //, trailing /, . or .. elements)"
+	// +kubebuilder:validation:XValidation:rule="!self.matches('(^|/)[.][.](/|$)')",message="must not contain a .. element"
 	// +optional
 	Path string `json:"path,omitempty"`
 	// UseNamingPrefix puts the claim's name in front of the PV's directory name.
@@ -102,7 +105,9 @@ type StoragePool struct {
 	// +optional
 	PVCTemplate *corev1.PersistentVolumeClaimSpec `json:"pvcTemplate,omitempty"`
 	// Path is the pool's directory on each node; volumes live in <path>/csi.
-	// Clean and not / are the webhook's rules for new pools.
+	// Not / is the webhook's rule for new pools, no ".." element its rule
+	// for every CR (no pod could mount one); a trailing / is accepted and
+	// cleaned (internal/fieldrule.CheckPoolPath).
 	// +kubebuilder:validation:MinLength=1
 	// +kubebuilder:validation:MaxLength=255
 	// +kubebuilder:validation:XValidation:rule="self.startsWith('/')",message="must be an absolute path"

@@ -2,20 +2,21 @@ package v1beta1
 
 import (
 	"fmt"
-	"path"
 	"slices"
 	"strings"
 
 	corev1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/util/validation"
 	"k8s.io/apimachinery/pkg/util/validation/field"
+
+	"github.com/hostpath-provisioner/hpp/internal/fieldrule"
 )
 
 // Limits the CRD's schema also enforces; kept here so the webhook and the
 // operator report the same rule when they run against an older CRD.
 const (
 	MaxPoolNameLength = 50
-	MaxPathLength     = 255
+	MaxPathLength     = fieldrule.MaxPathLen
 )
 
 // Usage is what already lives on the cluster for a CR, counted by the
@@ -115,21 +116,31 @@ func validatePools(f *findings, fp *field.Path, pools []StoragePool) {
 		}
 	}
 	// Two pools in one directory would count and clean each other's
-	// volumes (upstream's webhook refuses it too); one inside the other is
-	// hpp's rule.
+	// volumes (upstream's webhook refuses the same path twice too, and hpp
+	// the same directory spelled twice); one inside the other is hpp's
+	// rule. Paths are compared cleaned (fieldrule.CheckPoolPath).
+	clean := make([]string, len(pools))
+	for i := range pools {
+		clean[i], _, _ = fieldrule.CheckPoolPath(pools[i].Path)
+	}
 	for i := range pools {
 		for j := range pools {
-			if i == j || !isAbsClean(pools[i].Path) || !isAbsClean(pools[j].Path) {
+			a, b := clean[i], clean[j]
+			if i == j || a == "" || b == "" {
 				continue
 			}
-			a, b := pools[i].Path, pools[j].Path
 			switch {
 			case a == b && i > j:
-				f.block(field.Duplicate(fp.Index(i).Child("path"),
-					fmt.Sprintf("%s (also storagePools[%d].path)", a, j)))
+				dup := field.Duplicate(fp.Index(i).Child("path"),
+					fmt.Sprintf("%s (also storagePools[%d].path)", pools[i].Path, j))
+				if pools[i].Path == pools[j].Path {
+					f.block(dup)
+				} else {
+					f.tighten(dup)
+				}
 			case a != b && strings.HasPrefix(a, b+"/"):
-				f.tighten(field.Invalid(fp.Index(i).Child("path"), a,
-					fmt.Sprintf("is inside storagePools[%d].path %s: pool paths must not be nested", j, b)))
+				f.tighten(field.Invalid(fp.Index(i).Child("path"), pools[i].Path,
+					fmt.Sprintf("is inside storagePools[%d].path %s: pool paths must not be nested", j, pools[j].Path)))
 			}
 		}
 	}
@@ -152,30 +163,29 @@ func validatePoolName(f *findings, fp *field.Path, name string) {
 	}
 }
 
-func isAbsClean(p string) bool {
-	return p != "/" && path.IsAbs(p) && path.Clean(p) == p && len(p) <= MaxPathLength
-}
-
-// validatePath: a path must be there and absolute (no hostPath volume
-// works otherwise) and, as upstream's webhook says, at most 255 bytes;
-// the root directory and unclean spellings are hpp's rules.
+// validatePath applies the pool-path rule (fieldrule.CheckPoolPath, where
+// the rule and the reasons for it are written) and words its verdict as
+// field errors. Blocking: what upstream's webhook refuses (empty, longer
+// than 255 bytes) and what no pod could run (relative, a NUL byte, a ".."
+// element, which the API server refuses in a hostPath volume); the root
+// directory is hpp's rule. A trailing '/' or other unclean spelling is
+// accepted: hpp cleans it where it uses the path.
 func validatePath(f *findings, fp *field.Path, p string) {
-	switch {
-	case p == "":
+	_, problem, _ := fieldrule.CheckPoolPath(p)
+	switch problem {
+	case fieldrule.PathOK:
+	case fieldrule.PathMissing:
 		f.block(field.Required(fp, "an absolute path is required"))
-		return
-	case !path.IsAbs(p):
-		f.block(field.Invalid(fp, p, "must be an absolute path"))
-		return
-	case p == "/":
-		f.tighten(field.Invalid(fp, p, "must not be the root directory"))
-		return
-	}
-	if c := path.Clean(p); c != p {
-		f.tighten(field.Invalid(fp, p, fmt.Sprintf("must be a clean path (%s)", c)))
-	}
-	if len(p) > MaxPathLength {
+	case fieldrule.PathTooLong:
 		f.block(field.TooLong(fp, p, MaxPathLength))
+	case fieldrule.PathRoot:
+		f.tighten(field.Invalid(fp, p, "must not be the root directory"))
+	case fieldrule.PathRelative:
+		f.block(field.Invalid(fp, p, "must be an absolute path"))
+	case fieldrule.PathNUL:
+		f.block(field.Invalid(fp, p, "must not contain a NUL byte"))
+	case fieldrule.PathBackstep:
+		f.block(field.Invalid(fp, p, "must not contain a '..' element"))
 	}
 }
 

@@ -8,8 +8,8 @@ import (
 )
 
 // upstreamRan is a CR that upstream's CRD and webhook accept (names of at
-// most 50 bytes, any characters; unknown gates; nested and unclean paths)
-// and hpp refuses in a new CR.
+// most 50 bytes, any characters; unknown gates; nested paths, compared
+// once cleaned) and hpp refuses in a new CR.
 func upstreamRan() *HostPathProvisionerSpec {
 	return &HostPathProvisionerSpec{
 		StoragePools: []StoragePool{
@@ -37,7 +37,7 @@ func TestValidateStoredSplitsUpstreamAcceptedRules(t *testing.T) {
 	}
 	want := []string{
 		"spec.storagePools[0].name: FieldValueInvalid",
-		"spec.storagePools[0].path: FieldValueInvalid",
+		"spec.storagePools[1].path: FieldValueInvalid",
 		"spec.featureGates[0]: FieldValueNotSupported",
 	}
 	if got := fields(strict); strings.Join(got, "\n") != strings.Join(want, "\n") {
@@ -72,7 +72,7 @@ func TestValidateUpdateRatchets(t *testing.T) {
 		"a known gate added": {edit: func(s *HostPathProvisionerSpec) { s.FeatureGates = append(s.FeatureGates, FeatureSnapshotting) }},
 		"a bad new pool": {
 			edit: func(s *HostPathProvisionerSpec) {
-				s.StoragePools = append(s.StoragePools, StoragePool{Name: "New_Pool", Path: "/mnt//x"})
+				s.StoragePools = append(s.StoragePools, StoragePool{Name: "New_Pool", Path: "/"})
 			},
 			want: []string{"spec.storagePools[2].name: FieldValueInvalid", "spec.storagePools[2].path: FieldValueInvalid"},
 		},
@@ -85,7 +85,7 @@ func TestValidateUpdateRatchets(t *testing.T) {
 			edit: func(s *HostPathProvisionerSpec) {
 				s.StoragePools = append(s.StoragePools, StoragePool{Name: "outer", Path: "/var"})
 			},
-			want: []string{"spec.storagePools[1].path: FieldValueInvalid"},
+			want: []string{"spec.storagePools[0].path: FieldValueInvalid", "spec.storagePools[1].path: FieldValueInvalid"},
 		},
 		"an unknown gate added": {
 			edit: func(s *HostPathProvisionerSpec) { s.FeatureGates = append(s.FeatureGates, "Other") },
