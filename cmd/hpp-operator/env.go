@@ -9,7 +9,7 @@ import (
 )
 
 // environment is what the operator takes from its environment: upstream's
-// variables (DESIGN.md §1 "operator env") and a few of hpp's own, read here
+// variables (docs/design.md, the compatibility contract: operator env) and a few of hpp's own, read here
 // and nowhere else.
 type environment struct {
 	// Images of what the operator deploys.

@@ -137,8 +137,8 @@ func (o *options) completeNamespace(flagSet bool) error {
 }
 
 // renderConfig builds the objects' configuration from the flags and the
-// environment variables of DESIGN.md §1, naming every bad variable; the
-// flags it takes are checked by Validate.
+// environment variables of the compatibility contract (docs/design.md),
+// naming every bad variable; the flags it takes are checked by Validate.
 func renderConfig(o *options) (render.Config, error) {
 	e := o.env
 	cfg := render.DefaultConfig()

@@ -25,7 +25,7 @@ func ApplyEnv(cmd *cobra.Command, env ...EnvVar) []error {
 	return errs
 }
 
-// RunE is the one shape of every hpp command (DESIGN.md §2): the flags are
+// RunE is the one shape of every hpp command (docs/design.md): the flags are
 // in an options struct; the environment fills what the command line left
 // out; validate names every problem at once; then run does the work under
 // a context that SIGTERM or SIGINT cancels.

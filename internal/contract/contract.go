@@ -1,5 +1,5 @@
 // Package contract holds the names of hpp's compatibility contract
-// (DESIGN.md §1): the strings that are stored in clusters (in PVs,
+// (docs/design.md, the compatibility contract): the strings that are stored in clusters (in PVs,
 // StorageClasses, CSINode objects, labels and annotations) or that two
 // binaries must agree on. A cluster that ran the KubeVirt hostpath
 // provisioner and its operator has them already, and a PV keeps them for

@@ -19,7 +19,7 @@ import (
 	"github.com/hostpath-provisioner/hpp/internal/pool"
 )
 
-// The hpp-csi compatibility names (DESIGN.md §1) are in internal/contract.
+// The hpp-csi compatibility names (docs/design.md, the compatibility contract) are in internal/contract.
 const (
 	// CSINamespace is where csi-provisioner puts its CSIStorageCapacity
 	// objects (its NAMESPACE).

@@ -1,4 +1,4 @@
-// Package conformance runs the conformance tier (DESIGN.md §4, tier 4):
+// Package conformance runs the conformance tier (docs/design.md, Tests):
 // Kubernetes' own external storage e2e suite (e2e.test from
 // k8s.io/kubernetes, "External Storage" driven by driver.yaml) against
 // hpp-csi on the real node of a local cluster (test/cluster), in parallel

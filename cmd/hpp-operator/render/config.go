@@ -50,7 +50,7 @@ const (
 )
 
 // Images are the container images, from the operator's environment
-// (DESIGN.md §1 names the variables).
+// (docs/design.md names the variables under the compatibility contract).
 type Images struct {
 	CSI                 string // CSI_PROVISIONER_IMAGE: hpp-csi
 	Legacy              string // PROVISIONER_IMAGE: hpp-legacy

@@ -7,7 +7,7 @@ import (
 )
 
 // GroupVersion is the API's group and version, fixed by the compatibility
-// contract (DESIGN.md §1).
+// contract (docs/design.md, the compatibility contract).
 var GroupVersion = schema.GroupVersion{Group: "hostpathprovisioner.kubevirt.io", Version: "v1beta1"}
 
 // AddToScheme registers the API's types with a scheme. It is a plain
