@@ -29,7 +29,7 @@ root=$(cd "$(dirname "$0")/.." && pwd)
 tiers=${HPP_TIERS_FILE:-$root/test/tiers.txt}
 if [[ ${1:-} == --run-pattern ]]; then
   shift
-  pattern= prev=
+  pattern='' prev=''
   for a in "$@"; do
     case $prev in -run | -test.run | --run | --test.run) pattern=$a ;; esac
     case $a in -run=* | -test.run=* | --run=* | --test.run=*) pattern=${a#*=} ;; esac
@@ -99,6 +99,6 @@ if [[ -n $tier ]]; then
   fi
 fi
 if ((${#errs[@]})); then
-  printf '==> tier %s FAILED: %s\n' "$label" "${errs[@]}" >&2
+  for e in "${errs[@]}"; do printf '==> tier %s FAILED: %s\n' "$label" "$e" >&2; done
   exit 1
 fi
