@@ -55,11 +55,12 @@ HEAVY_TEST_PKGS := /(sanity|e2e|csinode|csiabuse|mounternode|bench|migrate|quota
 unit: ## unit tests in every module, with -race (root-only tests inside them skip without root; fail under CI=true)
 	@for m in $(filter-out test,$(MODULES)); do \
 	  echo "==> go test -race $$m"; \
-	  (cd $(ROOT)/$$m && $(GOTEST) -race -count=1 ./...); \
+	  (cd $(ROOT)/$$m && HPP_TIER_NAME=unit:$$m $(GOTEST) -race -count=1 ./...); \
 	done
 	@echo "==> go test -race test (harness packages)"
 	@cd $(ROOT)/test && pkgs=$$(go list ./... | grep -Ev '$(HEAVY_TEST_PKGS)' || true); \
-	  if [ -n "$$pkgs" ]; then $(GOTEST) -race -count=1 $$pkgs; fi
+	  if [ -z "$$pkgs" ]; then echo "==> tier unit:test FAILED: no harness package left after HEAVY_TEST_PKGS" >&2; exit 1; fi; \
+	  HPP_TIER_NAME=unit:test $(GOTEST) -race -count=1 $$pkgs
 
 .PHONY: fuzz
 fuzz: ## run every fuzz target for FUZZTIME each

@@ -56,6 +56,12 @@ if [[ $ran -eq 0 ]]; then
   echo "fuzz: no Fuzz targets found" >&2
   exit 1
 fi
+# test/tiers.txt declares how many targets there are at least.
+min=$(awk '$1 == "min" && $2 == "fuzz" { print $3; exit }' "$root/test/tiers.txt")
+if [[ -z $min ]] || ((ran < min)); then
+  echo "fuzz: $ran targets found, fewer than the ${min:-(none declared)} test/tiers.txt declares (\"min fuzz N\")" >&2
+  exit 1
+fi
 if [[ ${#failed[@]} -gt 0 ]]; then
   printf 'fuzz: FAILED %s\n' "${failed[@]}" >&2
   exit 1

@@ -5,6 +5,9 @@
 # after its failure message; CI keeps only the end of the output, so
 # without this summary the reason is cut off above the dump.
 # The whole output is also kept in $HPP_TIER_LOG when it is set.
+# Then hack/tier-count.sh counts the tests that ran: none, or fewer than
+# test/tiers.txt declares for the tier $HPP_TIER_NAME (make sets it to the
+# target's name), or a -run name that did not run, fails the tier.
 set -uo pipefail
 log=${HPP_TIER_LOG:-$(mktemp)}
 mkdir -p "$(dirname "$log")"
@@ -24,4 +27,7 @@ if ((rc != 0)); then
     }
   ' "$log"
 fi
-exit "$rc"
+count_rc=0
+"$(dirname "$0")/tier-count.sh" "${HPP_TIER_NAME:-}" "$log" "$("$(dirname "$0")/tier-count.sh" --run-pattern "$@")" || count_rc=$?
+((rc != 0)) && exit "$rc"
+exit "$count_rc"

@@ -4,6 +4,9 @@
 # its reason, so a skip is never silent. Arguments go to go test; run it in
 # the module directory. Under CI=true, tests whose tier cannot run here fail
 # instead of skipping (internal/testutil.MissingPrerequisite).
+# Then hack/tier-count.sh counts the tests that ran: none, or fewer than
+# test/tiers.txt declares for the tier $HPP_TIER_NAME (make sets it to the
+# target's name), fails the run.
 set -euo pipefail
 root=$(cd "$(dirname "$0")/.." && pwd)
 gotestsum="$root/_output/tools/gotestsum"
@@ -11,4 +14,11 @@ if [[ ! -x $gotestsum || $root/tools/go.mod -nt $gotestsum ]]; then
   mkdir -p "$(dirname "$gotestsum")"
   (cd "$root/tools" && GOWORK=off go build -o "$gotestsum" gotest.tools/gotestsum)
 fi
-exec "$gotestsum" --format pkgname-and-test-fails --format-hide-empty-pkg -- "$@"
+json=$(mktemp)
+trap 'rm -f "$json"' EXIT
+rc=0
+"$gotestsum" --format pkgname-and-test-fails --format-hide-empty-pkg --jsonfile "$json" -- "$@" || rc=$?
+count_rc=0
+"$root/hack/tier-count.sh" "${HPP_TIER_NAME:-}" "$json" "$("$root/hack/tier-count.sh" --run-pattern "$@")" || count_rc=$?
+((rc != 0)) && exit "$rc"
+exit "$count_rc"

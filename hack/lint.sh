@@ -5,6 +5,7 @@ root=$(cd "$(dirname "$0")/.." && pwd)
 modules=(internal cmd/hpp-csi cmd/hpp-legacy cmd/hpp-operator cmd/hpp-mounter cmd/hpp-migrate test)
 
 "$root/hack/check-files.sh"
+"$root/hack/check-skips.sh"
 
 echo "==> gofmt"
 unformatted=$(cd "$root" && gofmt -l internal cmd test tools 2>/dev/null || true)

@@ -19,7 +19,9 @@
 # `TESTBIN -test.v -test.count=1 [TEST FLAGS]`; its output is printed live.
 # The script exits with the first non-zero exit status of the binaries, or
 # non-zero if the VM does not boot or report in time (the console's last lines,
-# kernel messages included, and qemu's stderr are printed with the error).
+# kernel messages included, and qemu's stderr are printed with the error), or
+# when hack/tier-count.sh finds that no test ran, or fewer than test/tiers.txt
+# declares for the tier HPP_TIER_NAME.
 #
 # What it makes and where (never in git; all of it is made again when missing):
 #   $HPP_CACHE/quotavm/<kernel version>/vmlinuz     Debian's kernel (apt-get download)
@@ -472,4 +474,11 @@ if [[ -z $exit_rc ]]; then
 fi
 [[ $exit_rc =~ ^[0-9]+$ ]] || fail "the VM reported a malformed exit status '$exit_rc'"
 log "total $(secs $(($(now_ms) - start)))s (kernel $kver); the tests' exit status: $exit_rc"
+# Count the tests the binaries ran (their -test.v lines are in the console
+# log): none, a -test.run name that did not run, or fewer than test/tiers.txt
+# declares for $HPP_TIER_NAME (make sets it) fails the tier.
+if [[ $exit_rc == 0 ]]; then
+  "$root/hack/tier-count.sh" "${HPP_TIER_NAME:-}" "$console" \
+    "$("$root/hack/tier-count.sh" --run-pattern "${test_args[@]}")" || exit 1
+fi
 exit "$exit_rc"

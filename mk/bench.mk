@@ -12,12 +12,12 @@ BENCH_MORE +=
 .PHONY: csi-tests
 csi-tests: ## hpp-csi node tests (real mounts, tmpfs, XFS on loop) and abuse tests over the real socket, with -race (root)
 	@echo "==> hpp-csi node and abuse tests (-race)"
-	@cd $(ROOT)/test && $(GOTEST) -race -count=1 ./csinode/ ./csiabuse/
+	@cd $(ROOT)/test && HPP_TIER_NAME=$@ $(GOTEST) -race -count=1 ./csinode/ ./csiabuse/
 
 .PHONY: quota-tests
 quota-tests: ## enforced volume sizes on real loop devices, XFS and ext4 with project quotas, SIGKILL at every step (root; skips with the kernel's answer where it has no project quotas)
 	@echo "==> enforced size node tests (-race; test/quotanode)"
-	@cd $(ROOT)/test && $(GOTEST) -race -count=1 ./quotanode/
+	@cd $(ROOT)/test && HPP_TIER_NAME=$@ $(GOTEST) -race -count=1 ./quotanode/
 
 .PHONY: quota-binaries
 quota-binaries: ## the enforced size node tests as a binary to run elsewhere (a VM with quota support): _output/quotanode/{quotanode.test,hpp-csi}; see test/quotanode/doc.go
@@ -29,7 +29,7 @@ quota-binaries: ## the enforced size node tests as a binary to run elsewhere (a 
 .PHONY: mounter-tests
 mounter-tests: ## hpp-mounter node tests (real loop devices, XFS, ext4, bind mounts found from mountinfo), with -race (root)
 	@echo "==> hpp-mounter node tests (-race)"
-	@cd $(ROOT)/test && $(GOTEST) -race -count=1 ./mounternode/
+	@cd $(ROOT)/test && HPP_TIER_NAME=$@ $(GOTEST) -race -count=1 ./mounternode/
 
 .PHONY: bench
 bench: ## benchmarks: hpp-csi over its real socket (table + JSON on stdout; root), then those of BENCH_MORE (bench-e2e)

@@ -25,7 +25,7 @@ ifeq ($(IS_ROOT),yes)
 	@# -p 1: both packages need the machine's one local cluster.
 	@echo "==> cluster harness tests and e2e scenarios (logs of a failed test: _output/e2e-logs/)"
 	@cd $(ROOT)/test && HPP_TEST_TIER=e2e HPP_BIN_DIR=$(BIN) HPP_E2E_LOGS=$(ROOT)/_output/e2e-logs \
-	  HPP_TIER_LOG=$(ROOT)/_output/e2e.log $(GOTEST_TIER) -p 1 -count=1 -timeout $(E2E_TIMEOUT) -v ./cluster/ ./e2e/
+	  HPP_TIER_NAME=$@ HPP_TIER_LOG=$(ROOT)/_output/e2e.log $(GOTEST_TIER) -p 1 -count=1 -timeout $(E2E_TIMEOUT) -v ./cluster/ ./e2e/
 else ifeq ($(CI),true)
 	@echo "==> e2e FAILED: CI=true and the local cluster needs root (kubelet, containerd, mounts)" >&2; exit 1
 else
@@ -82,7 +82,7 @@ ifeq ($(IS_ROOT),yes)
 	@$(MAKE) --no-print-directory deps cluster-binaries
 	@echo "==> hpp installed from deploy/ on the real node (logs of a failure: _output/onnode-logs/)"
 	@cd $(ROOT)/test && HPP_TEST_TIER=onnode HPP_ONNODE_LOGS=$(ROOT)/_output/onnode-logs \
-	  HPP_TIER_LOG=$(ROOT)/_output/onnode.log $(GOTEST_TIER) -count=1 -timeout 30m -v ./onnode/
+	  HPP_TIER_NAME=$@ HPP_TIER_LOG=$(ROOT)/_output/onnode.log $(GOTEST_TIER) -count=1 -timeout 30m -v ./onnode/
 else ifeq ($(CI),true)
 	@echo "==> operator-on-node FAILED: CI=true and the local cluster needs root" >&2; exit 1
 else

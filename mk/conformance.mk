@@ -30,7 +30,7 @@ ifeq ($(CONFORMANCE_IS_ROOT),yes)
 	@$(MAKE) --no-print-directory hpp-csi-bin
 	@echo "==> conformance: External Storage e2e suite (report: _output/conformance/junit.xml)"
 	@cd $(ROOT)/test && HPP_TEST_TIER=conformance HPP_BIN_DIR=$(BIN) HPP_CONFORMANCE_OUTPUT=$(ROOT)/_output/conformance \
-	  HPP_CONFORMANCE_FOCUS='$(CONFORMANCE_FOCUS)' HPP_TIER_LOG=$(ROOT)/_output/conformance.log \
+	  HPP_CONFORMANCE_FOCUS='$(CONFORMANCE_FOCUS)' HPP_TIER_NAME=$@ HPP_TIER_LOG=$(ROOT)/_output/conformance.log \
 	  $(GOTEST_TIER) -count=1 -timeout $(CONFORMANCE_TIMEOUT) -v -run '^TestExternalStorage$$' ./conformance/
 else
 	@echo "==> conformance SKIPPED: the local cluster needs root (kubelet, containerd, mounts); run make conformance as root"

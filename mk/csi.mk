@@ -2,4 +2,4 @@
 .PHONY: sanity
 sanity: ## kubernetes-csi sanity suite against hpp-csi (root)
 	@echo "==> csi-sanity against hpp-csi"
-	@cd $(ROOT)/test && $(GOTEST) -count=1 ./sanity/
+	@cd $(ROOT)/test && HPP_TIER_NAME=$@ $(GOTEST) -count=1 ./sanity/

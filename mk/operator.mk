@@ -17,6 +17,7 @@ operator-envtest: ## hpp-operator on envtest (real kube-apiserver + etcd) and ev
 	@mkdir -p $(ROOT)/_output; cd $(ROOT)/cmd/hpp-operator; rc=0; \
 	  CI=true go test -count=1 -v ./controller/... ./webhook/ ./deploytest/ > $(ROOT)/_output/operator-envtest.log 2>&1 || rc=$$?; \
 	  grep -E '^(--- |ok|FAIL|panic)|steady-state reconcile|accepted by kube-apiserver' $(ROOT)/_output/operator-envtest.log || true; \
+	  $(ROOT)/hack/tier-count.sh $@ $(ROOT)/_output/operator-envtest.log || { [ $$rc != 0 ] || rc=1; }; \
 	  exit $$rc
 
 # Part of CI: stale generated files fail lint; the envtest tier runs with

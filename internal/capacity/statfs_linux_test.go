@@ -89,7 +89,7 @@ func TestTmpfsNode(t *testing.T) {
 	// before the mount and certainly not after.
 	dir, err := os.MkdirTemp("/", "hpp-capacity-test-")
 	if err != nil {
-		t.Skipf("cannot make a directory under / (read-only root?): %v", err)
+		testutil.MissingPrerequisite(t, "cannot make a directory under / (read-only root?): %v", err)
 	}
 	t.Cleanup(func() { _ = os.Remove(dir) })
 	if same, err := SameFilesystem(dir, "/"); err != nil || !same {

@@ -134,7 +134,7 @@ func TestLoopXFSCleanupAfterFailure(t *testing.T) {
 	cmd.Env = append(os.Environ(), envFailChild+"=1")
 	out, err := cmd.CombinedOutput()
 	if strings.Contains(string(out), "--- SKIP") {
-		t.Skipf("child skipped: %s", out)
+		MissingPrerequisite(t, "child skipped: %s", out)
 	}
 	if err == nil || !strings.Contains(string(out), "deliberate failure") {
 		t.Fatalf("child did not fail as planned (%v): %s", err, out)

@@ -7,12 +7,14 @@ import (
 	"slices"
 	"strings"
 	"testing"
+
+	"github.com/hostpath-provisioner/hpp/internal/testutil"
 )
 
 func needBusybox(t *testing.T) {
 	t.Helper()
 	if _, err := os.Stat(hostBusybox); err != nil {
-		t.Skipf("%s missing (Debian's busybox-static; `make deps` installs it): %v", hostBusybox, err)
+		testutil.MissingPrerequisite(t, "%s missing (Debian's busybox-static; `make deps` installs it): %v", hostBusybox, err)
 	}
 }
 

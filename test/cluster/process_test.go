@@ -7,13 +7,15 @@ import (
 	"strings"
 	"testing"
 	"time"
+
+	"github.com/hostpath-provisioner/hpp/internal/testutil"
 )
 
 func sleepSpec(t *testing.T, restart bool) ProcessSpec {
 	t.Helper()
 	sleep := "/bin/sleep"
 	if _, err := os.Stat(sleep); err != nil {
-		t.Skipf("no %s: %v", sleep, err)
+		testutil.MissingPrerequisite(t, "no %s: %v", sleep, err)
 	}
 	return ProcessSpec{Name: "sleeper", Path: sleep, Args: []string{"600"}, StopTimeout: 5 * time.Second, RestartOnExit: restart}
 }

@@ -15,14 +15,20 @@ import (
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 
+	"github.com/hostpath-provisioner/hpp/internal/testutil"
 	"github.com/hostpath-provisioner/hpp/test/cluster"
 )
 
 // suite is the one cluster every scenario shares (bring-up costs ~15 s);
 // each scenario works in its own namespace and StorageClasses.
 type suite struct {
-	env        *Env
+	env *Env
+	// skipReason says why the scenarios cannot run here ("" when they
+	// can); missing, that the reason is a missing prerequisite (root, the
+	// cluster binaries), which fails every scenario under CI=true, and not
+	// the tier gate.
 	skipReason string
+	missing    bool
 	// noSnapshots says why the snapshot scenarios cannot run ("" when
 	// they can).
 	noSnapshots string
@@ -34,9 +40,13 @@ var theSuite suite
 
 func TestMain(m *testing.M) {
 	code := func() int {
-		theSuite.skipReason = skipReason()
+		theSuite.skipReason, theSuite.missing = skipReason()
 		if theSuite.skipReason != "" {
-			fmt.Println("e2e: every scenario skips:", theSuite.skipReason)
+			if theSuite.missing && os.Getenv("CI") == "true" {
+				fmt.Println("e2e: CI=true and the environment does not validate, every scenario fails:", theSuite.skipReason)
+			} else {
+				fmt.Println("e2e: every scenario skips:", theSuite.skipReason)
+			}
 			return m.Run()
 		}
 		// No deadline: Setup first waits for the machine lock, as long as
@@ -89,29 +99,36 @@ func TestMain(m *testing.M) {
 	os.Exit(code)
 }
 
-// skipReason says why this machine cannot run the scenarios, or "".
-func skipReason() string {
+// skipReason says why this machine cannot run the scenarios, or "";
+// missing is true when the reason is a missing prerequisite (in the e2e
+// tier: not root, the cluster binaries not built or not valid) rather than
+// another tier.
+func skipReason() (reason string, missing bool) {
 	if tier := os.Getenv("HPP_TEST_TIER"); tier != "e2e" {
-		return fmt.Sprintf("the cluster tier runs with `make e2e` (HPP_TEST_TIER=e2e), this is tier %q", tier)
+		return fmt.Sprintf("the cluster tier runs with `make e2e` (HPP_TEST_TIER=e2e), this is tier %q", tier), false
 	}
 	if os.Geteuid() != 0 {
-		return "needs root (kubelet, containerd, mounts)"
+		return "needs root (kubelet, containerd, mounts)", true
 	}
 	cache := os.Getenv("HPP_CACHE")
 	if cache == "" {
 		cache, _ = cluster.DefaultCacheDir()
 	}
 	if err := cluster.BinariesFromCache(cache).Validate(); err != nil {
-		return err.Error()
+		return err.Error(), true
 	}
-	return ""
+	return "", false
 }
 
-// needEnv skips the test if the suite could not run here, and on failure
+// needEnv skips the test if the suite could not run here (fails it under
+// CI=true when a prerequisite is missing in the e2e tier), and on failure
 // prints every component's log tail and saves the logs.
 func needEnv(t *testing.T) *Env {
 	t.Helper()
 	if theSuite.skipReason != "" {
+		if theSuite.missing {
+			testutil.MissingPrerequisite(t, "e2e: %s", theSuite.skipReason)
+		}
 		t.Skip(theSuite.skipReason)
 	}
 	env := theSuite.env

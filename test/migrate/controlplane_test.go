@@ -21,6 +21,7 @@ import (
 	"k8s.io/client-go/kubernetes"
 	"k8s.io/client-go/rest"
 
+	"github.com/hostpath-provisioner/hpp/internal/testutil"
 	"github.com/hostpath-provisioner/hpp/test/cluster"
 )
 
@@ -54,11 +55,7 @@ func binaries(t testing.TB) cluster.Binaries {
 		}
 	}
 	if len(missing) > 0 {
-		msg := fmt.Sprintf("cluster binaries missing (%s): run `make cluster-binaries` (hack/cluster-binaries.sh)", strings.Join(missing, ", "))
-		if os.Getenv("CI") == "true" {
-			t.Fatal(msg)
-		}
-		t.Skip(msg)
+		testutil.MissingPrerequisite(t, "cluster binaries missing (%s): run `make cluster-binaries` (hack/cluster-binaries.sh)", strings.Join(missing, ", "))
 	}
 	return b
 }
@@ -74,19 +71,27 @@ func freePort(t testing.TB) int {
 }
 
 // advertiseIP is a non-loopback address: the kubernetes Service's endpoint
-// must not be a loopback one.
+// must not be a loopback one. Without one the test skips, or fails under
+// CI=true (every control-plane test needs it).
 func advertiseIP(t testing.TB) string {
 	t.Helper()
 	addrs, err := net.InterfaceAddrs()
 	if err != nil {
 		t.Fatal(err)
 	}
+	return advertiseIPFrom(t, addrs)
+}
+
+// advertiseIPFrom is advertiseIP's choice among addrs: the first global
+// unicast IPv4 address.
+func advertiseIPFrom(t testing.TB, addrs []net.Addr) string {
+	t.Helper()
 	for _, a := range addrs {
 		if ipn, ok := a.(*net.IPNet); ok && ipn.IP.To4() != nil && ipn.IP.IsGlobalUnicast() {
 			return ipn.IP.String()
 		}
 	}
-	t.Skip("no global unicast IPv4 address to advertise the API server on")
+	testutil.MissingPrerequisite(t, "no global unicast IPv4 address to advertise the API server on (interface addresses: %v)", addrs)
 	return ""
 }
 

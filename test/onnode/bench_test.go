@@ -19,6 +19,7 @@ import (
 
 	hppv1 "github.com/hostpath-provisioner/hpp/internal/api/v1beta1"
 	"github.com/hostpath-provisioner/hpp/internal/contract"
+	"github.com/hostpath-provisioner/hpp/internal/testutil"
 
 	"github.com/hostpath-provisioner/hpp/test/e2e"
 )
@@ -83,10 +84,7 @@ func TestOperatorBenchmark(t *testing.T) {
 		t.Skipf("runs with `make bench` (HPP_TEST_TIER=%s), this is tier %q", benchTier, tier)
 	}
 	if os.Geteuid() != 0 {
-		if os.Getenv("CI") == "true" {
-			t.Fatal("CI=true: the local cluster needs root (kubelet, containerd, mounts)")
-		}
-		t.Skip("the local cluster needs root (kubelet, containerd, mounts)")
+		testutil.MissingPrerequisite(t, "the local cluster needs root (kubelet, containerd, mounts)")
 	}
 	rounds := 5
 	if s := os.Getenv("HPP_BENCH_OPERATOR_ROUNDS"); s != "" {

@@ -14,6 +14,8 @@ import (
 
 	"k8s.io/client-go/rest"
 	"sigs.k8s.io/controller-runtime/pkg/envtest"
+
+	"github.com/hostpath-provisioner/hpp/internal/testutil"
 )
 
 // Versions of the harness's binaries (hack/cluster-binaries.sh).
@@ -68,10 +70,7 @@ func Start(t testing.TB, opts envtest.WebhookInstallOptions) (*envtest.Environme
 	t.Helper()
 	assets, err := AssetsDir(t.TempDir())
 	if err != nil {
-		if os.Getenv("CI") == "true" {
-			t.Fatalf("envtest needs the harness's binaries: %v", err)
-		}
-		t.Skipf("SKIP: envtest needs the harness's kube-apiserver and etcd: %v", err)
+		testutil.MissingPrerequisite(t, "envtest needs the harness's kube-apiserver and etcd: %v", err)
 	}
 	env := &envtest.Environment{
 		BinaryAssetsDirectory: assets,
