@@ -60,8 +60,9 @@ func failed(op string, err error) error { return refuse(Internal, "%s: %v", op, 
 // *Error is already decided and passes unchanged. Library errors are
 // classified here, once.
 func Wrap(op string, err error) *Error {
-	if e, ok := err.(*Error); ok {
-		return e
+	var decided *Error
+	if errors.As(err, &decided) {
+		return decided
 	}
 	var fieldErr *fieldrule.FieldError
 	var notReady *errPoolNotReady
