@@ -99,33 +99,30 @@ func simRunner(s *simCluster, out *bytes.Buffer) *Runner {
 }
 
 // runSwitch is `hpp-migrate takeover -f -` once: read the cluster, plan,
-// switch. killed reports a simulated kill.
+// switch. wasKilled reports a simulated kill.
 func runSwitch(t *testing.T, s *simCluster) (out string, wasKilled bool, err error) {
 	t.Helper()
-	var buf bytes.Buffer
-	defer func() {
-		if v := recover(); v != nil {
-			if _, ok := v.(killed); !ok {
-				panic(v)
-			}
-			out, wasKilled = buf.String(), true
+	return untilKilled(func(buf *bytes.Buffer) error {
+		inv, err := Collect(context.Background(), s.client, ns, killPointManifests())
+		if err != nil {
+			t.Fatal(err)
 		}
-	}()
-	inv, err := Collect(context.Background(), s.client, ns, killPointManifests())
-	if err != nil {
-		t.Fatal(err)
-	}
-	plan := Assess(inv)
-	if !plan.Go() {
-		return buf.String(), false, fmt.Errorf("no-go: %v", plan.NoGo)
-	}
-	err = simRunner(s, &buf).Switch(context.Background(), inv, plan)
-	return buf.String(), false, err
+		plan := Assess(inv)
+		if !plan.Go() {
+			return fmt.Errorf("no-go: %v", plan.NoGo)
+		}
+		return simRunner(s, buf).Switch(context.Background(), inv, plan)
+	})
 }
 
 // runBack is `hpp-migrate takeover --back` once.
 func runBack(t *testing.T, s *simCluster) (out string, wasKilled bool, err error) {
-	t.Helper()
+	return untilKilled(func(buf *bytes.Buffer) error { return simRunner(s, buf).Back(context.Background()) })
+}
+
+// untilKilled runs a command, with its output in a buffer, and reports a
+// simulated kill instead of its panic.
+func untilKilled(run func(*bytes.Buffer) error) (out string, wasKilled bool, err error) {
 	var buf bytes.Buffer
 	defer func() {
 		if v := recover(); v != nil {
@@ -135,7 +132,7 @@ func runBack(t *testing.T, s *simCluster) (out string, wasKilled bool, err error
 			out, wasKilled = buf.String(), true
 		}
 	}()
-	err = simRunner(s, &buf).Back(context.Background())
+	err = run(&buf)
 	return buf.String(), false, err
 }
 
@@ -153,30 +150,8 @@ func checkWrites(t *testing.T, what string, got, want []string) {
 // uninterrupted switch; a third run on the switched cluster says so,
 // writes nothing and waits for nothing.
 func TestSwitchKilledAtEveryWriteThenRunAgain(t *testing.T) {
-	whole := newSimCluster(t, killPointInstall()...)
-	if out, _, err := runSwitch(t, whole); err != nil {
-		t.Fatalf("uninterrupted switch: %v\n%s", err, out)
-	}
-	checkWrites(t, "switch", whole.writes, switchWrites)
-	want := whole.state()
-	for at := range switchWrites {
-		t.Run(fmt.Sprintf("killed-after-%d-%s", at+1, strings.ReplaceAll(switchWrites[at], " ", "_")), func(t *testing.T) {
-			s := newSimCluster(t, killPointInstall()...)
-			s.killAt = at + 1
-			if out, wasKilled, err := runSwitch(t, s); !wasKilled {
-				t.Fatalf("not killed after write %d (%v)\n%s", at+1, err, out)
-			}
-			s.killAt = 0
-			if out, _, err := runSwitch(t, s); err != nil {
-				t.Fatalf("second run: %v\n%s", err, out)
-			}
-			if d := diffStates(want, s.state()); len(d) > 0 {
-				t.Fatalf("after the second run, not the state of an uninterrupted switch:%s", joinLines(d))
-			}
-			checkNothingToDo(t, s, runSwitch, "already switched")
-		})
-	}
-	checkNothingToDo(t, whole, runSwitch, "already switched")
+	checkKillPoints(t, killPoints{what: "switch", writes: switchWrites, run: runSwitch, finished: "already switched",
+		start: func() *simCluster { return newSimCluster(t, killPointInstall()...) }})
 }
 
 // TestBackKilledAtEveryWriteThenRunAgain: the way back, from a switched
@@ -184,39 +159,53 @@ func TestSwitchKilledAtEveryWriteThenRunAgain(t *testing.T) {
 // the state of an uninterrupted way back; a third run says so and writes
 // nothing.
 func TestBackKilledAtEveryWriteThenRunAgain(t *testing.T) {
-	switched := func() *simCluster {
-		s := newSimCluster(t, killPointInstall()...)
-		if out, _, err := runSwitch(t, s); err != nil {
-			t.Fatalf("switch: %v\n%s", err, out)
-		}
-		operatorRan(t, s)
-		s.writes = nil
-		return s
+	checkKillPoints(t, killPoints{what: "way back", writes: backWrites, run: runBack, finished: "already back",
+		start: func() *simCluster {
+			s := newSimCluster(t, killPointInstall()...)
+			if out, _, err := runSwitch(t, s); err != nil {
+				t.Fatalf("switch: %v\n%s", err, out)
+			}
+			operatorRan(t, s)
+			s.writes = nil
+			return s
+		}})
+}
+
+// killPoints is one command's kill-point test: the cluster it starts
+// from, the command, its writes when uninterrupted, and what it says when
+// run on the cluster it has finished.
+type killPoints struct {
+	what, finished string
+	writes         []string
+	start          func() *simCluster
+	run            func(*testing.T, *simCluster) (string, bool, error)
+}
+
+func checkKillPoints(t *testing.T, k killPoints) {
+	whole := k.start()
+	if out, _, err := k.run(t, whole); err != nil {
+		t.Fatalf("uninterrupted %s: %v\n%s", k.what, err, out)
 	}
-	whole := switched()
-	if out, _, err := runBack(t, whole); err != nil {
-		t.Fatalf("uninterrupted way back: %v\n%s", err, out)
-	}
-	checkWrites(t, "way back", whole.writes, backWrites)
+	checkWrites(t, k.what, whole.writes, k.writes)
 	want := whole.state()
-	for at := range backWrites {
-		t.Run(fmt.Sprintf("killed-after-%d-%s", at+1, strings.ReplaceAll(backWrites[at], " ", "_")), func(t *testing.T) {
-			s := switched()
+	for at := range k.writes {
+		t.Run(fmt.Sprintf("killed-after-%d-%s", at+1, strings.ReplaceAll(k.writes[at], " ", "_")), func(t *testing.T) {
+			s := k.start()
 			s.killAt = at + 1
-			if out, wasKilled, err := runBack(t, s); !wasKilled {
+			if out, wasKilled, err := k.run(t, s); !wasKilled {
 				t.Fatalf("not killed after write %d (%v)\n%s", at+1, err, out)
 			}
 			s.killAt = 0
-			if out, _, err := runBack(t, s); err != nil {
+			if out, _, err := k.run(t, s); err != nil {
 				t.Fatalf("second run: %v\n%s", err, out)
 			}
 			if d := diffStates(want, s.state()); len(d) > 0 {
-				t.Fatalf("after the second run, not the state of an uninterrupted way back:%s", joinLines(d))
+				t.Fatalf("after the second run, not the state of an uninterrupted %s:%s", k.what, joinLines(d))
 			}
-			checkNothingToDo(t, s, runBack, "already back")
+			checkNothingToDo(t, s, k.run, k.finished)
 		})
 	}
-	checkNothingToDo(t, whole, runBack, "already back")
+	checkNothingToDo(t, whole, k.run, k.finished)
 }
 
 // checkNothingToDo runs the command once more on a finished cluster: it
