@@ -10,25 +10,28 @@ import (
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 )
 
-// oldDriverGrace is the termination grace, in seconds, left to a CSI node
-// pod that a roll is replacing.
+// oldDriverGrace is the termination grace, in seconds, the API server is
+// told for a CSI node pod that a roll is replacing: zero, so the pod object
+// goes at once.
 //
 // Upstream's CSI node pod has a container that ignores SIGTERM, so it
 // takes its whole 30 s grace to stop; the DaemonSet controller starts the
-// new pod on that node only once the old one is gone, and meanwhile the
-// node has no CSI driver in CSINode: a new pod there that needs an hpp
-// volume waits. Nothing needs that wait: CSI calls are idempotent and
-// kubelet retries them, and the volumes already mounted stay mounted (they
-// live in the host's mount table, not in the plugin's). So while the
-// switch or the way back waits for the roll, it deletes each terminating
-// CSI pod again with this grace, which kubelet honours for a pod already
-// stopping. One second, not zero: zero would remove the pod object at once
-// (a force delete) and let the new pod start while the old one still runs.
-const oldDriverGrace int64 = 1
+// new pod on that node only once the old pod object is gone, and meanwhile
+// the node has no CSI driver in CSINode (its registrar left at SIGTERM): a
+// new pod there that needs an hpp volume waits. A shorter grace does not
+// help: kubelet does not cut short a stop already under way (deleting the
+// stopping pod again with 1 s still left the real node 31 s without a
+// driver). With the object gone, the new pod starts while kubelet stops
+// the old containers in their own time. The overlap is harmless: each pod
+// has its own network namespace, the new driver takes over the socket
+// paths, CSI calls are idempotent and kubelet retries them, and the
+// volumes already mounted stay mounted (they live in the host's mount
+// table, not in the plugin's).
+const oldDriverGrace int64 = 0
 
-// hurryOldDriverPods shortens the termination of the CSI DaemonSet's pods
-// that are being deleted to oldDriverGrace. The roll itself stays the
-// DaemonSet controller's: one node at a time, as its update strategy says.
+// hurryOldDriverPods deletes again, with oldDriverGrace, the CSI
+// DaemonSet's pods that are stopping. The roll itself stays the DaemonSet
+// controller's: one node at a time, as its update strategy says.
 func (r *Runner) hurryOldDriverPods(ctx context.Context) error {
 	pods, err := r.res(rPod).List(ctx, metav1.ListOptions{})
 	if err != nil {
@@ -50,7 +53,7 @@ func (r *Runner) hurryOldDriverPods(ctx context.Context) error {
 			return fmt.Errorf("shorten the termination of pod %s: %w", p.GetName(), err)
 		}
 		node, _, _ := unstructured.NestedString(p.Object, "spec", "nodeName")
-		r.did("pod %s (node %s) stopping: its grace shortened from %d s to %d s, so the new driver pod starts now", p.GetName(), node, *grace, oldDriverGrace)
+		r.did("pod %s (node %s) stopping: removed without waiting for its %d s grace (kubelet still stops it), so the new driver pod starts now", p.GetName(), node, *grace)
 	}
 	return nil
 }

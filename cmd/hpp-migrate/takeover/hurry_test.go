@@ -26,17 +26,17 @@ func pod(name, ownerKind, owner string, terminating bool, grace int64) *unstruct
 	return p
 }
 
-// TestRollShortensTheOldDriverPodsGrace: while the switch waits for the
+// TestRollDoesNotWaitForTheOldDriverPod: while the switch waits for the
 // roll, a CSI node pod being deleted with upstream's 30 s grace is deleted
-// again with 1 s (only that pod: a UID precondition); a running CSI pod,
-// one already on a short grace and another workload's stopping pod are
-// left alone.
-func TestRollShortensTheOldDriverPodsGrace(t *testing.T) {
+// again with grace 0 (only that pod: a UID precondition); a running CSI
+// pod, one already deleted with grace 0 and another workload's stopping
+// pod are left alone.
+func TestRollDoesNotWaitForTheOldDriverPod(t *testing.T) {
 	c := newSimCluster(t)
 	for _, p := range []*unstructured.Unstructured{
 		pod("csi-old", "DaemonSet", CSIDaemonSetName, true, 30),
 		pod("csi-new", "DaemonSet", CSIDaemonSetName, false, 0),
-		pod("csi-quick", "DaemonSet", CSIDaemonSetName, true, 1),
+		pod("csi-quick", "DaemonSet", CSIDaemonSetName, true, 0),
 		pod("mounter-old", "ReplicaSet", "hpp-pool-653b815e-7d9f", true, 30),
 	} {
 		if err := c.tracker().Add(p); err != nil {
@@ -61,13 +61,13 @@ func TestRollShortensTheOldDriverPodsGrace(t *testing.T) {
 		t.Fatalf("deletes %+v, want one, of csi-old", deletes)
 	}
 	opts := deletes[0].GetDeleteOptions()
-	if opts.GracePeriodSeconds == nil || *opts.GracePeriodSeconds != 1 {
-		t.Errorf("grace %v, want 1 s", opts.GracePeriodSeconds)
+	if opts.GracePeriodSeconds == nil || *opts.GracePeriodSeconds != 0 {
+		t.Errorf("grace %v, want 0", opts.GracePeriodSeconds)
 	}
 	if opts.Preconditions == nil || opts.Preconditions.UID == nil || *opts.Preconditions.UID != "csi-old-uid" {
 		t.Errorf("preconditions %+v, want the pod's UID", opts.Preconditions)
 	}
-	if !strings.Contains(out.String(), "pod csi-old (node node-a) stopping: its grace shortened from 30 s to 1 s") {
+	if !strings.Contains(out.String(), "pod csi-old (node node-a) stopping: removed without waiting for its 30 s grace") {
 		t.Errorf("output %q does not say which pod was hurried", out.String())
 	}
 	if r.changes != 1 {

@@ -333,8 +333,8 @@ func (r *Runner) deleteAndWait(ctx context.Context, res Resource, live *unstruct
 }
 
 // pollRoll polls cond while the node pods roll, four times as often as
-// poll (a driver pod's stop is shortened within a quarter second of its
-// start), shortening the grace of the CSI pods being replaced first.
+// poll, first removing the CSI pods that are stopping (hurry.go): the new
+// driver pod of a node then starts within a quarter second.
 func (r *Runner) pollRoll(ctx context.Context, what string, cond func() (bool, string, error)) error {
 	return r.pollEvery(ctx, r.interval()/4, what, func() (bool, string, error) {
 		if err := r.hurryOldDriverPods(ctx); err != nil {
