@@ -181,8 +181,17 @@ func (r *takeoverRun) mountsUnder(dir string) ([]string, error) {
 }
 
 // maxDriverAbsence bounds each absence of the driver from CSINode while
-// its node pod rolls.
-const maxDriverAbsence = 5 * time.Second
+// its node pod rolls: from the old pod's stop to the new pod's
+// registration. Going to hpp, hpp-migrate removes the stopping upstream pod
+// at once (hurry.go) and hpp-csi registers itself: 1 to 4 s measured here.
+// Going back, the floor is upstream's own four-container pod starting and
+// its registrar registering: 4.9 s before hurry.go, 5.0 s with it, on a
+// loaded machine; that phase gets maxDriverAbsenceBack so that a slow
+// start does not fail the tier, and the figure is printed either way.
+const (
+	maxDriverAbsence     = 5 * time.Second
+	maxDriverAbsenceBack = 10 * time.Second
+)
 
 // check asserts the phase's watch results since the last check: at most
 // one absence of the driver from CSINode (one restart of the node's
@@ -215,8 +224,12 @@ func (w *watchers) check(t *testing.T, phase string) {
 		// The roll shortens the old node pod's grace (hpp-migrate's
 		// hurry.go): no new pod on the node waits half a minute for a
 		// driver.
-		if a.to.Sub(a.from) > maxDriverAbsence {
-			t.Errorf("%s: the driver was missing from CSINode for %s, want at most %s", phase, a, maxDriverAbsence)
+		limit := maxDriverAbsence
+		if strings.HasPrefix(phase, "way back") {
+			limit = maxDriverAbsenceBack
+		}
+		if a.to.Sub(a.from) > limit {
+			t.Errorf("%s: the driver was missing from CSINode for %s, want at most %s", phase, a, limit)
 		}
 	}
 	ids, err := w.mountIDs()
