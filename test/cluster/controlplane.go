@@ -9,6 +9,7 @@ import (
 	"os"
 	"path/filepath"
 	"strconv"
+	"strings"
 	"time"
 
 	corev1 "k8s.io/api/core/v1"
@@ -197,7 +198,18 @@ func (c *Cluster) waitAPIReady(ctx context.Context) error {
 			return false, fmt.Errorf("kube-apiserver exited: %w", proc.ExitError())
 		}
 		body, err := c.Client.Discovery().RESTClient().Get().AbsPath("/readyz").DoRaw(ctx)
-		return err == nil && string(body) == "ok", nil
+		if err == nil && string(body) == "ok" {
+			return true, nil
+		}
+		// The checks still failing, for the error if the wait runs out.
+		verbose, _ := c.Client.Discovery().RESTClient().Get().AbsPath("/readyz").Param("verbose", "true").DoRaw(ctx)
+		var failing []string
+		for _, l := range strings.Split(string(verbose), "\n") {
+			if strings.HasPrefix(l, "[-]") {
+				failing = append(failing, strings.TrimPrefix(l, "[-]"))
+			}
+		}
+		return false, tryAgain(fmt.Errorf("/readyz: %v; failing checks %v", err, failing))
 	})
 }
 
