@@ -68,7 +68,7 @@ func enforcedSizeOnlineExpansion(t *testing.T, pool, refusedMsg string) {
 	createPVC(t, env, PVC(ns, "sized", sc.Name, "100Mi"))
 	created := time.Now()
 	createPod(t, env, Pod(ns, "user", "echo kept > /data/f && sleep 3600", PodVolume{Name: "v", Claim: "sized", Path: "/data"}))
-	running, err := WaitPodPhase(ctx, env.C.Client, ns, "user", corev1.PodRunning, 3*time.Minute)
+	running, err := WaitPodPhase(ctx, env.C.Client, ns, "user", corev1.PodRunning, slowVMWait+2*time.Minute)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -88,9 +88,9 @@ func enforcedSizeOnlineExpansion(t *testing.T, pool, refusedMsg string) {
 
 	patched := time.Now()
 	kubectlPatchSize(t, env, ns, "sized", "300Mi")
-	waitClaimCapacity(t, env, ns, "sized", "300Mi", 60*time.Second)
+	waitClaimCapacity(t, env, ns, "sized", "300Mi", slowVMWait)
 	claimAt := time.Since(patched)
-	err = Poll(ctx, 60*time.Second-time.Since(patched), "df in the pod shows 300Mi", func(context.Context) (bool, string, error) {
+	err = Poll(ctx, slowVMWait-time.Since(patched), "df in the pod shows 300Mi", func(context.Context) (bool, string, error) {
 		df = podDFKiB(t, env, ns, "user", "/data")
 		return df == 300<<10, fmt.Sprintf("df shows %d KiB", df), nil
 	})
