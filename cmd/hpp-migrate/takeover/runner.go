@@ -215,8 +215,8 @@ func (r *Runner) applyAll(ctx context.Context, objs []*unstructured.Unstructured
 		if err != nil {
 			return err
 		}
-		if live != nil && alreadyApplied(live, o) {
-			continue
+		if live != nil && holds(live.Object, o.Object) {
+			continue // this very manifest was applied and nothing changed since: no write
 		}
 		data, err := json.Marshal(o.Object)
 		if err != nil {
@@ -254,14 +254,6 @@ func stamped(m *unstructured.Unstructured) (*unstructured.Unstructured, error) {
 	ann[contract.AnnTakeoverApplied] = hex.EncodeToString(sum[:16])
 	out.SetAnnotations(ann)
 	return out, nil
-}
-
-// alreadyApplied: the stamped manifest was applied to live, and live
-// still holds each of its fields with its value (no one changed them
-// since), so applying it again would change nothing: a resumed or
-// repeated switch sends no write for it.
-func alreadyApplied(live, stampedManifest *unstructured.Unstructured) bool {
-	return holds(live.Object, stampedManifest.Object)
 }
 
 // holds: got has every field of want with want's value (maps key by key,
