@@ -209,7 +209,10 @@ func (c *Cluster) waitAPIReady(ctx context.Context) error {
 				failing = append(failing, strings.TrimPrefix(l, "[-]"))
 			}
 		}
-		return false, tryAgain(fmt.Errorf("/readyz: %v; failing checks %v", err, failing))
+		if err != nil {
+			return false, tryAgain(fmt.Errorf("/readyz (failing checks %v): %w", failing, err))
+		}
+		return false, tryAgain(fmt.Errorf("/readyz answered %q; failing checks %v", body, failing))
 	})
 }
 
