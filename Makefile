@@ -20,7 +20,15 @@ GOTEST       := $(ROOT)/hack/gotest.sh
 GOTEST_TIER  := $(ROOT)/hack/gotest-tier.sh
 # Brief by default so `make test` stays within CI's budget; raise by hand.
 FUZZTIME     ?= 10s
+IS_ROOT      := $(shell [ "$$(id -u)" = 0 ] && echo yes)
 export HPP_CACHE
+
+# The test map, test/tiers.txt, declares each tier once; the rules take a
+# tier's packages and environment (its HPP_TEST_TIER gate) from it, and
+# `make lint` (hack/tiermap.sh check) fails where a rule disagrees.
+TIERMAP      := $(ROOT)/hack/tiermap.sh
+tier_pkgs     = $(shell $(TIERMAP) get $(1) pkgs)
+tier_env      = $(shell $(TIERMAP) get $(1) env)
 
 .DEFAULT_GOAL := help
 
@@ -47,10 +55,8 @@ build-standalone: ## build every module with GOWORK=off, as per-component images
 deps: ## install the Debian packages the tests need (root; skipped when present)
 	@$(ROOT)/hack/install-deps.sh
 
-# The test module's heavy packages (sanity, node/abuse, e2e, benchmarks) have
-# their own targets; `unit` runs the rest of it.
-HEAVY_TEST_PKGS := /(sanity|e2e|csinode|csiabuse|mounternode|bench|migrate|quotavm)(/|$$)
-
+# Of the test module, unit runs the harness packages the map gives
+# unit:test; its other packages are tiers of their own (test/tiers.txt).
 .PHONY: unit
 unit: ## unit tests in every module, with -race (root-only tests inside them skip without root; fail under CI=true)
 	@for m in $(filter-out test,$(MODULES)); do \
@@ -58,9 +64,7 @@ unit: ## unit tests in every module, with -race (root-only tests inside them ski
 	  (cd $(ROOT)/$$m && HPP_TIER_NAME=unit:$$m $(GOTEST) -race -count=1 ./...); \
 	done
 	@echo "==> go test -race test (harness packages)"
-	@cd $(ROOT)/test && pkgs=$$(go list ./... | grep -Ev '$(HEAVY_TEST_PKGS)' || true); \
-	  if [ -z "$$pkgs" ]; then echo "==> tier unit:test FAILED: no harness package left after HEAVY_TEST_PKGS" >&2; exit 1; fi; \
-	  HPP_TIER_NAME=unit:test $(GOTEST) -race -count=1 $$pkgs
+	@cd $(ROOT)/test && HPP_TIER_NAME=unit:test $(GOTEST) -race -count=1 $(call tier_pkgs,unit:test)
 
 .PHONY: fuzz
 fuzz: ## run every fuzz target for FUZZTIME each
@@ -72,13 +76,15 @@ lint: ## golangci-lint (pinned, tools/), go vet, gofmt
 
 include $(wildcard $(ROOT)/mk/*.mk)
 
+# `make test`'s tiers, in the order of test/tiers.txt; HPP_CONFORMANCE=0
+# leaves conformance out. hack/run-tiers.sh runs them one after the other
+# (a recipe, not prerequisites, so that it can time each tier and print the
+# table at the end, or what ran when one fails).
+TEST_TIERS = $(filter-out $(if $(filter 0,$(HPP_CONFORMANCE)),conformance),$(shell $(TIERMAP) tiers))
+
 .PHONY: test
-# The conformance tier (mk/conformance.mk) runs last; HPP_CONFORMANCE=0 leaves it out.
-# takeover-on-node (mk/takeover.mk): upstream's real operator switched to hpp,
-# back and again, then uninstalled, on the real node, from a storagePools
-# CR and from a pathConfig CR (about 11 min).
-test: deps lint build build-standalone unit fuzz sanity csi-tests quota-tests quota-vm-tests quota-vm-cluster mounter-tests migrate-tests e2e operator-on-node takeover-on-node $(if $(filter 0,$(HPP_CONFORMANCE)),,conformance) ## everything that can run on this machine (what CI runs)
-	@echo "make test: all tiers passed"
+test: ## everything that can run on this machine (what CI runs), with each tier's time at the end
+	@$(ROOT)/hack/run-tiers.sh $(MAKE) $(TEST_TIERS)
 
 .PHONY: images
 images: ## a container image per component (needs an image builder)

@@ -2,13 +2,14 @@
 # Regenerates everything generated from code: the CRD and deepcopy of
 # internal/api (controller-gen, pinned in tools/codegen/go.mod), the
 # kustomize manifests under deploy/ that come from the operator's render
-# package, and the flag tables of the component READMEs (cmd/*/README.md,
-# from each command's own flags). With --check, regenerates and fails if
+# package, the flag tables of the component READMEs (cmd/*/README.md,
+# from each command's own flags) and test/README.md's tier table (from the
+# test map, test/tiers.txt). With --check, regenerates and fails if
 # anything changed.
 set -euo pipefail
 root=$(cd "$(dirname "$0")/.." && pwd)
 gen="$root/_output/tools/controller-gen"
-paths=(internal/api deploy ':(glob)cmd/*/README.md')
+paths=(internal/api deploy ':(glob)cmd/*/README.md' test/README.md)
 
 echo "==> building controller-gen (pinned in tools/codegen/go.mod)"
 mkdir -p "$(dirname "$gen")"
@@ -26,6 +27,9 @@ echo "==> flag tables of cmd/*/README.md from the commands (TestREADMEFlags)"
 for c in "$root"/cmd/hpp-*/; do
   (cd "$c" && HPP_UPDATE_DOCS=1 go test -count=1 -run '^TestREADMEFlags$' .)
 done
+
+echo "==> tier table of test/README.md from test/tiers.txt (hack/tiermap.sh)"
+"$root/hack/tiermap.sh" readme
 
 if [[ ${1:-} == --check ]]; then
   cd "$root"

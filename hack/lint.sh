@@ -6,6 +6,7 @@ modules=(internal cmd/hpp-csi cmd/hpp-legacy cmd/hpp-operator cmd/hpp-mounter cm
 
 "$root/hack/check-files.sh"
 "$root/hack/check-skips.sh"
+"$root/hack/tiermap.sh" check
 
 echo "==> gofmt"
 unformatted=$(cd "$root" && gofmt -l internal cmd test tools 2>/dev/null || true)

@@ -12,8 +12,9 @@
 #   - no test ran at all;
 #   - RUN_PATTERN (the tier's -run) names tests, as ^TestA$ or
 #     ^(TestA|TestB)$ do, and one of them did not run (renamed or removed);
-#   - fewer tests ran than the tier's `min` line in test/tiers.txt says;
-#   - TIER is not empty and test/tiers.txt has no `min` line for it.
+#   - fewer tests ran than the `min` of the tier in test/tiers.txt (the
+#     test map, read through hack/tiermap.sh);
+#   - TIER is not empty and its block in test/tiers.txt has no `min`.
 #
 #   hack/tier-count.sh --run-pattern GO_TEST_ARGS...
 #
@@ -27,6 +28,7 @@
 set -euo pipefail
 root=$(cd "$(dirname "$0")/.." && pwd)
 tiers=${HPP_TIERS_FILE:-$root/test/tiers.txt}
+export HPP_TIERS_FILE=$tiers
 if [[ ${1:-} == --run-pattern ]]; then
   shift
   pattern='' prev=''
@@ -73,7 +75,7 @@ total=$((pass + fail + skip))
 
 min=
 if [[ -n $tier ]]; then
-  min=$(awk -v t="$tier" '$1 == "min" && $2 == t { print $3; exit }' "$tiers" 2>/dev/null || true)
+  min=$("$root/hack/tiermap.sh" get "$tier" min)
 fi
 declared=${min:+", at least $min declared"}
 echo "==> tier $label: $total tests ran ($pass passed, $fail failed, $skip skipped$declared)"
@@ -91,7 +93,7 @@ if [[ $pattern =~ ^\^\(?([A-Za-z0-9_|]+)\)?\$$ ]]; then
 fi
 if [[ -n $tier ]]; then
   if [[ -z $min ]]; then
-    errs+=("${tiers#"$root"/} declares no minimum for it: add a line \"min $tier N\" (N a little below the count it runs today)")
+    errs+=("${tiers#"$root"/} declares no minimum for it: add \"min N\" to its block \"tier $tier\" (N a little below the count it runs today)")
   elif ! [[ $min =~ ^[0-9]+$ ]]; then
     errs+=("${tiers#"$root"/}: the minimum \"$min\" is not a number")
   elif ((total < min)); then

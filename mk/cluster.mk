@@ -11,7 +11,12 @@ BENCH_E2E_SIZES ?= 10,100,500
 BENCH_E2E_CONTROL_PLANE_QPS ?= 200
 # Create/delete rounds of the operator benchmark (test/onnode/bench_test.go).
 BENCH_OPERATOR_ROUNDS ?= 5
-IS_ROOT := $(shell [ "$$(id -u)" = 0 ] && echo yes)
+# The cluster binaries `make demo` runs: the control plane, kubelet and
+# kubectl (k8s), etcd, and beside hpp-csi csi-provisioner and csi-resizer
+# (test/cluster starts a csi-resizer with every real node's hpp-csi). Not
+# the snapshotter set, which only the e2e and conformance tiers run: a cold
+# demo would spend minutes building it for nothing.
+DEMO_BINARIES := k8s etcd csi-provisioner csi-resizer
 
 .PHONY: cluster-binaries
 cluster-binaries: ## build the cluster's binaries into $(HPP_CACHE) (k8s, etcd, csi-provisioner, csi-resizer, external-snapshotter; cold: ~22 min)
@@ -24,8 +29,8 @@ ifeq ($(IS_ROOT),yes)
 	@$(MAKE) --no-print-directory hpp-csi-bin hpp-legacy-bin hpp-operator-bin
 	@# -p 1: both packages need the machine's one local cluster.
 	@echo "==> cluster harness tests and e2e scenarios (logs of a failed test: _output/e2e-logs/)"
-	@cd $(ROOT)/test && HPP_TEST_TIER=e2e HPP_BIN_DIR=$(BIN) HPP_E2E_LOGS=$(ROOT)/_output/e2e-logs \
-	  HPP_TIER_NAME=$@ HPP_TIER_LOG=$(ROOT)/_output/e2e.log $(GOTEST_TIER) -p 1 -count=1 -timeout $(E2E_TIMEOUT) -v ./cluster/ ./e2e/
+	@cd $(ROOT)/test && $(call tier_env,$@) HPP_BIN_DIR=$(BIN) HPP_E2E_LOGS=$(ROOT)/_output/e2e-logs \
+	  HPP_TIER_NAME=$@ HPP_TIER_LOG=$(ROOT)/_output/e2e.log $(GOTEST_TIER) -p 1 -count=1 -timeout $(E2E_TIMEOUT) -v $(call tier_pkgs,$@)
 else ifeq ($(CI),true)
 	@echo "==> e2e FAILED: CI=true and the local cluster needs root (kubelet, containerd, mounts)" >&2; exit 1
 else
@@ -35,7 +40,8 @@ endif
 .PHONY: demo
 demo: ## start a local cluster, provision a volume with hpp-csi, show it on the host, clean up (root)
 ifeq ($(IS_ROOT),yes)
-	@$(MAKE) --no-print-directory deps cluster-binaries
+	@$(MAKE) --no-print-directory deps
+	@$(ROOT)/hack/cluster-binaries.sh $(DEMO_BINARIES)
 	@$(MAKE) --no-print-directory hpp-csi-bin
 	@cd $(ROOT)/test && go run ./e2e/demo --bin-dir $(BIN)
 else
@@ -53,7 +59,7 @@ ifeq ($(IS_ROOT),yes)
 	@echo "==> hpp-legacy vs hpp-csi: 200 claims across 3 nodes"
 	@cd $(ROOT)/test && go run ./bench/legacy --bin-dir $(BIN) -n 200 -control-plane-qps 200
 	@echo "==> hpp-operator: CR to node pods Ready, and API requests per steady-state reconcile (operator as a pod on the real node)"
-	@cd $(ROOT)/test && HPP_TEST_TIER=bench-operator HPP_BENCH_OPERATOR_ROUNDS=$(BENCH_OPERATOR_ROUNDS) \
+	@cd $(ROOT)/test && $(call tier_env,bench-e2e) HPP_BENCH_OPERATOR_ROUNDS=$(BENCH_OPERATOR_ROUNDS) \
 	  go test -count=1 -timeout 30m -v -run '^TestOperatorBenchmark$$' ./onnode/
 else
 	@echo "==> bench-e2e SKIPPED: the local cluster needs root"
@@ -75,16 +81,3 @@ hpp-legacy-bin:
 hpp-operator-bin:
 	@echo "==> building hpp-operator into $(BIN)"
 	@mkdir -p $(BIN) && cd $(ROOT)/cmd/hpp-operator && CGO_ENABLED=0 go build -trimpath -ldflags "$(LDFLAGS)" -o $(BIN)/hpp-operator .
-
-.PHONY: operator-on-node
-operator-on-node: ## deploy/ overlays (csi-only, legacy, operator + CRs) applied for real on the local cluster's node, as pods (root)
-ifeq ($(IS_ROOT),yes)
-	@$(MAKE) --no-print-directory deps cluster-binaries
-	@echo "==> hpp installed from deploy/ on the real node (logs of a failure: _output/onnode-logs/)"
-	@cd $(ROOT)/test && HPP_TEST_TIER=onnode HPP_ONNODE_LOGS=$(ROOT)/_output/onnode-logs \
-	  HPP_TIER_NAME=$@ HPP_TIER_LOG=$(ROOT)/_output/onnode.log $(GOTEST_TIER) -count=1 -timeout 30m -v ./onnode/
-else ifeq ($(CI),true)
-	@echo "==> operator-on-node FAILED: CI=true and the local cluster needs root" >&2; exit 1
-else
-	@echo "==> operator-on-node SKIPPED: the local cluster needs root (kubelet, containerd, mounts)"
-endif

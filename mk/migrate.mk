@@ -2,7 +2,7 @@
 # kube-apiserver and kube-controller-manager from $(HPP_CACHE), started by
 # the tests themselves on loopback ports (no node, no root needed). Through
 # hack/gotest.sh: every skip listed with its reason, and the tests counted
-# against test/tiers.txt.
+# against test/tiers.txt, which gives the packages.
 
 MIGRATE_BENCH_PVS ?= 1000
 
@@ -10,7 +10,7 @@ MIGRATE_BENCH_PVS ?= 1000
 migrate-tests: ## hpp-migrate on a real API server + PV controller: kill after every step, rollback, in-use, StorageClasses
 	@$(MAKE) --no-print-directory cluster-binaries
 	@echo "==> hpp-migrate tests (test/migrate)"
-	@cd $(ROOT)/test && HPP_TIER_NAME=$@ $(GOTEST) -count=1 -timeout 20m ./migrate/
+	@cd $(ROOT)/test && HPP_TIER_NAME=$@ $(GOTEST) -count=1 -timeout 20m $(call tier_pkgs,$@)
 
 .PHONY: bench-migrate
 bench-migrate: ## migrate MIGRATE_BENCH_PVS (1000) legacy PVs on a real API server: seconds and API requests per PV

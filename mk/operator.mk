@@ -1,6 +1,8 @@
-# hpp-operator and deploy/: code generation and the envtest tier (the
+# hpp-operator and deploy/: code generation, the envtest tier (the
 # reconciler, the webhook and every kustomize overlay against the real
-# kube-apiserver and etcd that cluster-binaries builds; no root needed).
+# kube-apiserver and etcd that cluster-binaries builds; no root needed) and
+# operator-on-node (deploy/ installed on the local cluster's real node, as
+# pods; root). Packages and environment from test/tiers.txt.
 
 .PHONY: generate
 generate: ## regenerate the CRD, deepcopy and deploy/ manifests from code
@@ -15,12 +17,24 @@ operator-envtest: ## hpp-operator on envtest (real kube-apiserver + etcd) and ev
 	@$(MAKE) --no-print-directory cluster-binaries
 	@echo "==> hpp-operator envtest (reconciler, webhook, deploy overlays; full log: _output/operator-envtest.log)"
 	@mkdir -p $(ROOT)/_output; cd $(ROOT)/cmd/hpp-operator; rc=0; \
-	  CI=true go test -count=1 -v ./controller/... ./webhook/ ./deploytest/ > $(ROOT)/_output/operator-envtest.log 2>&1 || rc=$$?; \
+	  $(call tier_env,$@) go test -count=1 -v $(call tier_pkgs,$@) > $(ROOT)/_output/operator-envtest.log 2>&1 || rc=$$?; \
 	  grep -E '^(--- |ok|FAIL|panic)|steady-state reconcile|accepted by kube-apiserver' $(ROOT)/_output/operator-envtest.log || true; \
 	  $(ROOT)/hack/tier-count.sh $@ $(ROOT)/_output/operator-envtest.log || { [ $$rc != 0 ] || rc=1; }; \
 	  exit $$rc
 
-# Part of CI: stale generated files fail lint; the envtest tier runs with
-# the other tests.
+# Part of CI: stale generated files fail lint. (The envtest tier is one of
+# make test's tiers in test/tiers.txt.)
 lint: generate-check
-test: operator-envtest
+
+.PHONY: operator-on-node
+operator-on-node: ## deploy/ overlays (csi-only, legacy, operator + CRs) applied for real on the local cluster's node, as pods (root)
+ifeq ($(IS_ROOT),yes)
+	@$(MAKE) --no-print-directory deps cluster-binaries
+	@echo "==> hpp installed from deploy/ on the real node (logs of a failure: _output/onnode-logs/)"
+	@cd $(ROOT)/test && $(call tier_env,$@) HPP_ONNODE_LOGS=$(ROOT)/_output/onnode-logs \
+	  HPP_TIER_NAME=$@ HPP_TIER_LOG=$(ROOT)/_output/onnode.log $(GOTEST_TIER) -count=1 -timeout 30m -v $(call tier_pkgs,$@)
+else ifeq ($(CI),true)
+	@echo "==> operator-on-node FAILED: CI=true and the local cluster needs root" >&2; exit 1
+else
+	@echo "==> operator-on-node SKIPPED: the local cluster needs root (kubelet, containerd, mounts)"
+endif

@@ -1,3 +1,19 @@
+# The enforced-size node tests (test/quotanode) on this machine's kernel:
+# they skip with the kernel's answer where it has no project quotas, which
+# the quota VM tiers below cover. Packages from test/tiers.txt.
+
+.PHONY: quota-tests
+quota-tests: ## enforced volume sizes on real loop devices, XFS and ext4 with project quotas, SIGKILL at every step (root; skips with the kernel's answer where it has no project quotas)
+	@echo "==> enforced size node tests (-race; test/quotanode)"
+	@cd $(ROOT)/test && HPP_TIER_NAME=$@ $(GOTEST) -race -count=1 $(call tier_pkgs,$@)
+
+.PHONY: quota-binaries
+quota-binaries: ## the enforced size node tests as a binary to run elsewhere (a VM with quota support): _output/quotanode/{quotanode.test,hpp-csi}; see test/quotanode/doc.go
+	@mkdir -p $(ROOT)/_output/quotanode
+	@cd $(ROOT)/cmd/hpp-csi && CGO_ENABLED=0 go build -tags hpp_killpoints -o $(ROOT)/_output/quotanode/hpp-csi .
+	@cd $(ROOT)/test && CGO_ENABLED=0 go test -c -o $(ROOT)/_output/quotanode/quotanode.test ./quotanode/
+	@echo "==> _output/quotanode/quotanode.test and hpp-csi (hpp_killpoints build)"
+
 # The quota VM tier: node tests that need project quotas (XFS prjquota, ext4
 # project quota), run as root inside a small VM (qemu under software
 # emulation, Debian's kernel, a busybox initramfs) because the kernel this
@@ -21,9 +37,10 @@ QUOTANODE_OUT  := $(ROOT)/_output/quotanode
 QUOTAVM_TIMEOUT ?= 600
 QUOTAVM_TEST_TIMEOUT ?= 8m
 
-QUOTAVM_ARGS := $(QUOTAVM_OUT)/selfcheck.test
+# Recursive (=): the map is read when the tier runs, not by every make.
+QUOTAVM_ARGS = $(QUOTAVM_OUT)/selfcheck.test
 ifeq ($(QUOTAVM_QUOTANODE),1)
-QUOTAVM_ARGS += -f $(QUOTANODE_OUT)/hpp-csi -e HPP_CSI_BIN=/quotavm/files/hpp-csi -e HPP_QUOTA_TIER=vm $(QUOTANODE_OUT)/quotanode.test
+QUOTAVM_ARGS += -f $(QUOTANODE_OUT)/hpp-csi -e HPP_CSI_BIN=/quotavm/files/hpp-csi $(addprefix -e ,$(call tier_env,quota-vm-tests)) $(QUOTANODE_OUT)/quotanode.test
 endif
 
 .PHONY: quota-vm-tests
@@ -61,7 +78,7 @@ ifeq ($(IS_ROOT),yes)
 	@mkdir -p $(QUOTAVM_CLUSTER_OUT)
 	@cd $(ROOT)/cmd/hpp-csi && CGO_ENABLED=0 go build -o $(QUOTAVM_CLUSTER_OUT)/hpp-csi .
 	@cd $(ROOT)/test/images/pause && CGO_ENABLED=0 go build -trimpath -o $(QUOTAVM_CLUSTER_OUT)/pause .
-	@cd $(ROOT)/test && CGO_ENABLED=0 go test -c -o $(QUOTAVM_CLUSTER_OUT)/e2e.test ./e2e/
+	@cd $(ROOT)/test && CGO_ENABLED=0 go test -c -o $(QUOTAVM_CLUSTER_OUT)/e2e.test $(call tier_pkgs,$@)
 	@echo "==> quota VM cluster: running them in the VM (hack/quotavm-cluster.sh)"
 	@HPP_TIER_NAME=$(if $(filter file,$(origin QUOTAVM_CLUSTER_RUN)),$@) $(ROOT)/hack/quotavm-cluster.sh $(QUOTAVM_CLUSTER_OUT)/e2e.test $(QUOTAVM_CLUSTER_OUT)/hpp-csi $(QUOTAVM_CLUSTER_OUT)/pause \
 	  -- -test.run '$(QUOTAVM_CLUSTER_RUN)' -test.timeout $(QUOTAVM_CLUSTER_TEST_TIMEOUT) -test.parallel 2

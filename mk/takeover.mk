@@ -16,8 +16,8 @@ takeover-on-node: ## switch a node running upstream's operator to hpp and back, 
 ifeq ($(IS_ROOT),yes)
 	@$(MAKE) --no-print-directory deps cluster-binaries
 	@echo "==> takeover from upstream's operator on the real node (logs of a failure: _output/takeover-logs/)"
-	@cd $(ROOT)/test && HPP_TEST_TIER=takeover HPP_ONNODE_LOGS=$(ROOT)/_output/takeover-logs \
-	  HPP_TIER_NAME=$@ HPP_TIER_LOG=$(ROOT)/_output/takeover.log $(GOTEST_TIER) -count=1 -timeout 30m -v -run '^(TestTakeoverOnTheRealNode|TestTakeoverPathConfigOnTheRealNode)$$' ./onnode/
+	@cd $(ROOT)/test && $(call tier_env,$@) HPP_ONNODE_LOGS=$(ROOT)/_output/takeover-logs \
+	  HPP_TIER_NAME=$@ HPP_TIER_LOG=$(ROOT)/_output/takeover.log $(GOTEST_TIER) -count=1 -timeout 30m -v -run '^(TestTakeoverOnTheRealNode|TestTakeoverPathConfigOnTheRealNode)$$' $(call tier_pkgs,$@)
 else ifeq ($(CI),true)
 	@echo "==> takeover-on-node FAILED: CI=true and the local cluster needs root" >&2; exit 1
 else

@@ -33,9 +33,6 @@ import (
 // kube-apiserver's audit log. It reports; it asserts no timing. `make
 // bench` runs it (HPP_TEST_TIER=bench-operator, root).
 
-// benchTier is the HPP_TEST_TIER that runs the benchmark.
-const benchTier = "bench-operator"
-
 // operatorSA is the operator's ServiceAccount user, as the audit log names it.
 const operatorSA = "system:serviceaccount:" + namespace + ":" + operatorName
 
@@ -80,8 +77,10 @@ type benchReport struct {
 }
 
 func TestOperatorBenchmark(t *testing.T) {
-	if tier := os.Getenv("HPP_TEST_TIER"); tier != benchTier {
-		t.Skipf("runs with `make bench` (HPP_TEST_TIER=%s), this is tier %q", benchTier, tier)
+	// The gate's value is written out: hack/tiermap.sh check (make lint)
+	// finds it and matches it with the map's bench-e2e (test/tiers.txt).
+	if tier := os.Getenv("HPP_TEST_TIER"); tier != "bench-operator" {
+		t.Skipf("runs with `make bench` (HPP_TEST_TIER=bench-operator), this is tier %q", tier)
 	}
 	if os.Geteuid() != 0 {
 		testutil.MissingPrerequisite(t, "the local cluster needs root (kubelet, containerd, mounts)")
