@@ -57,7 +57,17 @@ in_test() {
 
 tiers() {
   local t
-  for t in $(all_tiers); do in_test "$t" && echo "$t"; done
+  for t in $(all_tiers); do
+    if in_test "$t"; then echo "$t"; fi
+  done
+}
+
+# outside: the map's tiers that are not part of `make test` (in-test no).
+outside() {
+  local t
+  for t in $(all_tiers); do
+    if [[ $(get "$t" in-test) == no ]]; then echo "$t"; fi
+  done
 }
 
 # cell TEXT: TEXT made safe inside a Markdown table cell.
@@ -66,7 +76,9 @@ cell() { printf '%s' "${1//|/\\|}"; }
 # packages TIER: "`dir`: `pkg` `pkg` (env)" of the tier, or of its parts.
 packages() {
   local t=$1 parts=() p out=()
-  for p in $(all_tiers); do [[ $(get "$p" part-of) == "$t" ]] && parts+=("$p"); done
+  for p in $(all_tiers); do
+    if [[ $(get "$p" part-of) == "$t" ]]; then parts+=("$p"); fi
+  done
   for p in "$t" "${parts[@]}"; do
     local dir pkgs env s
     dir=$(get "$p" dir) pkgs=$(get "$p" pkgs) env=$(get "$p" env)
@@ -84,7 +96,7 @@ table() {
   echo '| target | what it runs | packages (environment) | root | time on 2 cores | run it when you change |'
   echo '|---|---|---|---|---|---|'
   local t
-  for t in $(tiers) $(all_tiers | while read -r x; do [[ $(get "$x" in-test) == no ]] && echo "$x"; done); do
+  for t in $(tiers) $(outside); do
     local what
     what=$(get "$t" what)
     in_test "$t" || what="not in \`make test\`: $what"
@@ -124,7 +136,7 @@ make_text() {
   cat "$1"
   local s
   for s in $(grep -oE 'hack/[A-Za-z0-9_.-]+\.sh' "$1" | sort -u); do
-    [[ -f $root/$s ]] && cat "$root/$s"
+    if [[ -f $root/$s ]]; then cat "$root/$s"; fi
   done
 }
 
