@@ -7,6 +7,8 @@ import (
 	"strings"
 	"testing"
 	"time"
+
+	"github.com/hostpath-provisioner/hpp/test/cluster"
 )
 
 // checkSwitchChangesNothing runs the README's Switch section on the
@@ -20,7 +22,7 @@ func (r *takeoverRun) checkSwitchChangesNothing(ctx context.Context, t *testing.
 	took := time.Since(from)
 	time.Sleep(time.Second) // the audit log is written as requests complete
 	reads, writes := 0, []string{}
-	err := readAuditLog(r.c.AuditLogPath(), func(ev *auditEvent) {
+	err := cluster.ReadAuditLog(r.c.AuditLogPath(), func(ev *cluster.AuditEvent) {
 		if ev.Stage != "ResponseComplete" || ev.StageTimestamp.Time.Before(from) || !isHPPMigrate(ev.UserAgent) {
 			return
 		}
