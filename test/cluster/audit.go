@@ -5,6 +5,7 @@ import (
 	"encoding/json"
 	"fmt"
 	"os"
+	"slices"
 	"strings"
 	"time"
 
@@ -112,4 +113,26 @@ func Unexpected(got []string, want ...string) []string {
 		}
 	}
 	return out
+}
+
+// writeVerbs are the verbs that change what the API server stores.
+var writeVerbs = []string{"create", "update", "patch", "delete", "deletecollection"}
+
+// ReadsAndWrites reads the requests since from whose user agent agent
+// accepts: how many read, and each write ("verb URI (code)"). A dry run is
+// not a write: it stores nothing.
+func ReadsAndWrites(path string, from time.Time, agent func(string) bool) (reads int, writes []string, err error) {
+	err = ReadAuditLog(path, func(ev *AuditEvent) {
+		if ev.Stage != "ResponseComplete" || ev.StageTimestamp.Time.Before(from) || !agent(ev.UserAgent) {
+			return
+		}
+		if !slices.Contains(writeVerbs, ev.Verb) {
+			reads++
+			return
+		}
+		if !strings.Contains(ev.RequestURI, "dryRun=") {
+			writes = append(writes, fmt.Sprintf("%s %s (%d)", ev.Verb, ev.RequestURI, ev.ResponseStatus.Code))
+		}
+	})
+	return reads, writes, err
 }

@@ -54,3 +54,33 @@ func TestDeletesReadsTheWindow(t *testing.T) {
 		t.Errorf("Unexpected with every delete asked for = %v; want none", extra)
 	}
 }
+
+// TestReadsAndWritesFindsAWrite: a plan that wrote once (a patch), among
+// reads, another agent's write and a dry run, is caught: the takeover
+// tier's "--plan writes nothing" fails when fed a write.
+func TestReadsAndWritesFindsAWrite(t *testing.T) {
+	line := func(at, verb, agent, uri string) string {
+		return `{"stage":"ResponseComplete","stageTimestamp":"` + at + `","verb":"` + verb + `","userAgent":"` + agent +
+			`","requestURI":"` + uri + `","responseStatus":{"code":200}}`
+	}
+	lines := []string{
+		line("2026-11-28T10:00:00.000000Z", "patch", "hpp-migrate", "/apis/apps/v1/earlier"),
+		line("2026-11-28T10:00:10.000000Z", "get", "hpp-migrate", "/api/v1/namespaces/a"),
+		line("2026-11-28T10:00:11.000000Z", "list", "hpp-migrate", "/api/v1/persistentvolumes"),
+		line("2026-11-28T10:00:12.000000Z", "patch", "hpp-migrate", "/apis/apps/v1/x?dryRun=All"),
+		line("2026-11-28T10:00:13.000000Z", "update", "kubelet/v1.37.1", "/api/v1/nodes/n"),
+		line("2026-11-28T10:00:14.000000Z", "patch", "hpp-migrate", "/apis/apps/v1/namespaces/a/daemonsets/d"),
+	}
+	path := filepath.Join(t.TempDir(), "audit.jsonl")
+	if err := os.WriteFile(path, []byte(strings.Join(lines, "\n")+"\n"), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	isMigrate := func(ua string) bool { return ua == "hpp-migrate" }
+	reads, writes, err := ReadsAndWrites(path, time.Date(2026, 11, 28, 10, 0, 5, 0, time.UTC), isMigrate)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if reads != 2 || !slices.Equal(writes, []string{"patch /apis/apps/v1/namespaces/a/daemonsets/d (200)"}) {
+		t.Errorf("reads %d, writes %v; want 2 reads and the one patch of the daemonset", reads, writes)
+	}
+}
