@@ -125,7 +125,9 @@ func loopFS(t *testing.T, kind string, mkfsArgs []string, opts string) string {
 	return mnt
 }
 
-func startDriver(t *testing.T, mnt string) *csitest.Driver {
+// startEnforcingDriver runs hpp-csi with one pool at mnt that enforces
+// sizes with project quotas (IDs firstID..lastID) and takes reflink snapshots.
+func startEnforcingDriver(t *testing.T, mnt string) *csitest.Driver {
 	t.Helper()
 	d, err := csitest.Launch(driverBinary(t), csitest.Config{NodeID: nodeID, Dir: t.TempDir(), LogLevel: "info", Pools: []csitest.Pool{{
 		Name: poolName, Path: mnt, EnforceSize: true, SnapshotProvider: "reflink", ProjectIDs: map[string]uint32{"first": firstID, "last": lastID}}}})
@@ -225,7 +227,7 @@ func TestEnforcedSize(t *testing.T) {
 	for _, kind := range []string{"xfs", "ext4"} {
 		t.Run(kind, func(t *testing.T) {
 			mnt := quotaFS(t, kind)
-			d := startDriver(t, mnt)
+			d := startEnforcingDriver(t, mnt)
 			t.Run("limit statfs online expansion delete", func(t *testing.T) { testLifecycle(t, d, mnt, kind) })
 			t.Run("snapshot restore clone own IDs", func(t *testing.T) { testCopies(t, d, mnt, kind) })
 			t.Run("adopted directory unenforced until expanded", func(t *testing.T) { testAdopted(t, d, mnt, kind) })

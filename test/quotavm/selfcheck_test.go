@@ -168,7 +168,7 @@ func fillWithoutSysResource(t *testing.T, path string, n int64) (int64, error) {
 			done <- result{setup: err}
 			return
 		}
-		w, err := fill(path, n)
+		w, err := writeSynced(path, n)
 		done <- result{written: w, err: err}
 	}()
 	r := <-done
@@ -193,10 +193,10 @@ func dropEffectiveCap(c int) error {
 	return nil
 }
 
-// fill writes n bytes to path in 1 MiB chunks and syncs, returning how many
+// writeSynced writes n bytes to path in 1 MiB chunks and syncs, returning how many
 // bytes the filesystem took and the first error: the write, the sync or
 // the close.
-func fill(path string, n int64) (int64, error) {
+func writeSynced(path string, n int64) (int64, error) {
 	f, err := os.OpenFile(path, os.O_WRONLY|os.O_CREATE|os.O_EXCL, 0o644)
 	if err != nil {
 		return 0, err
