@@ -87,3 +87,16 @@ else ifeq ($(CI),true)
 else
 	@echo "==> quota-vm-cluster SKIPPED: needs root (make deps, cluster binaries, qemu); run it as root"
 endif
+
+# The enforced-size benchmarks on real project quotas (test/quotanode's
+# bench_test.go), in the quota VM: `make bench` runs them (BENCH_MORE).
+# TestBenchPoolsEnforce runs first and proves the enforced pool refuses a
+# write past its size there, so the figures compare a real quota with none.
+BENCH_QUOTA_TIME ?= 30x
+BENCH_MORE += bench-quota
+
+.PHONY: bench-quota
+bench-quota: quota-binaries ## enforced sizes on real project quotas in the quota VM: create+delete enforced/plain, NodeGetVolumeStats of 100,000 files from the quota vs a walk
+	@echo "==> enforced-size benchmarks on real project quotas (quota VM; test/quotanode/bench_test.go)"
+	@HPP_TIER_NAME= $(ROOT)/hack/quotavm.sh -t 1800 -f $(QUOTANODE_OUT)/hpp-csi -e HPP_CSI_BIN=/quotavm/files/hpp-csi -e HPP_QUOTA_TIER=vm \
+	  $(QUOTANODE_OUT)/quotanode.test -- -test.run '^TestBenchPoolsEnforce$$' -test.bench 'RealQuota' -test.benchtime $(BENCH_QUOTA_TIME) -test.timeout 25m

@@ -202,18 +202,63 @@ func LoadSkips(path string) ([]Skip, error) {
 	return skips, errors.Join(errs...)
 }
 
-// Focus and the tags skipped everywhere: optional features, tests that
-// disrupt the cluster or need it alone ([Serial], which also cannot run
-// beside the other process).
+// Focus and the tags skipped everywhere: tests that disrupt the cluster
+// or need it alone ([Serial], which also cannot run beside the other
+// process), and the optional features but those in Features.
 const (
 	Focus    = `External.Storage.*` + `kubevirt\.io\.hostpath-provisioner`
-	baseSkip = `\[Feature:|\[Disruptive\]|\[Serial\]`
+	baseSkip = `\[Disruptive\]|\[Serial\]`
 )
 
-// SkipRegexp is the ginkgo --skip: the base tags and every entry of the
-// skip list.
+// Features are the suite's [Feature:...] tags whose tests the tier runs:
+// hpp-csi has the feature and the tier's cluster runs what it needs
+// (snapshot-controller and csi-snapshotter for VolumeSnapshotDataSource).
+// Every other feature's tests are skipped.
+var Features = []string{"VolumeSnapshotDataSource"}
+
+// otherFeature matches a [Feature:X] tag whose X is none of features. Go's
+// regular expressions have no negative lookahead, so each name is ruled
+// out character by character: the tag differs from it at some position,
+// or goes on past it.
+func otherFeature(features []string) string {
+	if len(features) == 0 {
+		return `\[Feature:`
+	}
+	var alts []string
+	for i := 0; i <= longest(features); i++ {
+		// The tags that agree with a feature on its first i characters
+		// and differ at the next one.
+		seen := map[string]bool{}
+		for _, f := range features {
+			name := f + "]"
+			if i >= len(name) || seen[name[:i]] {
+				continue
+			}
+			seen[name[:i]] = true
+			var next []string
+			for _, g := range features {
+				if gn := g + "]"; i < len(gn) && gn[:i] == name[:i] {
+					next = append(next, regexp.QuoteMeta(gn[i:i+1]))
+				}
+			}
+			alts = append(alts, regexp.QuoteMeta(name[:i])+"[^"+strings.Join(next, "")+"]")
+		}
+	}
+	return `\[Feature:(?:` + strings.Join(alts, "|") + `)`
+}
+
+func longest(words []string) int {
+	n := 0
+	for _, w := range words {
+		n = max(n, len(w)+1)
+	}
+	return n
+}
+
+// SkipRegexp is the ginkgo --skip: the base tags, the features not
+// selected and every entry of the skip list.
 func SkipRegexp(skips []Skip) string {
-	parts := []string{baseSkip}
+	parts := []string{baseSkip, otherFeature(Features)}
 	for _, s := range skips {
 		parts = append(parts, "(?:"+s.Skip+")")
 	}

@@ -150,3 +150,28 @@ func TestFocusNarrowsWithinTheTier(t *testing.T) {
 		}
 	}
 }
+
+// TestOnlyTheSelectedFeaturesRun: the snapshot tests ([Feature:
+// VolumeSnapshotDataSource]) are selected, every other feature's tests
+// (one that shares a prefix included) are skipped.
+func TestOnlyTheSelectedFeaturesRun(t *testing.T) {
+	re := regexp.MustCompile(SkipRegexp(nil))
+	const prefix = "External Storage [Driver: kubevirt.io.hostpath-provisioner] [Testpattern: Dynamic Snapshot (delete policy)] "
+	for name, skipped := range map[string]bool{
+		prefix + "snapshottable[Feature:VolumeSnapshotDataSource] volume snapshot controller should check snapshot fields": false,
+		prefix + "snapshottable[Feature:VolumeSnapshotDataSourceX] volume snapshot controller":                             true,
+		prefix + "snapshottable[Feature:VolumeSnapshot] volume snapshot controller":                                        true,
+		prefix + "volumegroupsnapshottable[Feature:volumegroupsnapshot] should create snapshots":                           true,
+		prefix + "[Feature:VolumeGroupSnapshotDataSource] should create snapshots":                                         true,
+		prefix + "[Feature:Windows] volumes should store data":                                                             true,
+		prefix + "provisioning should provision storage with snapshot data source [Feature:VolumeSnapshotDataSource]":      false,
+	} {
+		if got := re.MatchString(name); got != skipped {
+			t.Errorf("skip %v, want %v: %s", got, skipped, name)
+		}
+	}
+	if two := regexp.MustCompile(otherFeature([]string{"Ab", "Ac"})); two.MatchString("[Feature:Ab]") || two.MatchString("[Feature:Ac]") ||
+		!two.MatchString("[Feature:Ad]") || !two.MatchString("[Feature:Abc]") || !two.MatchString("[Feature:A]") {
+		t.Errorf("otherFeature(Ab, Ac) = %s: does not rule out exactly Ab and Ac", two)
+	}
+}

@@ -161,7 +161,7 @@ func TestKillDuringCreateAndDelete(t *testing.T) {
 			if err != nil || resp.GetVolume().GetCapacityBytes() != crashSize(id) {
 				t.Fatalf("round %d: retrying CreateVolume %s: %v, %v", round, id, resp, err)
 			}
-			fill(t, filepath.Join(root, id))
+			populate(t, filepath.Join(root, id))
 			live = append(live, id)
 		}
 		for _, id := range deletes {
@@ -190,8 +190,8 @@ func TestKillDuringCreateAndDelete(t *testing.T) {
 	}
 }
 
-// fill puts files into a volume so that deleting it takes a while.
-func fill(t *testing.T, dir string) {
+// populate puts files into a volume so that deleting it takes a while.
+func populate(t *testing.T, dir string) {
 	t.Helper()
 	for i := range filesPerVol {
 		if err := os.WriteFile(filepath.Join(dir, "f"+strconv.Itoa(i)), []byte("data"), 0o644); err != nil {

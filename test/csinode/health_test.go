@@ -116,8 +116,8 @@ func TestHealthVolumeDirectoryMissing(t *testing.T) {
 	}
 }
 
-// fill writes into dir until the filesystem says ENOSPC.
-func fill(t *testing.T, dir string) {
+// fillUntilENOSPC writes into dir until the filesystem says ENOSPC.
+func fillUntilENOSPC(t *testing.T, dir string) {
 	t.Helper()
 	f, err := os.Create(filepath.Join(dir, "filler"))
 	if err != nil {
@@ -142,7 +142,7 @@ func TestHealthPoolFull(t *testing.T) {
 	poolPath := csitest.Tmpfs(t, 8*MiB, 0)
 	e := newEnv(t, poolPath)
 	e.create("pvc-full", 0, nil)
-	fill(t, e.volDir("pvc-full"))
+	fillUntilENOSPC(t, e.volDir("pvc-full"))
 
 	wantOne(t, "ControllerGetVolumeHealth", volumeHealth(t, e, "pvc-full"), "DEGRADED", "PoolFull", poolName, "full")
 	wantOne(t, "NodeGetStorageHealth", storageHealth(t, e), "STORAGE_DEGRADED", "PoolFull", poolName)

@@ -86,7 +86,9 @@ type SetupOptions struct {
 // and csi-provisioner on the real node. On error nothing is left running.
 func Setup(ctx context.Context, opts SetupOptions) (*Env, error) {
 	c, err := cluster.Start(ctx, cluster.Options{Binaries: opts.Binaries, Logf: opts.Logf, HandleSignals: opts.HandleSignals, MaxPods: opts.MaxPods,
-		ControlPlaneQPS: opts.ControlPlaneQPS})
+		ControlPlaneQPS: opts.ControlPlaneQPS,
+		// TestNodeLoss reads what the node-loss controller deleted from it.
+		AuditLog: true})
 	if err != nil {
 		return nil, err
 	}

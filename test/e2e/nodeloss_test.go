@@ -52,6 +52,7 @@ func TestNodeLoss(t *testing.T) {
 		t.Fatal(err)
 	}
 	installCR(t, dyn)
+	startedAt := time.Now()
 	metrics := startNodeLossController(t, env)
 
 	const delay, backDelay = 15 * time.Second, 45 * time.Second
@@ -132,10 +133,22 @@ func TestNodeLoss(t *testing.T) {
 	waitEvent(t, env, "default", "PersistentVolume", oldPV.Name, "VolumeLost")
 
 	// Nothing else was touched: the claims without opt-in, and back-1's
-	// claim past its delay.
+	// claim past its delay. The window must outlast back-1's delay (a
+	// timer that survived its node's return would fire then); what was
+	// deleted in it is read from the API server's audit log, so a delete
+	// of anything, not only of the objects looked up below, fails.
 	if wait := time.Until(lostAt.Add(backDelay + 5*time.Second)); wait > 0 {
 		time.Sleep(wait)
 	}
+	deleted, err := cluster.Deletes(env.C.AuditLogPath(), "hpp-operator/", startedAt, time.Now())
+	if err != nil {
+		t.Fatal(err)
+	}
+	if extra := cluster.Unexpected(deleted, "persistentvolumeclaims "+ns+"/data-web-0", "pods "+ns+"/web-0",
+		"persistentvolumes "+oldPV.Name); len(extra) > 0 {
+		t.Errorf("the node-loss controller deleted %v; it may delete only web-0's claim, its pod and its orphaned PV (all its deletes: %v)", extra, deleted)
+	}
+	t.Logf("the node-loss controller's deletes in the window (audit log): %v", deleted)
 	for claim, pv := range map[string]string{"kept": keptPV.Name, "legacy": legacyPV.Name, "returns": returnsPV.Name} {
 		if _, err := env.C.Client.CoreV1().PersistentVolumeClaims(ns).Get(ctx, claim, metav1.GetOptions{}); err != nil {
 			t.Errorf("claim %s: %v", claim, err)

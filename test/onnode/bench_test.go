@@ -21,6 +21,7 @@ import (
 	"github.com/hostpath-provisioner/hpp/internal/contract"
 	"github.com/hostpath-provisioner/hpp/internal/testutil"
 
+	"github.com/hostpath-provisioner/hpp/test/cluster"
 	"github.com/hostpath-provisioner/hpp/test/e2e"
 )
 
@@ -326,7 +327,7 @@ func (e *env) operatorReconciles(ctx context.Context, t *testing.T) int {
 func countOperatorRequests(t *testing.T, path string, from, to time.Time) steadyState {
 	t.Helper()
 	st := steadyState{WritesByRequest: map[string]int{}}
-	err := readAuditLog(path, func(ev *auditEvent) {
+	err := cluster.ReadAuditLog(path, func(ev *cluster.AuditEvent) {
 		at := ev.StageTimestamp.Time
 		if ev.User.Username != operatorSA || ev.Stage != "ResponseComplete" || at.Before(from) || at.After(to) {
 			return

@@ -1,9 +1,7 @@
 package onnode
 
 import (
-	"bufio"
 	"context"
-	"encoding/json"
 	"fmt"
 	"os"
 	"path/filepath"
@@ -18,6 +16,7 @@ import (
 	"k8s.io/utils/ptr"
 
 	"github.com/hostpath-provisioner/hpp/internal/contract"
+	"github.com/hostpath-provisioner/hpp/test/cluster"
 	"github.com/hostpath-provisioner/hpp/test/e2e"
 )
 
@@ -199,65 +198,6 @@ func (e *env) deleteCR(ctx context.Context, t *testing.T, keep ...string) {
 	t.Logf("CR deleted: none of the %d objects left, data directories kept: %s", len(made), strings.Join(keep, " "))
 }
 
-// auditEvent is the part of an audit.k8s.io/v1 Event the tests read.
-type auditEvent struct {
-	Stage          string           `json:"stage"`
-	StageTimestamp metav1.MicroTime `json:"stageTimestamp"`
-	Verb           string           `json:"verb"`
-	RequestURI     string           `json:"requestURI"`
-	UserAgent      string           `json:"userAgent"`
-	User           struct {
-		Username string `json:"username"`
-	} `json:"user"`
-	ObjectRef struct {
-		APIGroup    string `json:"apiGroup"`
-		Resource    string `json:"resource"`
-		Subresource string `json:"subresource"`
-		Name        string `json:"name"`
-	} `json:"objectRef"`
-	ResponseStatus struct {
-		Code    int    `json:"code"`
-		Message string `json:"message"`
-		Details struct {
-			Causes []struct {
-				Reason string `json:"reason"`
-			} `json:"causes"`
-		} `json:"details"`
-	} `json:"responseStatus"`
-}
-
-// readAuditLog calls fn with each event of kube-apiserver's JSON-lines
-// audit log.
-func readAuditLog(path string, fn func(*auditEvent)) error {
-	f, err := os.Open(path)
-	if err != nil {
-		return err
-	}
-	defer f.Close()
-	sc := bufio.NewScanner(f)
-	sc.Buffer(make([]byte, 1<<20), 16<<20)
-	for sc.Scan() {
-		var ev auditEvent
-		if err := json.Unmarshal(sc.Bytes(), &ev); err != nil {
-			return fmt.Errorf("audit log %s: %w", path, err)
-		}
-		fn(&ev)
-	}
-	return sc.Err()
-}
-
-// terminating is a 403 of the NamespaceLifecycle admission plugin (a write
-// into a namespace being deleted, as the install's own removal makes), not
-// of RBAC.
-func (ev *auditEvent) terminating() bool {
-	for _, c := range ev.ResponseStatus.Details.Causes {
-		if c.Reason == "NamespaceTerminating" {
-			return true
-		}
-	}
-	return false
-}
-
 // testNoForbidden reads kube-apiserver's audit log: no request of a
 // ServiceAccount of the install namespace (the operator, hpp-csi,
 // csi-provisioner, hpp-legacy) was refused with 403 by authorization, so
@@ -267,14 +207,14 @@ func (e *env) testNoForbidden(t *testing.T) {
 	requests := map[string]int{}
 	forbidden := map[string]int{}
 	terminating := 0
-	err := readAuditLog(e.c.AuditLogPath(), func(ev *auditEvent) {
+	err := cluster.ReadAuditLog(e.c.AuditLogPath(), func(ev *cluster.AuditEvent) {
 		if !strings.HasPrefix(ev.User.Username, prefix) {
 			return
 		}
 		requests[ev.User.Username]++
 		switch {
 		case ev.ResponseStatus.Code != 403:
-		case ev.terminating():
+		case ev.Terminating():
 			terminating++
 		default:
 			forbidden[ev.User.Username+" "+ev.Verb+" "+ev.RequestURI+": "+ev.ResponseStatus.Message]++

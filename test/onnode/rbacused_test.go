@@ -9,6 +9,7 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/hostpath-provisioner/hpp/test/cluster"
 	rbacv1 "k8s.io/api/rbac/v1"
 	utilyaml "k8s.io/apimachinery/pkg/util/yaml"
 	"sigs.k8s.io/yaml"
@@ -141,7 +142,7 @@ func grantsIn(manifests string) ([]grant, error) {
 func requestsIn(path string) (map[grant]bool, error) {
 	prefix := "system:serviceaccount:" + namespace + ":"
 	used := map[grant]bool{}
-	err := readAuditLog(path, func(ev *auditEvent) {
+	err := cluster.ReadAuditLog(path, func(ev *cluster.AuditEvent) {
 		sa, ok := strings.CutPrefix(ev.User.Username, prefix)
 		if !ok || ev.ObjectRef.Resource == "" || ev.ResponseStatus.Code == 403 {
 			return

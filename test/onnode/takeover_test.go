@@ -109,6 +109,7 @@ func TestTakeoverOnTheRealNode(t *testing.T) {
 	r.startWriter(ctx, t)
 	r.record(ctx, t)
 	r.tl.mark("upstream running: writer started, claims at rest written")
+	r.checkPlanWritesNothing(ctx, t)
 
 	// The switch interrupted after hpp's install is applied, as a closed
 	// terminal would, and finished by the README's section run again;

@@ -397,7 +397,7 @@ func readmeSection(t *testing.T, root, name string) string {
 // output into the test log.
 func (r *takeoverRun) runSection(ctx context.Context, t *testing.T, name string) {
 	t.Helper()
-	if err := r.runScript(ctx, t, name, ""); err != nil {
+	if err := r.runScript(ctx, t, name, readmeSection(t, repoRoot(t), name), ""); err != nil {
 		t.Fatalf("deploy/README.md %q: %v\ninstall: %s", name, err, r.podStates(ctx))
 	}
 	r.tl.mark(fmt.Sprintf("deploy/README.md %q: done", name))
@@ -408,16 +408,15 @@ func (r *takeoverRun) runSection(ctx context.Context, t *testing.T, name string)
 // dropped connection), as soon as a line of its output holds killAt.
 func (r *takeoverRun) runSectionKilled(ctx context.Context, t *testing.T, name, killAt string) {
 	t.Helper()
-	err := r.runScript(ctx, t, name, killAt)
+	err := r.runScript(ctx, t, name, readmeSection(t, repoRoot(t), name), killAt)
 	if err == nil || !strings.Contains(err.Error(), "killed") {
 		t.Fatalf("deploy/README.md %q: not killed at %q: %v", name, killAt, err)
 	}
 	r.tl.mark(fmt.Sprintf("deploy/README.md %q: killed at %q", name, killAt))
 }
 
-func (r *takeoverRun) runScript(ctx context.Context, t *testing.T, name, killAt string) error {
+func (r *takeoverRun) runScript(ctx context.Context, t *testing.T, name, script, killAt string) error {
 	t.Helper()
-	script := readmeSection(t, repoRoot(t), name)
 	r.tl.mark(fmt.Sprintf("deploy/README.md %q: running\n%s", name, indent(script)))
 	cmd := exec.CommandContext(ctx, "bash", "-euo", "pipefail", "-c", script)
 	cmd.Dir = repoRoot(t)

@@ -35,7 +35,7 @@ func TestNotReadyNamesWhatToAdd(t *testing.T) {
 		t.Run(tc.name, func(t *testing.T) {
 			quotaFS(t, tc.kind) // skips where the kernel has no project quotas
 			mnt := loopFS(t, tc.kind, tc.mkfsArgs, tc.opts)
-			d := startDriver(t, mnt)
+			d := startEnforcingDriver(t, mnt)
 			c := d.Client(t)
 			_, err := c.CreateVolume(t.Context(), createRequest("pvc-refused", 10*MiB))
 			st := status.Convert(err)

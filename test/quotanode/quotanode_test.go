@@ -32,7 +32,7 @@ var kernel = prjquota.NewLinux()
 
 // unavailable ends a test whose kernel or tools cannot give project quotas:
 // a skip with the measured reason, except in the VM tier under CI=true.
-func unavailable(t *testing.T, format string, args ...any) {
+func unavailable(t testing.TB, format string, args ...any) {
 	t.Helper()
 	reason := fmt.Sprintf(format, args...)
 	if os.Getenv("CI") == "true" && inVMTier() {
@@ -55,7 +55,7 @@ func inVMTier() bool {
 // file named hpp-csi beside the test binary (copied and made executable:
 // the VM runner runs every executable file beside it as a test), else
 // built from this checkout.
-func driverBinary(t *testing.T) string {
+func driverBinary(t testing.TB) string {
 	t.Helper()
 	if os.Getenv("HPP_CSI_BIN") == "" {
 		if self, err := os.Executable(); err == nil {
@@ -79,7 +79,7 @@ func driverBinary(t *testing.T) string {
 // quotaFS makes a 512 MiB filesystem of kind on a loop device with project
 // quotas enforced and returns its mount point, or skips saying what the
 // kernel or tools refused.
-func quotaFS(t *testing.T, kind string) string {
+func quotaFS(t testing.TB, kind string) string {
 	t.Helper()
 	var features []string
 	if kind == "ext4" {
@@ -94,7 +94,7 @@ func quotaFS(t *testing.T, kind string) string {
 
 // loopFS makes a 512 MiB filesystem of kind (mkfs with extra args) on a
 // loop device, mounts it with opts and returns the mount point.
-func loopFS(t *testing.T, kind string, mkfsArgs []string, opts string) string {
+func loopFS(t testing.TB, kind string, mkfsArgs []string, opts string) string {
 	t.Helper()
 	testutil.RequireRoot(t)
 	mkfs := map[string][]string{
@@ -125,7 +125,9 @@ func loopFS(t *testing.T, kind string, mkfsArgs []string, opts string) string {
 	return mnt
 }
 
-func startDriver(t *testing.T, mnt string) *csitest.Driver {
+// startEnforcingDriver runs hpp-csi with one pool at mnt that enforces
+// sizes with project quotas (IDs firstID..lastID) and takes reflink snapshots.
+func startEnforcingDriver(t *testing.T, mnt string) *csitest.Driver {
 	t.Helper()
 	d, err := csitest.Launch(driverBinary(t), csitest.Config{NodeID: nodeID, Dir: t.TempDir(), LogLevel: "info", Pools: []csitest.Pool{{
 		Name: poolName, Path: mnt, EnforceSize: true, SnapshotProvider: "reflink", ProjectIDs: map[string]uint32{"first": firstID, "last": lastID}}}})
@@ -225,7 +227,7 @@ func TestEnforcedSize(t *testing.T) {
 	for _, kind := range []string{"xfs", "ext4"} {
 		t.Run(kind, func(t *testing.T) {
 			mnt := quotaFS(t, kind)
-			d := startDriver(t, mnt)
+			d := startEnforcingDriver(t, mnt)
 			t.Run("limit statfs online expansion delete", func(t *testing.T) { testLifecycle(t, d, mnt, kind) })
 			t.Run("snapshot restore clone own IDs", func(t *testing.T) { testCopies(t, d, mnt, kind) })
 			t.Run("adopted directory unenforced until expanded", func(t *testing.T) { testAdopted(t, d, mnt, kind) })

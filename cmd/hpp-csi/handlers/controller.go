@@ -37,18 +37,6 @@ func (d *Driver) ControllerGetCapabilities(_ context.Context, _ *csi.ControllerG
 	return resp, nil
 }
 
-// compatible reports whether an existing volume satisfies a repeated request.
-func compatible(existing int64, r *csi.CapacityRange) bool {
-	if existing == 0 {
-		// Made without a recorded size (KubeVirt driver, by hand): there
-		// is no quota to contradict the request.
-		return true
-	}
-	if r.GetRequiredBytes() > existing {
-		return false
-	}
-	return r.GetLimitBytes() == 0 || existing <= r.GetLimitBytes()
-}
 func (d *Driver) CreateVolume(ctx context.Context, req *csi.CreateVolumeRequest) (*csi.CreateVolumeResponse, error) {
 	cr, err := validateCreateRequest(d.cfg.Pools, req)
 	if err != nil {
@@ -77,8 +65,12 @@ func (d *Driver) CreateVolume(ctx context.Context, req *csi.CreateVolumeRequest)
 			Kind:          dirvol.KindPersistent,
 			Attributes:    cr.attributes,
 		},
+		// A repeated request is the same volume when the recorded size fits
+		// its range. A volume made without a recorded size (KubeVirt
+		// driver, by hand) has no quota to contradict any range.
 		Accept: func(existing dirvol.Volume) error {
-			if !compatible(existing.CapacityBytes, req.GetCapacityRange()) {
+			r, size := req.GetCapacityRange(), existing.CapacityBytes
+			if size != 0 && (r.GetRequiredBytes() > size || r.GetLimitBytes() != 0 && size > r.GetLimitBytes()) {
 				return alreadyExists("volume %q already exists with capacity %d bytes, incompatible with the requested range [%d, %d]",
 					cr.name, existing.CapacityBytes, req.GetCapacityRange().GetRequiredBytes(), req.GetCapacityRange().GetLimitBytes())
 			}

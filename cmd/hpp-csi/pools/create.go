@@ -37,13 +37,6 @@ func (rt *Runtime) Create(ctx context.Context, c Creation) (Volume, error) {
 	if !ok {
 		return Volume{}, refuse(Invalid, "storage pool %q is not configured on node %s", c.Pool, rt.cfg.NodeID)
 	}
-	if c.Source != nil {
-		done, err := rt.withSource(ctx, p, c.ID, *c.Source, &c.Spec)
-		if err != nil {
-			return Volume{}, err
-		}
-		defer done()
-	}
 	store, err := rt.storeOf(p.own)
 	if err != nil {
 		return Volume{}, wrap("opening pool", err)
@@ -66,6 +59,15 @@ func (rt *Runtime) Create(ctx context.Context, c Creation) (Volume, error) {
 		return accept(existing)
 	case !errors.Is(err, dirvol.ErrNotFound):
 		return Volume{}, wrap("looking up "+c.What, err)
+	}
+	// Only a volume still to be made needs its source: a retry of a
+	// finished clone was accepted above, even if the source is gone since.
+	if c.Source != nil {
+		release, err := rt.withSource(ctx, p, c.ID, *c.Source, &c.Spec)
+		if err != nil {
+			return Volume{}, err
+		}
+		defer release()
 	}
 	if err := rt.checkFits(ctx, p, store, c.Spec.CapacityBytes); err != nil {
 		return Volume{}, err

@@ -108,23 +108,17 @@ func (rt *Runtime) fill(ctx context.Context, p *poolState, name string, cs conte
 	}
 }
 
-// withSource prepares spec to be filled from src when the volume does not
-// exist yet (a retry of a finished clone needs its source no more). It
-// returns the release of the source's lock.
+// withSource prepares spec, of a volume not made yet, to be filled from
+// src. It returns the release of the source's lock.
 func (rt *Runtime) withSource(ctx context.Context, p *poolState, name string, src Source, spec *dirvol.Spec) (func(), error) {
-	if spec.Attributes == nil {
-		spec.Attributes = map[string]string{}
-	}
-	spec.Attributes[contentSourceAttr] = src.key()
-	if store, err := rt.storeOf(p.own); err == nil {
-		if _, err := store.Get(ctx, name); err == nil {
-			return func() {}, nil
-		}
-	}
 	cs, err := rt.resolveSource(ctx, src, name, spec.CapacityBytes)
 	if err != nil {
 		return nil, err
 	}
+	if spec.Attributes == nil {
+		spec.Attributes = map[string]string{}
+	}
+	spec.Attributes[contentSourceAttr] = src.key()
 	if spec.CapacityBytes == 0 {
 		spec.CapacityBytes = cs.size
 	}

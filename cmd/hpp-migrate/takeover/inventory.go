@@ -1,17 +1,16 @@
 package takeover
 
 import (
-	"bytes"
 	"context"
-	"encoding/json"
 	"errors"
 	"fmt"
 	"io"
 
+	"github.com/hostpath-provisioner/hpp/internal/manifests"
+
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
-	"k8s.io/apimachinery/pkg/util/yaml"
 	"k8s.io/client-go/dynamic"
 )
 
@@ -82,35 +81,14 @@ func (inv *Inventory) Manifest(kind, name string) *unstructured.Unstructured {
 // ReadManifests decodes a multi-document YAML (or JSON) stream; every
 // object must be of a kind the takeover knows.
 func ReadManifests(r io.Reader) ([]*unstructured.Unstructured, error) {
-	b, err := io.ReadAll(r)
+	out, err := manifests.Decode(r)
 	if err != nil {
 		return nil, err
 	}
-	dec := yaml.NewYAMLOrJSONDecoder(bytes.NewReader(b), 4096)
-	var out []*unstructured.Unstructured
-	for i := 0; ; i++ {
-		// Raw JSON decoded by Unstructured: numbers become int64 as in
-		// objects read from the API server (a map[string]any would hold
-		// float64, which unstructured.NestedInt64 does not read).
-		var raw json.RawMessage
-		if err := dec.Decode(&raw); err != nil {
-			if errors.Is(err, io.EOF) {
-				break
-			}
-			return nil, fmt.Errorf("manifest document %d: %w", i, err)
-		}
-		switch string(bytes.TrimSpace(raw)) {
-		case "", "null", "{}":
-			continue // an empty document (a "---" with nothing after it)
-		}
-		o := &unstructured.Unstructured{}
-		if err := o.UnmarshalJSON(raw); err != nil {
-			return nil, fmt.Errorf("manifest document %d: %w", i, err)
-		}
+	for i, o := range out {
 		if _, err := ResourceOf(o.GetAPIVersion(), o.GetKind()); err != nil {
-			return nil, fmt.Errorf("manifest document %d (%s): %w", i, o.GetName(), err)
+			return nil, fmt.Errorf("manifest object %d (%s): %w", i, o.GetName(), err)
 		}
-		out = append(out, o)
 	}
 	if len(out) == 0 {
 		return nil, errors.New("no objects in the manifests (pipe in `kubectl kustomize deploy/overlays/operator`)")

@@ -1,18 +1,15 @@
 package deploytest
 
 import (
-	"bytes"
-	"errors"
-	"io"
-	"os"
 	"path/filepath"
 	"slices"
 	"testing"
 
+	"github.com/hostpath-provisioner/hpp/internal/testutil"
+
 	apiextensionsv1 "k8s.io/apiextensions-apiserver/pkg/apis/apiextensions/v1"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"k8s.io/apimachinery/pkg/runtime"
-	utilyaml "k8s.io/apimachinery/pkg/util/yaml"
 	clientgoscheme "k8s.io/client-go/kubernetes/scheme"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 	"sigs.k8s.io/controller-runtime/pkg/envtest"
@@ -67,7 +64,7 @@ func TestOverlaysApplyWithServerSideDryRun(t *testing.T) {
 			t.Fatal("no examples")
 		}
 		for _, f := range files {
-			for _, u := range readManifests(t, f) {
+			for _, u := range testutil.ReadManifests(t, f) {
 				if err := c.Apply(ctx, client.ApplyConfigurationFromUnstructured(u),
 					client.FieldOwner("deploytest"), client.ForceOwnership, client.DryRunAll); err != nil {
 					t.Errorf("%s: server-side dry-run of %s: %v", filepath.Base(f), id(u), err)
@@ -81,7 +78,7 @@ func TestOverlaysApplyWithServerSideDryRun(t *testing.T) {
 			objs := buildOverlay(t, name)
 			// The overlays leave the Namespace out (deploy/base/namespace
 			// is applied on its own, so `kubectl delete -k` never takes it).
-			nsObjs := readManifests(t, filepath.Join(deployDir(), "base", "namespace", "namespace.yaml"))
+			nsObjs := testutil.ReadManifests(t, filepath.Join(deployDir(), "base", "namespace", "namespace.yaml"))
 			for _, u := range objs {
 				if ns := u.GetNamespace(); ns != "" && !slices.ContainsFunc(nsObjs, func(n *unstructured.Unstructured) bool { return n.GetName() == ns }) {
 					n := &unstructured.Unstructured{}
@@ -113,26 +110,5 @@ func TestOverlaysApplyWithServerSideDryRun(t *testing.T) {
 			}
 			t.Logf("%s: %d objects accepted by kube-apiserver (server-side apply, dry-run)", name, n)
 		})
-	}
-}
-
-func readManifests(t *testing.T, path string) []*unstructured.Unstructured {
-	t.Helper()
-	b, err := os.ReadFile(path)
-	if err != nil {
-		t.Fatal(err)
-	}
-	dec := utilyaml.NewYAMLOrJSONDecoder(bytes.NewReader(b), 4096)
-	var out []*unstructured.Unstructured
-	for {
-		u := &unstructured.Unstructured{}
-		if err := dec.Decode(&u.Object); errors.Is(err, io.EOF) {
-			return out
-		} else if err != nil {
-			t.Fatalf("%s: %v", path, err)
-		}
-		if len(u.Object) > 0 {
-			out = append(out, u)
-		}
 	}
 }

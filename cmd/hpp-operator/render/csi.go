@@ -1,7 +1,6 @@
 package render
 
 import (
-	"encoding/json"
 	"fmt"
 	"path"
 	"strconv"
@@ -15,7 +14,6 @@ import (
 
 	hppv1 "github.com/hostpath-provisioner/hpp/internal/api/v1beta1"
 	"github.com/hostpath-provisioner/hpp/internal/contract"
-	"github.com/hostpath-provisioner/hpp/internal/pool"
 )
 
 const (
@@ -27,32 +25,6 @@ const (
 	legacyHTTPPort = 8080
 	registrationD  = "/registration"
 )
-
-// poolMount is where a pool's host directory appears in the driver's
-// container, as upstream's operator mounts it: hpp-csi's pool path is the
-// mount's csi/ subdirectory, so volumes land in <host pool path>/csi.
-func poolMount(pool string) string { return "/" + poolVolume(pool) }
-
-// Datadir returns hpp-csi's --datadir JSON for the CR's pools: a list of
-// pool.Pool, the one type of that format (hpp-csi parses it back with
-// pool.Parse). Mounted marks a pvcTemplate pool, which hpp-csi uses only
-// while hpp-mounter's marker is there (cmd/hpp-mounter/README.md).
-func Datadir(pools []hppv1.StoragePool) (string, error) {
-	out := make([]pool.Pool, 0, len(pools))
-	for _, p := range pools {
-		d := pool.Pool{Name: p.Name, Path: path.Join(poolMount(p.Name), "csi"),
-			SnapshotPath: datadirSnapshotPath(p), SnapshotProvider: p.SnapshotProvider, EnforceSize: p.EnforceSize}
-		if p.PVCTemplate != nil {
-			d.Mounted = true
-			for _, m := range p.PVCTemplate.AccessModes {
-				d.Shared = d.Shared || m == corev1.ReadWriteMany
-			}
-		}
-		out = append(out, d)
-	}
-	b, err := json.Marshal(out)
-	return string(b), err
-}
 
 // CSIDaemonSet is hpp-csi and csi-provisioner on every node the workload
 // placement allows. hpp-csi registers with kubelet itself and serves
@@ -66,7 +38,6 @@ func (c *Config) CSIDaemonSet(spec *hppv1.HostPathProvisionerSpec) (*appsv1.Daem
 	pluginDir := c.pluginDir()
 	podsDir := path.Join(c.KubeletDir, "pods")
 	bidi := corev1.MountPropagationBidirectional
-	h2c := corev1.MountPropagationHostToContainer
 
 	args := []string{
 		"--drivername=" + contract.DriverName,
@@ -97,12 +68,7 @@ func (c *Config) CSIDaemonSet(spec *hppv1.HostPathProvisionerSpec) (*appsv1.Daem
 			"--health-address=:"+strconv.Itoa(healthPort))
 		mounts = append(mounts, corev1.VolumeMount{Name: "registration-dir", MountPath: registrationD})
 	}
-	for _, p := range spec.StoragePools {
-		mounts = append(mounts, corev1.VolumeMount{Name: poolVolume(p.Name), MountPath: poolMount(p.Name), MountPropagation: &h2c})
-		volumes = append(volumes, hostPathVolume(poolVolume(p.Name), p.Path, corev1.HostPathDirectoryOrCreate))
-	}
-	mounts, volumes = withPathConfigMount(spec, mounts, volumes)
-	mounts, volumes = snapshotMounts(spec.StoragePools, mounts, volumes)
+	mounts, volumes = withDataDirs(spec, mounts, volumes)
 
 	driver := corev1.Container{
 		Name:            CSIContainerName,
@@ -267,11 +233,6 @@ func (c *Config) nodePodSpec(spec *hppv1.HostPathProvisionerSpec, sa string, con
 			SeccompProfile: &corev1.SeccompProfile{Type: corev1.SeccompProfileTypeRuntimeDefault},
 		},
 	}
-}
-
-func hostPathVolume(name, p string, t corev1.HostPathType) corev1.Volume {
-	return corev1.Volume{Name: name, VolumeSource: corev1.VolumeSource{
-		HostPath: &corev1.HostPathVolumeSource{Path: p, Type: ptr.To(t)}}}
 }
 
 func fieldEnv(name, fieldPath string) corev1.EnvVar {

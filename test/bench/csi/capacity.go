@@ -65,7 +65,7 @@ func (b *bench) capacityWithManyVolumes(ctx context.Context, bin string) (capaci
 	defer c.Close() //nolint:errcheck // benchmark client
 
 	start := time.Now()
-	if err := fill(ctx, c, "full", r.Volumes); err != nil {
+	if err := createVolumes(ctx, c, "full", r.Volumes); err != nil {
 		return r, err
 	}
 	r.FilledInSeconds = round(time.Since(start).Seconds())
@@ -103,8 +103,8 @@ func (b *bench) capacityWithManyVolumes(ctx context.Context, bin string) (capaci
 	return r, err
 }
 
-// fill creates n volumes on pool with 8 concurrent callers.
-func fill(ctx context.Context, c *csitest.Client, pool string, n int) error {
+// createVolumes creates n volumes on pool with 8 concurrent callers.
+func createVolumes(ctx context.Context, c *csitest.Client, pool string, n int) error {
 	const callers = 8
 	var wg sync.WaitGroup
 	errs := make(chan error, callers)

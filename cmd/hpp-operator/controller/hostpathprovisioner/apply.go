@@ -33,8 +33,7 @@ func (r *Reconciler) apply(ctx context.Context, p *pass) error {
 			if !slices.Equal(fields, []string{"spec.selector"}) {
 				typ = corev1.EventTypeWarning
 			}
-			r.eventf(p.cr, typ, "ImmutableFieldsKept",
-				"%s %s keeps %s of the live object (immutable; kept rather than replaced, so nothing restarts at once)",
+			r.Recorder.Eventf(p.cr, nil, typ, "ImmutableFieldsKept", reconcileAction, "%s %s keeps %s of the live object (immutable; kept rather than replaced, so nothing restarts at once)",
 				obj.GetKind(), obj.GetName(), strings.Join(fields, ", "))
 		}}
 	for _, obj := range p.want {
@@ -137,7 +136,7 @@ func (r *Reconciler) ensureOverlayClasses(ctx context.Context, p *pass) error {
 
 func (r *Reconciler) reportOverlayConflict(cr *hppv1.HostPathProvisioner, st *status, msg string) {
 	if st.conds[hppv1.ConditionDegraded].reason != "OverlayClassConflict" {
-		r.eventf(cr, corev1.EventTypeWarning, "OverlayClassConflict", "%s", msg)
+		r.Recorder.Eventf(cr, nil, corev1.EventTypeWarning, "OverlayClassConflict", reconcileAction, "%s", msg)
 	}
 	st.degrade("OverlayClassConflict", msg)
 }
@@ -179,8 +178,7 @@ func (r *Reconciler) removeUpstreamLeftovers(ctx context.Context, p *pass) error
 		if err := r.deleteIfPresent(ctx, p.log, obj); err != nil {
 			return err
 		}
-		r.eventf(p.cr, corev1.EventTypeNormal, "UpstreamObjectRemoved",
-			"%s %s was made by upstream's operator and has no counterpart in hpp: deleted", adopt.KindOf(r.Scheme, obj), obj.GetName())
+		r.Recorder.Eventf(p.cr, nil, corev1.EventTypeNormal, "UpstreamObjectRemoved", reconcileAction, "%s %s was made by upstream's operator and has no counterpart in hpp: deleted", adopt.KindOf(r.Scheme, obj), obj.GetName())
 	}
 	if sweepCluster && r.swept != nil {
 		r.swept.Store(p.cr.UID, true)

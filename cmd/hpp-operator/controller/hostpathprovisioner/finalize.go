@@ -54,8 +54,7 @@ func (r *Reconciler) finalize(ctx context.Context, log logr.Logger, cr *hppv1.Ho
 		if r.Config.OpenShift {
 			clusterKinds += ",securitycontextconstraints"
 		}
-		r.eventf(cr, corev1.EventTypeWarning, "CleanupAbandoned",
-			"gave up removing the operator's objects after %s: %v; remove what is left by hand: kubectl delete daemonset,serviceaccount,role,rolebinding -n %s -l %s=%s; kubectl delete %s -l %s=%s",
+		r.Recorder.Eventf(cr, nil, corev1.EventTypeWarning, "CleanupAbandoned", reconcileAction, "gave up removing the operator's objects after %s: %v; remove what is left by hand: kubectl delete daemonset,serviceaccount,role,rolebinding -n %s -l %s=%s; kubectl delete %s -l %s=%s",
 			CleanupTimeout, err, r.Config.Namespace, render.ManagedByLabel, r.Config.ManagedBy, clusterKinds, render.ManagedByLabel, r.Config.ManagedBy)
 		log.Error(err, "cleanup abandoned")
 	}
@@ -81,8 +80,7 @@ func (r *Reconciler) cleanup(ctx context.Context, log logr.Logger, cr *hppv1.Hos
 			render.CleanupDeadlineSeconds, strings.Join(running, "; "), errRetry)
 	}
 	if len(failed) > 0 {
-		r.eventf(cr, corev1.EventTypeWarning, "PoolCleanupIncomplete",
-			"pool cleanup Job(s) failed, these pools may still be mounted: %s; unmount them by hand (umount <path>/csi on the node); the pool PVCs are kept",
+		r.Recorder.Eventf(cr, nil, corev1.EventTypeWarning, "PoolCleanupIncomplete", reconcileAction, "pool cleanup Job(s) failed, these pools may still be mounted: %s; unmount them by hand (umount <path>/csi on the node); the pool PVCs are kept",
 			strings.Join(failed, "; "))
 	}
 	ns := r.Config.Namespace
@@ -191,8 +189,7 @@ func (r *Reconciler) releaseCSIDriver(ctx context.Context, cr *hppv1.HostPathPro
 	}
 	if n > 0 {
 		if cr != nil {
-			r.eventf(cr, corev1.EventTypeWarning, "CSIDriverKept",
-				"%d PersistentVolume(s) of %s still exist: the CSIDriver object stays until they are deleted (kubelet needs it to unmount them); the operator deletes it then, or delete it by hand to force",
+			r.Recorder.Eventf(cr, nil, corev1.EventTypeWarning, "CSIDriverKept", reconcileAction, "%d PersistentVolume(s) of %s still exist: the CSIDriver object stays until they are deleted (kubelet needs it to unmount them); the operator deletes it then, or delete it by hand to force",
 				n, contract.DriverName)
 		}
 		return nil

@@ -103,7 +103,7 @@ func (r *Reconciler) retireMounter(ctx context.Context, log logr.Logger, cfg ren
 		return fmt.Errorf("delete mounter Deployment %s: %w", d.Name, err)
 	}
 	log.Info("retired pool mounter", "deployment", d.Name, "pool", pool, "node", node)
-	r.eventf(cr, corev1.EventTypeNormal, "PoolRetired", "storage pool %q leaves node %s: mounter %s deleted, %s; its claim is kept",
+	r.Recorder.Eventf(cr, nil, corev1.EventTypeNormal, "PoolRetired", reconcileAction, "storage pool %q leaves node %s: mounter %s deleted, %s; its claim is kept",
 		pool, node, d.Name, how)
 	return nil
 }

@@ -1,13 +1,10 @@
 package hostpathprovisioner_test
 
 import (
-	"bytes"
-	"errors"
-	"fmt"
-	"io"
-	"os"
 	"path/filepath"
 	"testing"
+
+	"github.com/hostpath-provisioner/hpp/internal/testutil"
 
 	secv1 "github.com/openshift/api/security/v1"
 	appsv1 "k8s.io/api/apps/v1"
@@ -16,8 +13,6 @@ import (
 	storagev1 "k8s.io/api/storage/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
-	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
-	utilyaml "k8s.io/apimachinery/pkg/util/yaml"
 	"k8s.io/client-go/rest"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
@@ -41,7 +36,7 @@ func TestOperatorRunsWithItsOwnRBAC(t *testing.T) {
 	h := startWith(t, ns, options{operatorCfg: counter.Wrap(asOperator), setup: func(admin client.Client) {
 		servePrometheusOperator(t, admin)
 		serveOpenShift(t)
-		for _, u := range readManifests(t, filepath.Join(testenv.RepoRoot(), "deploy", "base", "operator", "rbac.yaml")) {
+		for _, u := range testutil.ReadManifests(t, filepath.Join(testenv.RepoRoot(), "deploy", "base", "operator", "rbac.yaml")) {
 			if err := admin.Create(t.Context(), u); err != nil {
 				t.Fatalf("create %s %s: %v", u.GetKind(), u.GetName(), err)
 			}
@@ -89,25 +84,4 @@ func TestOperatorRunsWithItsOwnRBAC(t *testing.T) {
 		t.Errorf("the operator's RBAC (deploy/base/operator/rbac.yaml) refused %d request(s):\n%v", len(f), f)
 	}
 	t.Logf("operator as its ServiceAccount: %d requests, 0 refused", counter.Total())
-}
-
-func readManifests(t *testing.T, path string) []*unstructured.Unstructured {
-	t.Helper()
-	b, err := os.ReadFile(path)
-	if err != nil {
-		t.Fatal(err)
-	}
-	dec := utilyaml.NewYAMLOrJSONDecoder(bytes.NewReader(b), 4096)
-	var out []*unstructured.Unstructured
-	for {
-		u := &unstructured.Unstructured{}
-		if err := dec.Decode(&u.Object); errors.Is(err, io.EOF) {
-			return out
-		} else if err != nil {
-			t.Fatal(fmt.Errorf("%s: %w", path, err))
-		}
-		if len(u.Object) > 0 {
-			out = append(out, u)
-		}
-	}
 }

@@ -18,7 +18,6 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	"github.com/hostpath-provisioner/hpp/cmd/hpp-operator/render"
-	hppv1 "github.com/hostpath-provisioner/hpp/internal/api/v1beta1"
 )
 
 // Finalizer holds the CR until the operator has removed what it made. It
@@ -46,8 +45,10 @@ type Reconciler struct {
 	APIReader client.Reader
 	Scheme    *runtime.Scheme
 	Config    render.Config
-	Recorder  EventRecorder
-	Log       logr.Logger
+	// Recorder records the CR's events. Nil: the manager's
+	// (SetupWithManager).
+	Recorder EventRecorder
+	Log      logr.Logger
 	// ready is the readiness gauge (metrics.go), set up with the manager.
 	ready prometheus.Gauge
 	// swept: the CRs (by uid) whose cluster-scoped leftovers of upstream's
@@ -58,12 +59,9 @@ type Reconciler struct {
 // errRetry marks a reconcile that made progress and must run again.
 var errRetry = errors.New("retrying")
 
-// eventf records an event on the CR.
-func (r *Reconciler) eventf(cr *hppv1.HostPathProvisioner, typ, reason, note string, args ...any) {
-	if r.Recorder != nil {
-		r.Recorder.Eventf(cr, nil, typ, reason, "Reconcile", note, args...)
-	}
-}
+// reconcileAction is the action of every event the reconciler records on
+// the CR (events.k8s.io/v1 requires one).
+const reconcileAction = "Reconcile"
 
 // deleteIfPresent deletes obj if the cache has it: a blind DELETE of an
 // object that is not there would still be a write request per reconcile.

@@ -79,6 +79,9 @@ func (r *Reconciler) SetupWithManager(mgr ctrl.Manager) error {
 	if r.APIReader == nil {
 		r.APIReader = mgr.GetAPIReader()
 	}
+	if r.Recorder == nil {
+		r.Recorder = mgr.GetEventRecorder("hpp-operator")
+	}
 	allCRs := handler.EnqueueRequestsFromMapFunc(func(ctx context.Context, _ client.Object) []reconcile.Request {
 		list := &hppv1.HostPathProvisionerList{}
 		if err := mgr.GetClient().List(ctx, list); err != nil {

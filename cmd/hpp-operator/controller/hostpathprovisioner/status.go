@@ -151,7 +151,7 @@ func (r *Reconciler) writeStatus(ctx context.Context, cr *hppv1.HostPathProvisio
 			if c.Type == hppv1.ConditionProgressing {
 				typ = corev1.EventTypeNormal
 			}
-			r.eventf(cr, typ, string(c.Type)+string(c.Status), "%s", nonEmpty(c.Message, c.Reason))
+			r.Recorder.Eventf(cr, nil, typ, string(c.Type)+string(c.Status), reconcileAction, "%s", nonEmpty(c.Message, c.Reason))
 		}
 	}
 	return nil
