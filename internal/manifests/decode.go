@@ -50,7 +50,7 @@ func ReadFile(path string) ([]*unstructured.Unstructured, error) {
 	if err != nil {
 		return nil, err
 	}
-	defer f.Close()
+	defer f.Close() //nolint:errcheck // read only: a failed close loses nothing
 	objs, err := Decode(f)
 	if err != nil {
 		return nil, fmt.Errorf("%s: %w", path, err)
