@@ -14,7 +14,7 @@ func nearMisses(text string, values map[string]string) []string {
 	var out []string
 	seen := map[string]bool{}
 	for _, token := range strings.FieldsFunc(text, func(r rune) bool {
-		return r > 0x7f || !(nameChar(byte(r)) || r == '.' || r == '/')
+		return r > 0x7f || !nameChar(byte(r)) && r != '.' && r != '/'
 	}) {
 		segs := strings.Split(token, "/")
 		for i := range segs {
