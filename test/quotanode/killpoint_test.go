@@ -33,10 +33,10 @@ func killedAt(log, step string, callErr, waitErr error) error {
 	case callErr == nil:
 		return errors.New("the call succeeded")
 	case !errors.As(waitErr, &exit):
-		return fmt.Errorf("hpp-csi did not die: %v", waitErr)
+		return fmt.Errorf("hpp-csi did not die: %w", waitErr)
 	}
 	if ws, ok := exit.Sys().(syscall.WaitStatus); !ok || !ws.Signaled() || ws.Signal() != syscall.SIGKILL {
-		return fmt.Errorf("hpp-csi ended (%v), not by SIGKILL", exit)
+		return fmt.Errorf("hpp-csi ended (%w), not by SIGKILL", exit)
 	}
 	switch {
 	case len(at) == 0:
