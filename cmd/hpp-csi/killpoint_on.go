@@ -3,6 +3,7 @@
 package main
 
 import (
+	"fmt"
 	"os"
 	"syscall"
 )
@@ -12,6 +13,10 @@ import (
 // step named by HPP_KILL_AT (e.g. "assign.limited"; the steps are listed
 // in internal/prjquota/doc.go), so a test can stop hpp-csi between any two
 // steps and check what a restart makes of it.
+//
+// It first writes the step to stderr (unbuffered: the line is in the pipe
+// before the signal), so the test can tell a death at that point from one
+// anywhere else (a panic, another step): test/quotanode reads the line.
 func killPoint() func(string) {
 	at := os.Getenv("HPP_KILL_AT")
 	if at == "" {
@@ -19,6 +24,7 @@ func killPoint() func(string) {
 	}
 	return func(step string) {
 		if step == at {
+			_, _ = fmt.Fprintf(os.Stderr, "hpp-csi: kill point %q reached: SIGKILL\n", step)
 			_ = syscall.Kill(os.Getpid(), syscall.SIGKILL)
 			select {}
 		}

@@ -14,6 +14,7 @@ import (
 	"github.com/spf13/cobra"
 
 	"github.com/hostpath-provisioner/hpp/internal/cli"
+	"github.com/hostpath-provisioner/hpp/internal/contract"
 	"github.com/hostpath-provisioner/hpp/internal/version"
 )
 
@@ -25,7 +26,7 @@ func main() {
 
 // newCommand binds o to hpp-csi's command line; run is o.Run outside tests.
 func newCommand(o *options, run func(context.Context) error) *cobra.Command {
-	cmd := cli.NewRoot("hpp-csi", "node-local hostpath CSI driver (kubevirt.io.hostpath-provisioner)")
+	cmd := cli.NewRoot("hpp-csi", "node-local hostpath CSI driver ("+contract.DriverName+")")
 	// --version is the KubeVirt plugin's string flag (the vendor version);
 	// without a Version cobra adds neither its boolean --version nor -v,
 	// which would shadow --v.

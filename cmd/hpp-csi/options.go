@@ -82,7 +82,7 @@ func (o *options) addFlags(fs *pflag.FlagSet) {
 	fs.DurationVar(&o.statsTimeout, "stats-timeout", 30*time.Second, "time bound of one volume usage walk")
 	fs.DurationVar(&o.shutdownGrace, "shutdown-grace", 30*time.Second, "on SIGTERM, how long in-flight calls may take to finish")
 	fs.DurationVar(&o.poolRetry, "pool-retry-interval", 10*time.Second, "how often a pool that could not be opened at start (its disk not mounted yet) is tried again")
-	fs.StringVar(&o.kubeletRegistrationPath, "kubelet-registration-path", "", "register with kubelet: the CSI socket path as kubelet sees it, e.g. /var/lib/kubelet/plugins/kubevirt.io.hostpath-provisioner/csi.sock (empty: a node-driver-registrar sidecar does it)")
+	fs.StringVar(&o.kubeletRegistrationPath, "kubelet-registration-path", "", "register with kubelet: the CSI socket path as kubelet sees it, e.g. /var/lib/kubelet/plugins/"+contract.DriverName+"/csi.sock (empty: a node-driver-registrar sidecar does it)")
 	fs.StringVar(&o.pluginRegistryDir, "plugin-registration-dir", "/var/lib/kubelet/plugins_registry", "kubelet's plugin registry directory, where the registration socket goes")
 	fs.StringVar(&o.healthAddress, "health-address", "", "serve /healthz here, e.g. :9808 (empty: off)")
 	fs.StringVar(&o.metricsAddress, "metrics-address", "", "serve Prometheus /metrics here, e.g. :8080 (empty: off, or :8443 when a --metrics-* TLS flag is given); plain HTTP unless a TLS flag is given")

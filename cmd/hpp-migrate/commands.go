@@ -13,13 +13,14 @@ import (
 
 	"github.com/hostpath-provisioner/hpp/cmd/hpp-migrate/migrate"
 	"github.com/hostpath-provisioner/hpp/internal/cli"
+	"github.com/hostpath-provisioner/hpp/internal/contract"
 )
 
 func newRootCommand(env *environment) *cobra.Command {
 	var g globalOptions
 	root := cli.NewRoot("hpp-migrate", "moves legacy hostPath PVs onto the CSI driver in place")
-	root.Long = "hpp-migrate replaces each legacy hostPath PV of kubevirt.io/hostpath-provisioner by a CSI PV of\n" +
-		"the same name for kubevirt.io.hostpath-provisioner: same directory, same claim (its UID, owners and\n" +
+	root.Long = "hpp-migrate replaces each legacy hostPath PV of " + contract.LegacyProvisionerName + " by a CSI PV of\n" +
+		"the same name for " + contract.DriverName + ": same directory, same claim (its UID, owners and\n" +
 		"labels survive), no data moved. Start with `plan`; `migrate` backs every PV up before changing it;\n" +
 		"`rollback` puts the backups back."
 	root.SetOut(env.stdout)

@@ -13,6 +13,7 @@ import (
 	"github.com/hostpath-provisioner/hpp/cmd/hpp-operator/render"
 	hppwebhook "github.com/hostpath-provisioner/hpp/cmd/hpp-operator/webhook"
 	"github.com/hostpath-provisioner/hpp/internal/cli"
+	"github.com/hostpath-provisioner/hpp/internal/contract"
 	"github.com/hostpath-provisioner/hpp/internal/logging"
 	"github.com/hostpath-provisioner/hpp/internal/version"
 )
@@ -68,7 +69,7 @@ func (o *options) addFlags(fs *pflag.FlagSet) {
 	fs.BoolVar(&o.selfSignedCerts, "self-signed-certs", true, "make and rotate the webhook's serving certificate and patch the CA bundle (false: cert-manager or another tool provides them in --cert-dir)")
 	fs.StringVar(&o.webhookService, "webhook-service", "hostpath-provisioner-operator-webhook", "Service in front of the webhook (certificate names)")
 	fs.StringVar(&o.controllers, "controllers", controllersAll, "what to run: \"all\", or \"node-loss\" (only the node-loss controller: no reconciler, no webhook)")
-	fs.DurationVar(&o.nodeLossDelay, "node-loss-release-delay", 10*time.Minute, "how long a deleted node's opted-in claims wait before hpp releases them, for \"hostpath.csi/release-after-node-loss: true\"")
+	fs.DurationVar(&o.nodeLossDelay, "node-loss-release-delay", 10*time.Minute, "how long a deleted node's opted-in claims wait before hpp releases them, for \""+contract.AnnReleaseAfterNodeLoss+": true\"")
 	fs.DurationVar(&o.nodeNotReadyGrace, "node-not-ready-grace", 5*time.Minute, "how long a node may be NotReady before its volumes are reported as stranded")
 	fs.StringVar(&o.webhookConfigName, "webhook-configuration", "hostpathprovisioner.kubevirt.io", "ValidatingWebhookConfiguration whose CA bundle the operator patches")
 }

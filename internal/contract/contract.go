@@ -6,7 +6,9 @@
 // its whole life: never change a value here.
 //
 // Every binary and test takes these names from this package;
-// TestNoCopies fails when one of them appears as a literal anywhere else.
+// TestNoCopies fails when one of them appears in a Go string anywhere else
+// (whole or inside a longer one); the manifests tests hold YAML and JSON
+// to them.
 package contract
 
 // The drivers, as StorageClasses and PVs name them.

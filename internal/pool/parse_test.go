@@ -6,6 +6,7 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/hostpath-provisioner/hpp/internal/contract"
 	"github.com/hostpath-provisioner/hpp/internal/fieldrule"
 )
 
@@ -177,18 +178,18 @@ func TestSelect(t *testing.T) {
 		{"empty picks the only pool", single, "", "only", ""},
 		{"only pool by name", single, "only", "only", ""},
 		{"empty with several and no legacy", noLegacy, "", "",
-			`parameters.storagePool: is not set, and with 2 pools and no pool named "legacy" the StorageClass must set storagePool to one of: "a", "b"`},
+			`parameters.` + contract.ParamStoragePool + `: is not set, and with 2 pools and no pool named "legacy" the StorageClass must set ` + contract.ParamStoragePool + ` to one of: "a", "b"`},
 		{"unknown", multi, "slow", "",
-			`parameters.storagePool: "slow" is not a pool on this node; available pools: "fast", "legacy"`},
+			`parameters.` + contract.ParamStoragePool + `: "slow" is not a pool on this node; available pools: "fast", "legacy"`},
 		{"unknown with one pool", single, "legacy", "",
-			`parameters.storagePool: "legacy" is not a pool on this node; available pools: "only"`},
+			`parameters.` + contract.ParamStoragePool + `: "legacy" is not a pool on this node; available pools: "only"`},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
 			p, err := tt.set.Select(tt.param)
 			if tt.wantErr != "" {
 				var fe *fieldrule.FieldError
-				if !errors.As(err, &fe) || fe.Field != "parameters.storagePool" || err.Error() != tt.wantErr {
+				if !errors.As(err, &fe) || fe.Field != "parameters."+contract.ParamStoragePool || err.Error() != tt.wantErr {
 					t.Fatalf("Select(%q) = %+v, %v; want error %q", tt.param, p, err, tt.wantErr)
 				}
 				return

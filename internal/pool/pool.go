@@ -154,7 +154,7 @@ func (s *Set) Get(name string) (Pool, bool) {
 // parameter means the "legacy" pool, or the only pool, so that StorageClasses
 // written for the KubeVirt driver keep working.
 func (s *Set) Select(storagePool string) (Pool, error) {
-	const field = "parameters.storagePool"
+	const field = "parameters." + contract.ParamStoragePool
 	if storagePool == "" {
 		if p, ok := s.Get(contract.DefaultPool); ok {
 			return p, nil
@@ -162,7 +162,7 @@ func (s *Set) Select(storagePool string) (Pool, error) {
 		if s != nil && len(s.pools) == 1 {
 			return s.pools[0], nil
 		}
-		return Pool{}, fieldErr(field, "is not set, and with %s and no pool named %q the StorageClass must set storagePool to one of: %s",
+		return Pool{}, fieldErr(field, "is not set, and with %s and no pool named %q the StorageClass must set "+contract.ParamStoragePool+" to one of: %s",
 			s.countPools(), contract.DefaultPool, s.names())
 	}
 	if p, ok := s.Get(storagePool); ok {

@@ -106,13 +106,13 @@ func CheckDriverFile(root, rel string) error {
 		}
 	}
 	if d.StorageClass.FromFile == "" {
-		bad("StorageClass.FromFile", "empty: hpp-csi needs a WaitForFirstConsumer class with a storagePool")
+		bad("StorageClass.FromFile", "empty: hpp-csi needs a WaitForFirstConsumer class with a "+contract.ParamStoragePool)
 	} else if err := checkStorageClass(root, d.StorageClass.FromFile); err != nil {
 		bad("StorageClass.FromFile", "%v", err)
 	}
 	for i, v := range d.InlineVolumes {
 		if p := v.Attributes[contract.ParamStoragePool]; !slices.Contains(pools, p) {
-			bad(fmt.Sprintf("InlineVolumes[%d].Attributes.storagePool", i), "%q, want one of the real node's pools %q", p, pools)
+			bad(fmt.Sprintf("InlineVolumes[%d].Attributes."+contract.ParamStoragePool, i), "%q, want one of the real node's pools %q", p, pools)
 		}
 	}
 	for k, v := range d.Timeouts {
@@ -144,7 +144,7 @@ func checkStorageClass(root, rel string) error {
 		errs = append(errs, fmt.Errorf("%s volumeBindingMode: want WaitForFirstConsumer (hpp-csi refuses Immediate)", rel))
 	}
 	if p := sc.Parameters[contract.ParamStoragePool]; !slices.Contains(pools, p) {
-		errs = append(errs, fmt.Errorf("%s parameters.storagePool %q, want one of the real node's pools %q", rel, p, pools))
+		errs = append(errs, fmt.Errorf("%s parameters."+contract.ParamStoragePool+" %q, want one of the real node's pools %q", rel, p, pools))
 	}
 	return errors.Join(errs...)
 }

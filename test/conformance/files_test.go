@@ -6,6 +6,8 @@ import (
 	"regexp"
 	"strings"
 	"testing"
+
+	"github.com/hostpath-provisioner/hpp/internal/contract"
 )
 
 func TestCheckedInDriverFileIsValid(t *testing.T) {
@@ -22,11 +24,11 @@ func TestCheckedInSkipListIsValid(t *testing.T) {
 	re := regexp.MustCompile(SkipRegexp(skips))
 	// Names as the suite prints them.
 	for name, skipped := range map[string]bool{
-		"External Storage [Driver: kubevirt.io.hostpath-provisioner] [Testpattern: Dynamic PV (immediate binding)] topology should provision a volume and schedule a pod with AllowedTopologies":                    true,
-		"External Storage [Driver: kubevirt.io.hostpath-provisioner] [Testpattern: Dynamic PV (default fs)] volumeMode should not mount / map unused volumes in a pod [LinuxOnly]":                                  false,
-		"External Storage [Driver: kubevirt.io.hostpath-provisioner] [Testpattern: Dynamic PV (default fs)] [Serial] volume-lifecycle-performance should provision volumes at scale within performance constraints": true,
-		"External Storage [Driver: kubevirt.io.hostpath-provisioner] [Testpattern: Dynamic PV (delayed binding)] topology should provision a volume and schedule a pod with AllowedTopologies":                      false,
-		"External Storage [Driver: kubevirt.io.hostpath-provisioner] [Testpattern: Dynamic PV (default fs)] subPath should support existing directory":                                                              false,
+		"External Storage [Driver: " + contract.DriverName + "] [Testpattern: Dynamic PV (immediate binding)] topology should provision a volume and schedule a pod with AllowedTopologies":                    true,
+		"External Storage [Driver: " + contract.DriverName + "] [Testpattern: Dynamic PV (default fs)] volumeMode should not mount / map unused volumes in a pod [LinuxOnly]":                                  false,
+		"External Storage [Driver: " + contract.DriverName + "] [Testpattern: Dynamic PV (default fs)] [Serial] volume-lifecycle-performance should provision volumes at scale within performance constraints": true,
+		"External Storage [Driver: " + contract.DriverName + "] [Testpattern: Dynamic PV (delayed binding)] topology should provision a volume and schedule a pod with AllowedTopologies":                      false,
+		"External Storage [Driver: " + contract.DriverName + "] [Testpattern: Dynamic PV (default fs)] subPath should support existing directory":                                                              false,
 	} {
 		if got := re.MatchString(name); got != skipped {
 			t.Errorf("skip %v, want %v: %s", got, skipped, name)
@@ -53,17 +55,17 @@ func writeFiles(t *testing.T, driver, sc string) string {
 const goodSC = `apiVersion: storage.k8s.io/v1
 kind: StorageClass
 metadata: {name: x}
-provisioner: kubevirt.io.hostpath-provisioner
-parameters: {storagePool: local}
+provisioner: ` + contract.DriverName + `
+parameters: {` + contract.ParamStoragePool + `: local}
 volumeBindingMode: WaitForFirstConsumer
 `
 
 const goodDriver = `StorageClass: {FromFile: test/conformance/storageclass.yaml}
 DriverInfo:
-  Name: kubevirt.io.hostpath-provisioner
-  TopologyKeys: [topology.hostpath.csi/node]
+  Name: ` + contract.DriverName + `
+  TopologyKeys: [` + contract.TopologyKey + `]
   Capabilities: {persistence: true}
-InlineVolumes: [{Attributes: {storagePool: fast}}]
+InlineVolumes: [{Attributes: {` + contract.ParamStoragePool + `: fast}}]
 Timeouts: {claimProvision: 1m}
 `
 
@@ -91,17 +93,17 @@ func TestCheckDriverFileNamesEveryProblem(t *testing.T) {
 			want: []string{`DriverInfo.Capabilities: "persistenceX" is not a capability`},
 		},
 		"driver, topology, pool, timeout": {
-			driver: strings.NewReplacer("Name: kubevirt.io.hostpath-provisioner", "Name: hostpath.csi.k8s.io",
-				"[topology.hostpath.csi/node]", "[kubernetes.io/hostname]", "storagePool: fast", "storagePool: nvme",
+			driver: strings.NewReplacer("Name: "+contract.DriverName, "Name: hostpath.csi.k8s.io",
+				"["+contract.TopologyKey+"]", "[kubernetes.io/hostname]", contract.ParamStoragePool+": fast", contract.ParamStoragePool+": nvme",
 				"1m", "one minute").Replace(goodDriver),
 			sc: goodSC,
 			want: []string{`DriverInfo.Name: "hostpath.csi.k8s.io"`, `DriverInfo.TopologyKeys: ["kubernetes.io/hostname"]`,
-				`InlineVolumes[0].Attributes.storagePool: "nvme"`, `Timeouts.claimProvision: time: invalid duration`},
+				`InlineVolumes[0].Attributes.` + contract.ParamStoragePool + `: "nvme"`, `Timeouts.claimProvision: time: invalid duration`},
 		},
 		"immediate storage class in another pool": {
 			driver: goodDriver,
-			sc:     strings.NewReplacer("WaitForFirstConsumer", "Immediate", "storagePool: local", "storagePool: nvme").Replace(goodSC),
-			want:   []string{"volumeBindingMode: want WaitForFirstConsumer", `parameters.storagePool "nvme"`},
+			sc:     strings.NewReplacer("WaitForFirstConsumer", "Immediate", contract.ParamStoragePool+": local", contract.ParamStoragePool+": nvme").Replace(goodSC),
+			want:   []string{"volumeBindingMode: want WaitForFirstConsumer", `parameters.` + contract.ParamStoragePool + ` "nvme"`},
 		},
 	} {
 		t.Run(name, func(t *testing.T) {
@@ -135,8 +137,8 @@ func TestLoadSkipsRequiresKindAndReason(t *testing.T) {
 }
 
 func TestFocusNarrowsWithinTheTier(t *testing.T) {
-	in := "[sig-storage] External Storage [Driver: kubevirt.io.hostpath-provisioner] [Testpattern: Dynamic PV (default fs)] subPath should support existing directory"
-	other := "[sig-storage] External Storage [Driver: kubevirt.io.hostpath-provisioner] [Testpattern: Dynamic PV (default fs)] volumes should store data"
+	in := "[sig-storage] External Storage [Driver: " + contract.DriverName + "] [Testpattern: Dynamic PV (default fs)] subPath should support existing directory"
+	other := "[sig-storage] External Storage [Driver: " + contract.DriverName + "] [Testpattern: Dynamic PV (default fs)] volumes should store data"
 	elsewhere := "[sig-storage] CSI mock volume subPath should work"
 	for narrow, want := range map[string][3]bool{
 		"":                       {true, true, false},

@@ -188,7 +188,7 @@ func TestLegacyProvisionOnNode(t *testing.T) {
 
 	createPVC(t, env, PVC(ns, "nowhere", ns+"-now", "16Mi"))
 	ev := waitEvent(t, env, ns, "PersistentVolumeClaim", "nowhere", "NoNodeForClaim")
-	want := `no node will provision this claim: StorageClass "` + ns + `-now" binds immediately and the claim has no kubevirt.io/provisionOnNode annotation, so kubevirt.io/hostpath-provisioner cannot tell which node's disk to use; add the annotation kubevirt.io/provisionOnNode: <node name> to the claim, or use a StorageClass with volumeBindingMode: WaitForFirstConsumer`
+	want := `no node will provision this claim: StorageClass "` + ns + `-now" binds immediately and the claim has no ` + contract.AnnProvisionOnNode + ` annotation, so ` + contract.LegacyProvisionerName + ` cannot tell which node's disk to use; add the annotation ` + contract.AnnProvisionOnNode + `: <node name> to the claim, or use a StorageClass with volumeBindingMode: WaitForFirstConsumer`
 	if ev.Message != want || ev.Type != corev1.EventTypeWarning {
 		t.Errorf("event = %s %q\nwant Warning %q", ev.Type, ev.Message, want)
 	}
@@ -371,7 +371,7 @@ func TestLegacyRefusals(t *testing.T) {
 		want  string
 	}{
 		{huge, "requested 1Ei (1152921504606846976 bytes) is more than the "},
-		{block, "kubevirt.io/hostpath-provisioner does not support block volume provisioning"},
+		{block, contract.LegacyProvisionerName + " does not support block volume provisioning"},
 		{selector, "spec.selector is not supported: a new hostPath volume has no labels to match it"},
 	} {
 		createPVC(t, env, c.claim)

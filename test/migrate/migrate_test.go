@@ -84,7 +84,7 @@ func TestMigrateKilledAtEveryStepAndRollback(t *testing.T) {
 	// --dry-run prints the CSI PV and writes nothing (no backup either).
 	res = hppMigrate(t, cp, "", "migrate", "--dry-run", "--backup-dir", backupDir, vols[1].pv)
 	if res.code != 0 || !strings.Contains(res.stdout, "driver: "+contract.DriverName) || !strings.Contains(res.stdout, "volumeHandle: "+vols[1].claim+"-"+vols[1].pv) ||
-		!strings.Contains(res.stdout, "hostpath.csi/layout: legacy") || !strings.Contains(res.stdout, "persistentVolumeReclaimPolicy: Retain") {
+		!strings.Contains(res.stdout, contract.VolumeContextLayout+": legacy") || !strings.Contains(res.stdout, "persistentVolumeReclaimPolicy: Retain") {
 		t.Fatalf("dry run: %s", res)
 	}
 	if _, err := os.Stat(backupDir); !os.IsNotExist(err) {

@@ -90,7 +90,7 @@ func (r *pathConfigRun) installPathConfig(ctx context.Context, t *testing.T) {
 	} {
 		sc := upstreamClass(t, r.upstream, f.file)
 		if sc.Provisioner != f.provisioner || sc.Parameters[contract.ParamStoragePool] != "" {
-			t.Fatalf("upstream's deploy/%s: provisioner %q, storagePool %q; the test expects %q and no pool", f.file, sc.Provisioner, sc.Parameters[contract.ParamStoragePool], f.provisioner)
+			t.Fatalf("upstream's deploy/%s: provisioner %q, "+contract.ParamStoragePool+" %q; the test expects %q and no pool", f.file, sc.Provisioner, sc.Parameters[contract.ParamStoragePool], f.provisioner)
 		}
 		b, err := os.ReadFile(filepath.Join(r.upstream, "deploy", f.file))
 		if err != nil {

@@ -16,6 +16,7 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/types"
 
+	"github.com/hostpath-provisioner/hpp/internal/contract"
 	"github.com/hostpath-provisioner/hpp/internal/testutil"
 	"github.com/hostpath-provisioner/hpp/test/cluster"
 	"github.com/hostpath-provisioner/hpp/test/csitest"
@@ -269,11 +270,11 @@ volumeBindingMode: WaitForFirstConsumer
 kind: StorageClass
 metadata:
   name: %s
-provisioner: kubevirt.io.hostpath-provisioner
+provisioner: `+contract.DriverName+`
 reclaimPolicy: Delete
 volumeBindingMode: WaitForFirstConsumer
 parameters:
-  storagePool: %s
+  `+contract.ParamStoragePool+`: %s
 `, p.class, p.name))
 	}
 	if !r.nodeRootShared(t) {

@@ -2,13 +2,11 @@ package quotanode
 
 import (
 	"context"
-	"errors"
 	"fmt"
 	"os"
 	"path/filepath"
 	"strconv"
 	"testing"
-	"time"
 
 	"github.com/container-storage-interface/spec/lib/go/csi"
 
@@ -67,18 +65,9 @@ func testKills(t *testing.T, d *csitest.Driver, mnt string) {
 		case "expand", "delete":
 			withClient(t, d, func(ctx context.Context, c *csitest.Client) error { return createVolume(ctx, c, id, size) })
 		}
-		restart(t, d, "HPP_KILL_AT="+ks.step)
-		c, err := csitest.Connect(d.Socket)
-		if err != nil {
-			t.Fatal(err)
-		}
-		callErr := run(t.Context(), c)
-		_ = c.Close()
-		ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
-		waitErr := d.Wait(ctx)
-		cancel()
-		if callErr == nil || waitErr == nil || errors.Is(waitErr, context.DeadlineExceeded) {
-			t.Fatalf("%s %s: killed after %q? call error %v, exit %v; want the process killed there", ks.call, id, ks.step, callErr, waitErr)
+		log, callErr, waitErr := callKilled(t, d, ks.step, run)
+		if err := killedAt(log, ks.step, callErr, waitErr); err != nil {
+			t.Fatalf("%s %s: killed after %q? %v", ks.call, id, ks.step, err)
 		}
 		restart(t, d)
 		withClient(t, d, run)

@@ -11,9 +11,9 @@ import (
 )
 
 // stepCall is how the quota layer and the driver name a step a crash test
-// can stop at: Options.Step("...") in internal/prjquota, d.step("...") in
-// the driver.
-var stepCall = regexp.MustCompile(`(?:opts\.Step|d\.step)\("([a-z.]+)"\)`)
+// can stop at: Options.Step("...") in internal/prjquota, rt.step("...") in
+// the driver's pools runtime.
+var stepCall = regexp.MustCompile(`(?:opts\.Step|rt\.step)\("([a-z.]+)"\)`)
 
 // TestKillStepsCoverEveryStep keeps killSteps complete: every step the
 // sources name is one the SIGKILL test stops at. It reads the sources, so
@@ -21,16 +21,18 @@ var stepCall = regexp.MustCompile(`(?:opts\.Step|d\.step)\("([a-z.]+)"\)`)
 func TestKillStepsCoverEveryStep(t *testing.T) {
 	_, self, _, ok := runtime.Caller(0)
 	repo := filepath.Join(filepath.Dir(self), "..", "..")
-	dirs := []string{filepath.Join(repo, "internal", "prjquota"), filepath.Join(repo, "cmd", "hpp-csi", "driver")}
+	dirs := []string{filepath.Join(repo, "internal", "prjquota"), filepath.Join(repo, "cmd", "hpp-csi", "pools")}
 	if _, err := os.Stat(dirs[0]); !ok || err != nil {
 		t.Skipf("skipping: the sources are not here (%v; the quota VM carries only the binaries); checked where they are", err)
 	}
 	var named []string
 	for _, dir := range dirs {
 		files, err := filepath.Glob(filepath.Join(dir, "*.go"))
-		if err != nil {
-			t.Fatal(err)
+		if err != nil || len(files) == 0 {
+			// A moved package would otherwise leave its steps unchecked.
+			t.Fatalf("no Go source in %s (%v): where are its steps named now?", dir, err)
 		}
+		before := len(named)
 		for _, f := range files {
 			if strings.HasSuffix(f, "_test.go") {
 				continue
@@ -42,6 +44,9 @@ func TestKillStepsCoverEveryStep(t *testing.T) {
 			for _, m := range stepCall.FindAllStringSubmatch(string(src), -1) {
 				named = append(named, m[1])
 			}
+		}
+		if len(named) == before {
+			t.Errorf("no step named in %s: has the way steps are named changed? (%s)", dir, stepCall)
 		}
 	}
 	if len(named) == 0 {

@@ -57,7 +57,7 @@ func TestCreateVolumeRefusesBadRequests(t *testing.T) {
 		{"unknown parameter", typo, codes.InvalidArgument, []string{"parameters.storagepool: unknown parameter"}},
 		{"mode without owner rwx", badMode, codes.InvalidArgument, []string{"parameters.directoryMode", "owner rwx"}},
 		{"negative uid", badUID, codes.InvalidArgument, []string{"parameters.directoryUID", `"-5"`}},
-		{"unknown pool", createReq("pvc-1", "nope", 1), codes.InvalidArgument, []string{"parameters.storagePool", "nope"}},
+		{"unknown pool", createReq("pvc-1", "nope", 1), codes.InvalidArgument, []string{"parameters." + contract.ParamStoragePool, "nope"}},
 		{"required over limit", limit, codes.InvalidArgument, []string{"exceeds limit_bytes"}},
 		{"clone", clone, codes.InvalidArgument, []string{"volume_content_source"}},
 	}
@@ -164,7 +164,7 @@ func TestDefaultPoolSelection(t *testing.T) {
 	req := createReq("pvc-1", "", 1)
 	delete(req.Parameters, contract.ParamStoragePool)
 	_, err := h.d.CreateVolume(context.Background(), req)
-	wantCode(t, err, codes.InvalidArgument, "parameters.storagePool", `"fast"`, `"slow"`)
+	wantCode(t, err, codes.InvalidArgument, "parameters."+contract.ParamStoragePool, `"fast"`, `"slow"`)
 }
 
 func TestDeleteVolume(t *testing.T) {

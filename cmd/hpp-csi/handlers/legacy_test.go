@@ -114,17 +114,17 @@ func TestLegacyPublish(t *testing.T) {
 		{"pool without legacyPath", legacyPublishReq("pvc-old", target, "slow", rwo), codes.FailedPrecondition,
 			`storage pool "slow" on node node-a has no legacyPath, so it cannot serve migrated legacy volumes: set "legacyPath" in --datadir to the legacy provisioner's PV_DIR`},
 		{"unknown pool", legacyPublishReq("pvc-old", target, "nope", rwo), codes.FailedPrecondition,
-			`volume_context: storagePool "nope" is not a storage pool on node node-a; available pools: "fast", "slow"`},
+			`volume_context: ` + contract.ParamStoragePool + ` "nope" is not a storage pool on node node-a; available pools: "fast", "slow"`},
 		{"no pool", func() *csi.NodePublishVolumeRequest {
 			r := legacyPublishReq("pvc-old", target, "", rwo)
 			delete(r.VolumeContext, contract.ParamStoragePool)
 			return r
-		}(), codes.InvalidArgument, `volume_context: storagePool is required with hostpath.csi/layout=legacy`},
+		}(), codes.InvalidArgument, `volume_context: ` + contract.ParamStoragePool + ` is required with ` + contract.VolumeContextLayout + `=legacy`},
 		{"unknown layout", func() *csi.NodePublishVolumeRequest {
 			r := legacyPublishReq("pvc-old", target, "fast", rwo)
 			r.VolumeContext[contract.VolumeContextLayout] = "flat"
 			return r
-		}(), codes.InvalidArgument, `volume_context: hostpath.csi/layout "flat" is not a layout hpp-csi knows; the only one is "legacy"`},
+		}(), codes.InvalidArgument, `volume_context: ` + contract.VolumeContextLayout + ` "flat" is not a layout hpp-csi knows; the only one is "legacy"`},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			_, err := h.d.NodePublishVolume(ctx, tc.req)

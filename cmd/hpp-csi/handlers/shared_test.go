@@ -115,7 +115,7 @@ func TestOverlayCSIParameterMustBeBoolean(t *testing.T) {
 	req := createReq("pvc-1", "slow", 1)
 	req.Parameters[contract.ParamOverlayCSI] = "yes"
 	_, err := h.d.CreateVolume(context.Background(), req)
-	wantCode(t, err, codes.InvalidArgument, `parameters.overlayCSI: "yes" must be "true" or "false"`)
+	wantCode(t, err, codes.InvalidArgument, `parameters.`+contract.ParamOverlayCSI+`: "yes" must be "true" or "false"`)
 }
 
 // A volume that cannot be labelled is removed again, for CreateVolume and

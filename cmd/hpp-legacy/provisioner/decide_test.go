@@ -38,17 +38,17 @@ func TestDecide(t *testing.T) {
 		{"wffc selected here", claim("c", "wffc", selected(testNode)), wffc, provision, "the scheduler selected this node"},
 		{"wffc selected elsewhere", claim("c", "wffc", selected("node-b")), wffc, skip, `the scheduler selected node "node-b"`},
 		{"wffc not selected yet", claim("c", "wffc", nil), wffc, skip, "waiting for the scheduler to select a node"},
-		{"wffc provisionOnNode here, no selected node", claim("c", "wffc", onNode(testNode)), wffc, adopt, "kubevirt.io/provisionOnNode names this node and the class waits for a consumer"},
-		{"wffc provisionOnNode here wins over selected node", claim("c", "wffc", both), wffc, provision, "kubevirt.io/provisionOnNode names this node"},
-		{"wffc provisionOnNode elsewhere", claim("c", "wffc", map[string]string{contract.AnnProvisionOnNode: "node-b", contract.AnnSelectedNode: testNode}), wffc, skip, `kubevirt.io/provisionOnNode names node "node-b"`},
-		{"immediate provisionOnNode here", claim("c", "immediate", onNode(testNode)), immediate, provision, "kubevirt.io/provisionOnNode names this node"},
-		{"immediate provisionOnNode elsewhere", claim("c", "immediate", onNode("node-b")), immediate, skip, `kubevirt.io/provisionOnNode names node "node-b"`},
-		{"immediate without annotation", claim("c", "immediate", nil), immediate, unplaceable, "Immediate binding and no kubevirt.io/provisionOnNode"},
-		{"immediate with empty annotation", claim("c", "immediate", onNode("")), immediate, unplaceable, "Immediate binding and no kubevirt.io/provisionOnNode"},
-		{"immediate ignores a selected node", claim("c", "immediate", selected(testNode)), immediate, unplaceable, "Immediate binding and no kubevirt.io/provisionOnNode"},
-		{"class without binding mode is immediate", claim("c", "nomode", nil), noMode, unplaceable, "Immediate binding and no kubevirt.io/provisionOnNode"},
-		{"other provisioner", claim("c", "other", onNode(testNode)), other, skip, "claim's StorageClass is not served by kubevirt.io/hostpath-provisioner"},
-		{"missing class", claim("c", "gone", onNode(testNode)), nil, skip, "claim's StorageClass is not served by kubevirt.io/hostpath-provisioner"},
+		{"wffc provisionOnNode here, no selected node", claim("c", "wffc", onNode(testNode)), wffc, adopt, contract.AnnProvisionOnNode + " names this node and the class waits for a consumer"},
+		{"wffc provisionOnNode here wins over selected node", claim("c", "wffc", both), wffc, provision, contract.AnnProvisionOnNode + " names this node"},
+		{"wffc provisionOnNode elsewhere", claim("c", "wffc", map[string]string{contract.AnnProvisionOnNode: "node-b", contract.AnnSelectedNode: testNode}), wffc, skip, contract.AnnProvisionOnNode + ` names node "node-b"`},
+		{"immediate provisionOnNode here", claim("c", "immediate", onNode(testNode)), immediate, provision, contract.AnnProvisionOnNode + " names this node"},
+		{"immediate provisionOnNode elsewhere", claim("c", "immediate", onNode("node-b")), immediate, skip, contract.AnnProvisionOnNode + ` names node "node-b"`},
+		{"immediate without annotation", claim("c", "immediate", nil), immediate, unplaceable, "Immediate binding and no " + contract.AnnProvisionOnNode},
+		{"immediate with empty annotation", claim("c", "immediate", onNode("")), immediate, unplaceable, "Immediate binding and no " + contract.AnnProvisionOnNode},
+		{"immediate ignores a selected node", claim("c", "immediate", selected(testNode)), immediate, unplaceable, "Immediate binding and no " + contract.AnnProvisionOnNode},
+		{"class without binding mode is immediate", claim("c", "nomode", nil), noMode, unplaceable, "Immediate binding and no " + contract.AnnProvisionOnNode},
+		{"other provisioner", claim("c", "other", onNode(testNode)), other, skip, "claim's StorageClass is not served by " + contract.LegacyProvisionerName},
+		{"missing class", claim("c", "gone", onNode(testNode)), nil, skip, "claim's StorageClass is not served by " + contract.LegacyProvisionerName},
 		{"bound", bound, wffc, skip, "claim is already bound"},
 		{"deleting", deleting, wffc, skip, "claim is being deleted"},
 		{"populator", populated, wffc, skip, "claim is filled by a volume populator, which provisions its own claim"},
@@ -74,7 +74,7 @@ func TestShouldProvisionUnplaceableClaimGetsOneEventFromAllNodes(t *testing.T) {
 			t.Fatalf("node %s would provision an Immediate claim without %s", p.node, contract.AnnProvisionOnNode)
 		}
 	}
-	want := []string{`PersistentVolumeClaim/vm-disk Warning NoNodeForClaim: no node will provision this claim: StorageClass "immediate" binds immediately and the claim has no kubevirt.io/provisionOnNode annotation, so kubevirt.io/hostpath-provisioner cannot tell which node's disk to use; add the annotation kubevirt.io/provisionOnNode: <node name> to the claim, or use a StorageClass with volumeBindingMode: WaitForFirstConsumer`}
+	want := []string{`PersistentVolumeClaim/vm-disk Warning NoNodeForClaim: no node will provision this claim: StorageClass "immediate" binds immediately and the claim has no ` + contract.AnnProvisionOnNode + ` annotation, so ` + contract.LegacyProvisionerName + ` cannot tell which node's disk to use; add the annotation ` + contract.AnnProvisionOnNode + `: <node name> to the claim, or use a StorageClass with volumeBindingMode: WaitForFirstConsumer`}
 	if got := e.events(); !reflect.DeepEqual(got, want) {
 		t.Errorf("events:\n got %q\nwant %q", got, want)
 	}

@@ -132,9 +132,9 @@ func TestDeleteOwnership(t *testing.T) {
 		why  string
 	}{
 		{"foreign identity", func(pv *v1.PersistentVolume) { pv.Annotations[contract.AnnIdentity] = "example.com/other" },
-			`hostPathProvisionerIdentity is "example.com/other", not "kubevirt.io/hostpath-provisioner"`},
+			contract.AnnIdentity + ` is "example.com/other", not "` + contract.LegacyProvisionerName + `"`},
 		{"no owner annotation", func(pv *v1.PersistentVolume) { delete(pv.Annotations, contract.AnnProvisionOnNode) },
-			"it has no kubevirt.io/provisionOnNode annotation naming the node that owns the directory"},
+			"it has no " + contract.AnnProvisionOnNode + " annotation naming the node that owns the directory"},
 		{"not hostPath", func(pv *v1.PersistentVolume) {
 			pv.Spec.HostPath = nil
 			pv.Spec.Local = &v1.LocalVolumeSource{Path: e.dir}
@@ -200,7 +200,7 @@ func TestOwnerlessReleasedVolumeGetsOneEvent(t *testing.T) {
 		}
 	}
 	want := []string{"PersistentVolume/pvc-uid-c Warning NoOwningNode: no node will delete this volume's directory " + pv.Spec.HostPath.Path +
-		": it has no kubevirt.io/provisionOnNode annotation naming the node that owns the directory; remove the directory on its node by hand, then delete this PV"}
+		": it has no " + contract.AnnProvisionOnNode + " annotation naming the node that owns the directory; remove the directory on its node by hand, then delete this PV"}
 	if got := e.events(); !reflect.DeepEqual(got, want) {
 		t.Errorf("events:\n got %q\nwant %q", got, want)
 	}

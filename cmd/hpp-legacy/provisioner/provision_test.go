@@ -125,12 +125,12 @@ func TestProvisionRefusals(t *testing.T) {
 		want   string
 	}{
 		{"block", func(c *v1.PersistentVolumeClaim) { c.Spec.VolumeMode = &block }, false,
-			"volumeMode Block is not supported: kubevirt.io/hostpath-provisioner volumes are directories on the node; use volumeMode: Filesystem"},
+			"volumeMode Block is not supported: " + contract.LegacyProvisionerName + " volumes are directories on the node; use volumeMode: Filesystem"},
 		{"selector", func(c *v1.PersistentVolumeClaim) { c.Spec.Selector = &metav1.LabelSelector{} }, false,
 			"spec.selector is not supported: a new hostPath volume has no labels to match it; remove the selector to get a new volume, or create a PersistentVolume yourself for a claim that must select one"},
 		{"clone", func(c *v1.PersistentVolumeClaim) {
 			c.Spec.DataSource = &v1.TypedLocalObjectReference{Kind: "PersistentVolumeClaim", Name: "src"}
-		}, false, `cloning from PersistentVolumeClaim "src" is not supported: kubevirt.io/hostpath-provisioner creates empty directories; create the claim without a data source`},
+		}, false, `cloning from PersistentVolumeClaim "src" is not supported: ` + contract.LegacyProvisionerName + ` creates empty directories; create the claim without a data source`},
 		{"zero request", func(c *v1.PersistentVolumeClaim) {
 			c.Spec.Resources.Requests[v1.ResourceStorage] = resource.MustParse("0")
 		}, false,

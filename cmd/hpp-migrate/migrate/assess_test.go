@@ -84,8 +84,8 @@ func TestAssessReasons(t *testing.T) {
 		"ok":            nil,
 		"prefixed":      nil,
 		"no-owner":      nil,
-		"unknown-node":  {`unknown node: annotation kubevirt.io/provisionOnNode names node "gone", which does not exist`},
-		"no-driver":     {"hpp-csi is not running on node node-b (its CSINode has no driver kubevirt.io.hostpath-provisioner): install it first, or pods could not mount the volume"},
+		"unknown-node":  {`unknown node: annotation ` + contract.AnnProvisionOnNode + ` names node "gone", which does not exist`},
+		"no-driver":     {"hpp-csi is not running on node node-b (its CSINode has no driver " + contract.DriverName + "): install it first, or pods could not mount the volume"},
 		"outside":       {`spec.hostPath.path "/elsewhere/outside": outside PV_DIR /var/hpvolumes (not a direct child)`},
 		"claim-missing": {"claim missing: ns/c-gone does not exist"},
 		"recreated":     {"claim missing: ns/c-recreated has uid other, the PV was bound to uid uid-c-recreated"},
@@ -159,7 +159,7 @@ func TestAssessResumeStates(t *testing.T) {
 	inv = inventory([]*corev1.PersistentVolume{held}, []*corev1.PersistentVolumeClaim{claim})
 	plan, _ = Assess(inv, Config{PVDir: testPVDir, Pool: "legacy"})
 	if it := plan.Items[0]; it.State != StateBlocked || it.Want != nil ||
-		cmp.Diff([]string{"an earlier run changed this PV (finalizer hostpath.csi/migration) but --backup-dir has no backup of it: pass the --backup-dir of that run"}, it.Reasons) != "" {
+		cmp.Diff([]string{"an earlier run changed this PV (finalizer " + contract.FinalizerMigration + ") but --backup-dir has no backup of it: pass the --backup-dir of that run"}, it.Reasons) != "" {
 		t.Errorf("held PV without backup: %+v", it)
 	}
 

@@ -212,7 +212,7 @@ func counterparts(classes []storagev1.StorageClass, pool string) []ClassItem {
 			case have.Provisioner != contract.DriverName:
 				item.State, item.Reason = "Conflict", fmt.Sprintf("StorageClass %s exists with provisioner %s", have.Name, have.Provisioner)
 			case have.Parameters[contract.ParamStoragePool] != pool:
-				item.State, item.Reason = "Conflict", fmt.Sprintf("StorageClass %s exists with storagePool %q, not %q", have.Name, have.Parameters[contract.ParamStoragePool], pool)
+				item.State, item.Reason = "Conflict", fmt.Sprintf("StorageClass %s exists with "+contract.ParamStoragePool+" %q, not %q", have.Name, have.Parameters[contract.ParamStoragePool], pool)
 			default:
 				item.State = "Exists"
 			}

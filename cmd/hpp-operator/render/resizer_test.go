@@ -8,6 +8,7 @@ import (
 	corev1 "k8s.io/api/core/v1"
 
 	hppv1 "github.com/hostpath-provisioner/hpp/internal/api/v1beta1"
+	"github.com/hostpath-provisioner/hpp/internal/contract"
 	"github.com/hostpath-provisioner/hpp/internal/pool"
 )
 
@@ -72,7 +73,7 @@ func TestResizerDeployment(t *testing.T) {
 		t.Fatalf("deployment %+v", d.Spec)
 	}
 	driver, resizer := pod.Containers[0], pod.Containers[1]
-	for _, want := range []string{"--controller-only", "--endpoint=unix:///csi/csi.sock", "--drivername=kubevirt.io.hostpath-provisioner"} {
+	for _, want := range []string{"--controller-only", "--endpoint=unix:///csi/csi.sock", "--drivername=" + contract.DriverName} {
 		if !slices.Contains(driver.Args, want) {
 			t.Errorf("hpp-csi args %q lack %s", driver.Args, want)
 		}

@@ -7,6 +7,8 @@ import (
 	"strconv"
 
 	"k8s.io/apimachinery/pkg/util/validation/field"
+
+	"github.com/hostpath-provisioner/hpp/internal/contract"
 )
 
 // ValidateUpdate returns every problem with changing old into updated: those
@@ -40,7 +42,7 @@ func ValidateUpdate(old, updated *HostPathProvisionerSpec, use Usage) field.Erro
 		case !kept:
 			errs = append(errs, field.Forbidden(pools, fmt.Sprintf(
 				"pool %q (path %s) holds %d volume(s) and is missing from the new spec; "+
-					"each PersistentVolume names its pool (volume attribute storagePool), so removing "+
+					"each PersistentVolume names its pool (volume attribute "+contract.ParamStoragePool+"), so removing "+
 					"or renaming the pool would orphan them. Keep the pool (a StorageClass may point "+
 					"a new name at it instead), or delete its PersistentVolumes first",
 				op.Name, op.Path, n)))

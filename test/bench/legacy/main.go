@@ -321,7 +321,7 @@ func printReport(rep report) {
 	for _, r := range rep.Results {
 		fmt.Printf("%-8s %-7s %-8s %5d %6d %10.1f %12.1f %8.1f %10.1f  %v\n", r.Driver, r.Mode, r.Flags, r.N, r.Nodes, r.PVsSeconds, r.BoundSeconds, r.PVCsPerSec, r.DeleteSeconds, r.PerNode)
 	}
-	fmt.Printf("\nmodes: pods = WaitForFirstConsumer claims each with a pod the scheduler places; pinned = Immediate claims with kubevirt.io/provisionOnNode round-robin, no pods\n")
+	fmt.Printf("\nmodes: pods = WaitForFirstConsumer claims each with a pod the scheduler places; pinned = Immediate claims with " + contract.AnnProvisionOnNode + " round-robin, no pods\n")
 	fmt.Printf("all PVs s: until the provisioners created every PV; all Bound s adds kube-controller-manager's PV controller binding them\n")
 	fmt.Printf("flags: legacy tuned = %s; csi = csi-provisioner defaults\n", strings.Join(legacyFlags()["tuned"], " "))
 	out, _ := json.MarshalIndent(rep, "", "  ")

@@ -93,7 +93,7 @@ func (d *demo) walkthrough(ctx context.Context) int {
 		return d.failed("create namespace "+ns, err, "kube-apiserver")
 	}
 	sc := e2e.StorageClass(scName, e2e.PoolLocal)
-	step("StorageClass %s: provisioner %s, storagePool=%s (%s on the host), volumeBindingMode %s",
+	step("StorageClass %s: provisioner %s, "+contract.ParamStoragePool+"=%s (%s on the host), volumeBindingMode %s",
 		scName, sc.Provisioner, e2e.PoolLocal, pool, *sc.VolumeBindingMode)
 	if _, err := c.Client.StorageV1().StorageClasses().Create(ctx, sc, metav1.CreateOptions{}); err != nil {
 		return d.failed("create the StorageClass", err, "kube-apiserver")

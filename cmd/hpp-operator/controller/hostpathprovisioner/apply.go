@@ -117,7 +117,7 @@ func (r *Reconciler) ensureOverlayClasses(ctx context.Context, p *pass) error {
 		err := r.Client.Get(ctx, client.ObjectKey{Name: name}, live)
 		if err == nil {
 			if sp := live.Parameters[contract.ParamStoragePool]; live.Provisioner != contract.DriverName || sp != o.pool {
-				r.reportOverlayConflict(p.cr, p.st, fmt.Sprintf("StorageClass %q exists for provisioner %s, storagePool %q, not for storage pool %q: rename it or set spec.storagePools[].overlayClassName", name, live.Provisioner, sp, o.pool))
+				r.reportOverlayConflict(p.cr, p.st, fmt.Sprintf("StorageClass %q exists for provisioner %s, "+contract.ParamStoragePool+" %q, not for storage pool %q: rename it or set spec.storagePools[].overlayClassName", name, live.Provisioner, sp, o.pool))
 			}
 			continue
 		}

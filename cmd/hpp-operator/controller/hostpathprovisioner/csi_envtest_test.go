@@ -77,7 +77,7 @@ func TestPoolsCRInstallsCSIDriverAndSteadyStateWritesNothing(t *testing.T) {
 		"--nodeid":                    "$(NODE_NAME)",
 		"--version":                   "v9.9.9-test",
 		"--datadir":                   "$(PV_DIR)",
-		"--kubelet-registration-path": "/var/lib/kubelet/plugins/kubevirt.io.hostpath-provisioner/csi.sock",
+		"--kubelet-registration-path": "/var/lib/kubelet/plugins/" + contract.DriverName + "/csi.sock",
 		"--health-address":            ":9898",
 		"--check-binding-mode":        "",
 	}

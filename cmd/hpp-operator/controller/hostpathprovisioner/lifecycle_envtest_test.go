@@ -179,7 +179,7 @@ func TestDeletionRemovesObjectsAndKeepsCSIDriverWhilePVsExist(t *testing.T) {
 			return err
 		}
 		for _, e := range evs.Items {
-			if e.Reason == "CSIDriverKept" && strings.HasPrefix(e.Note, "1 PersistentVolume(s) of kubevirt.io.hostpath-provisioner still exist") {
+			if e.Reason == "CSIDriverKept" && strings.HasPrefix(e.Note, "1 PersistentVolume(s) of "+contract.DriverName+" still exist") {
 				return nil
 			}
 		}

@@ -220,7 +220,7 @@ func TestNodeLoss(t *testing.T) {
 		t.Errorf("kubevirt_hpp_stranded_volumes{node=lost-1} = %v (present %v), want 5", v, ok)
 	}
 	nl.waitEvent("NodeLost", "volume pvc-kept lives on node lost-1, which was removed at ")
-	nl.waitEvent("NodeLost", "; its data is on that node's disk; kept (annotate the claim hostpath.csi/release-after-node-loss=true to have hpp release it)")
+	nl.waitEvent("NodeLost", "; its data is on that node's disk; kept (annotate the claim "+contract.AnnReleaseAfterNodeLoss+"=true to have hpp release it)")
 	nl.waitEvent("NodeLost", `volume pvc-released lives on node lost-1`)
 
 	// back-1 returns before the delay.

@@ -4,6 +4,8 @@ import (
 	"fmt"
 	"testing"
 	"time"
+
+	"github.com/hostpath-provisioner/hpp/internal/contract"
 )
 
 // TestDecideTable walks the whole table: node gone / NotReady / back ×
@@ -111,8 +113,8 @@ func TestParseOptIn(t *testing.T) {
 		{"true", optIn{enabled: true, delay: 7 * time.Minute}, ""},
 		{"15m", optIn{enabled: true, delay: 15 * time.Minute}, ""},
 		{" 20s ", optIn{enabled: true, delay: 20 * time.Second}, ""},
-		{" 5s", optIn{}, `hostpath.csi/release-after-node-loss: " 5s" is not "true", "false" or a duration of at least 10s (e.g. "15m")`},
-		{"yes", optIn{}, `hostpath.csi/release-after-node-loss: "yes" is not "true", "false" or a duration of at least 10s (e.g. "15m")`},
+		{" 5s", optIn{}, contract.AnnReleaseAfterNodeLoss + `: " 5s" is not "true", "false" or a duration of at least 10s (e.g. "15m")`},
+		{"yes", optIn{}, contract.AnnReleaseAfterNodeLoss + `: "yes" is not "true", "false" or a duration of at least 10s (e.g. "15m")`},
 	} {
 		in := tc.in
 		got, err := parseOptIn(in, 7*time.Minute)
