@@ -158,7 +158,7 @@ func TestFocusNarrowsWithinTheTier(t *testing.T) {
 // (one that shares a prefix included) are skipped.
 func TestOnlyTheSelectedFeaturesRun(t *testing.T) {
 	re := regexp.MustCompile(SkipRegexp(nil))
-	const prefix = "External Storage [Driver: kubevirt.io.hostpath-provisioner] [Testpattern: Dynamic Snapshot (delete policy)] "
+	prefix := "External Storage [Driver: " + contract.DriverName + "] [Testpattern: Dynamic Snapshot (delete policy)] "
 	for name, skipped := range map[string]bool{
 		prefix + "snapshottable[Feature:VolumeSnapshotDataSource] volume snapshot controller should check snapshot fields": false,
 		prefix + "snapshottable[Feature:VolumeSnapshotDataSourceX] volume snapshot controller":                             true,
