@@ -258,7 +258,7 @@ func (c *Cluster) startControllers(ctx context.Context) error {
 		return &StepError{Step: "start kube-scheduler", Err: err}
 	}
 	c.opts.Logf("kube-controller-manager and kube-scheduler starting")
-	insecure := &http.Client{Timeout: 2 * time.Second, Transport: &http.Transport{TLSClientConfig: &tls.Config{InsecureSkipVerify: true}}} //nolint:gosec // loopback health probe of a test cluster
+	insecure := &http.Client{Timeout: probeTimeout, Transport: &http.Transport{TLSClientConfig: &tls.Config{InsecureSkipVerify: true}}} //nolint:gosec // loopback health probe of a test cluster
 	if err := waitHTTP(ctx, "kube-controller-manager", fmt.Sprintf("https://127.0.0.1:%d/healthz", kcmPort), insecure, c.Process("kube-controller-manager")); err != nil {
 		return c.stepError("wait for kube-controller-manager", "kube-controller-manager", err)
 	}

@@ -49,12 +49,23 @@ func poll(ctx context.Context, timeout, interval time.Duration, what string, con
 	}
 }
 
+// startTimeout bounds the start of a component that answers on HTTP, and
+// probeTimeout one health request to it. Inside the quota VM (qemu under
+// emulation, on a loaded machine) kube-controller-manager's /healthz
+// answered no request within 2 s for 2 minutes (make quota-vm-cluster,
+// 2026-11-28: kube-apiserver had taken 4 min to be ready); a healthy start
+// returns as soon as it answers, so the bounds cost nothing there.
+const (
+	startTimeout = 5 * time.Minute
+	probeTimeout = 10 * time.Second
+)
+
 // waitHTTP waits until url answers 200, failing early if proc exits.
 func waitHTTP(ctx context.Context, what, url string, client *http.Client, proc *Process) error {
 	if client == nil {
-		client = &http.Client{Timeout: 2 * time.Second}
+		client = &http.Client{Timeout: probeTimeout}
 	}
-	return poll(ctx, 2*time.Minute, 200*time.Millisecond, what+" at "+url, func(ctx context.Context) (bool, error) {
+	return poll(ctx, startTimeout, 200*time.Millisecond, what+" at "+url, func(ctx context.Context) (bool, error) {
 		if proc != nil && !proc.Running() {
 			return false, fmt.Errorf("%s exited: %w", what, proc.ExitError())
 		}
