@@ -65,7 +65,7 @@ func TestNoCopies(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if _, err := os.Stat(filepath.Join(root, "go.work")); err != nil {
+	if _, err := os.Stat(filepath.Join(root, "go.mod")); err != nil {
 		t.Fatalf("repository root not found above the contract package: %v", err)
 	}
 	guarded := map[string]string{}
