@@ -1,10 +1,12 @@
 # One Dockerfile for every component, built from the repository root:
 #   docker build --build-arg COMPONENT=hpp-csi -t hpp-csi .
-# (make images passes COMPONENT, VERSION and COMMIT). Only the component's
-# module and internal/ are compiled, with GOWORK=off, so an image carries its
-# component's dependencies and nothing else; the version is stamped exactly
-# as the Makefile stamps it. The last stage is the component's own: its base
-# image, user and entrypoint.
+# (make images passes COMPONENT, VERSION and COMMIT). Only go.mod, go.sum,
+# internal/ and the component's cmd/ directory are copied in (make
+# build-standalone builds the same way); the binary links only the packages
+# it imports, so an image carries its component's dependencies and nothing
+# else (test/layout holds each component to its list). The version is
+# stamped exactly as the Makefile stamps it. The last stage is the
+# component's own: its base image, user and entrypoint.
 ARG COMPONENT=hpp-csi
 
 FROM golang:1.26 AS build
@@ -12,9 +14,10 @@ ARG COMPONENT
 ARG VERSION=dev
 ARG COMMIT=unknown
 WORKDIR /src
+COPY go.mod go.sum ./
 COPY internal/ internal/
 COPY cmd/${COMPONENT}/ cmd/${COMPONENT}/
-RUN cd cmd/${COMPONENT} && GOWORK=off CGO_ENABLED=0 go build -trimpath \
+RUN cd cmd/${COMPONENT} && CGO_ENABLED=0 go build -trimpath \
       -ldflags "-X github.com/hostpath-provisioner/hpp/internal/version.Version=${VERSION} -X github.com/hostpath-provisioner/hpp/internal/version.Commit=${COMMIT}" \
       -o /out/component .
 

@@ -13,8 +13,10 @@ VERSION      ?= $(shell git -C $(ROOT) describe --tags --always --dirty 2>/dev/n
 COMMIT       ?= $(shell git -C $(ROOT) rev-parse --short HEAD 2>/dev/null || echo unknown)
 LDFLAGS      := -X github.com/hostpath-provisioner/hpp/internal/version.Version=$(VERSION) \
                 -X github.com/hostpath-provisioner/hpp/internal/version.Commit=$(COMMIT)
-MODULES      := internal cmd/hpp-csi cmd/hpp-legacy cmd/hpp-operator cmd/hpp-mounter cmd/hpp-migrate test
 COMPONENTS   := hpp-csi hpp-legacy hpp-operator hpp-mounter hpp-migrate
+# The parts of the one Go module (go.mod): every package is in one of them
+# (test/layout checks it), and `make unit` counts each as a tier of its own.
+PARTS        := internal $(addprefix cmd/,$(COMPONENTS)) test
 # go test through gotestsum: every skip is listed with its reason at the end.
 GOTEST       := $(ROOT)/hack/gotest.sh
 GOTEST_TIER  := $(ROOT)/hack/gotest-tier.sh
@@ -45,11 +47,8 @@ build: ## build every binary into bin/
 	done
 
 .PHONY: build-standalone
-build-standalone: ## build every module with GOWORK=off, as per-component images do
-	@for m in $(MODULES); do \
-	  echo "==> GOWORK=off go build ./... in $$m"; \
-	  (cd $(ROOT)/$$m && GOWORK=off go build -o /dev/null ./...); \
-	done
+build-standalone: ## build each component from go.mod, go.sum, internal/ and its cmd/ directory alone, as the Dockerfile does
+	@$(ROOT)/hack/build-standalone.sh $(COMPONENTS)
 
 .PHONY: deps
 deps: ## install the Debian packages the tests need (root; skipped when present)
@@ -58,10 +57,10 @@ deps: ## install the Debian packages the tests need (root; skipped when present)
 # Of the test module, unit runs the harness packages the map gives
 # unit:test; its other packages are tiers of their own (test/tiers.txt).
 .PHONY: unit
-unit: ## unit tests in every module, with -race (root-only tests inside them skip without root; fail under CI=true)
-	@for m in $(filter-out test,$(MODULES)); do \
-	  echo "==> go test -race $$m"; \
-	  (cd $(ROOT)/$$m && HPP_TIER_NAME=unit:$$m $(GOTEST) -race -count=1 ./...); \
+unit: ## unit tests of every part (internal, each component, test's harness), with -race (root-only tests inside them skip without root; fail under CI=true)
+	@for p in $(filter-out test,$(PARTS)); do \
+	  echo "==> go test -race ./$$p/..."; \
+	  (cd $(ROOT) && HPP_TIER_NAME=unit:$$p $(GOTEST) -race -count=1 ./$$p/...); \
 	done
 	@echo "==> go test -race test (harness packages)"
 	@cd $(ROOT)/test && HPP_TIER_NAME=unit:test $(GOTEST) -race -count=1 $(call tier_pkgs,unit:test)

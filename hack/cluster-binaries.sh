@@ -108,7 +108,7 @@ go_build() {
   # `go build -v` prints one line per compiled package ("go: ..." lines are
   # downloads).
   with_progress "$name" "$log" '^[^g]|^g[^o]|^go[^:]' \
-    env -C "$moddir" GOWORK=off CGO_ENABLED=0 go build -v -trimpath -ldflags "$ldflags" -o "$tmp/" "${pkgs[@]}" || return 1
+    env -C "$moddir" CGO_ENABLED=0 go build -v -trimpath -ldflags "$ldflags" -o "$tmp/" "${pkgs[@]}" || return 1
   local i
   for i in "${!pkgs[@]}"; do
     local built=$tmp/$(basename "${pkgs[$i]}")
@@ -218,7 +218,7 @@ snapshotter() {
   go_build "$name" "$moddir" "$tmp" "-s -w -X main.version=$SNAPSHOTTER_VERSION" \
     "csi-snapshotter=github.com/kubernetes-csi/external-snapshotter/v8/cmd/csi-snapshotter" \
     "snapshot-controller=github.com/kubernetes-csi/external-snapshotter/v8/cmd/snapshot-controller" || { rm -rf "$tmp"; return 1; }
-  client=$(env -C "$moddir" GOWORK=off go list -m -f '{{.Dir}}' github.com/kubernetes-csi/external-snapshotter/client/v8) || { rm -rf "$tmp"; return 1; }
+  client=$(env -C "$moddir" go list -m -f '{{.Dir}}' github.com/kubernetes-csi/external-snapshotter/client/v8) || { rm -rf "$tmp"; return 1; }
   mkdir -p "$tmp/crd"
   for c in "${SNAPSHOT_CRDS[@]}"; do
     cp "$client/config/crd/$c" "$tmp/crd/$c" || { rm -rf "$tmp"; return 1; }
@@ -247,7 +247,7 @@ conformance() {
   # package it compiles. -vet=off: by default it vets the test package,
   # which computes vet facts for all ~2,800 dependencies (many minutes).
   with_progress "$name: e2e.test" "$tmp/build.log" '/compile -o' \
-    env -C "$moddir" GOWORK=off CGO_ENABLED=0 go test -c -x -vet=off -trimpath -ldflags "$ld" -o "$tmp/e2e.test" k8s.io/kubernetes/test/e2e \
+    env -C "$moddir" CGO_ENABLED=0 go test -c -x -vet=off -trimpath -ldflags "$ld" -o "$tmp/e2e.test" k8s.io/kubernetes/test/e2e \
     || { rm -rf "$tmp"; return 1; }
   rm -f "$tmp/build.log"
   complete "$tmp" "${CONFORMANCE_BINS[@]}" || { echo "==> $name: a binary is missing after the build" >&2; rm -rf "$tmp"; return 1; }

@@ -1,6 +1,6 @@
 #!/usr/bin/env bash
-# Runs every Fuzz* target of every package in the modules that have them, for
-# FUZZTIME each (go test can fuzz only one target per invocation). Failing
+# Runs every Fuzz* target of every package of hpp's module, for FUZZTIME
+# each (go test can fuzz only one target per invocation). Failing
 # inputs land in the package's testdata/fuzz and become regression cases.
 #
 # usage: hack/fuzz.sh FUZZTIME     e.g. hack/fuzz.sh 10s, hack/fuzz.sh 500x
@@ -24,33 +24,31 @@ deadline_race() {
 ran=0
 failed=()
 raced=()
-for module in internal test; do
-  [[ -f $root/$module/go.mod ]] || continue
-  # "<package dir> <target>" for each fuzz target, from the test sources.
-  targets=$(cd "$root/$module" &&
-    grep -rE --include='*_test.go' --exclude-dir=testdata --exclude-dir=vendor \
-      -o '^func Fuzz[A-Za-z0-9_]*\(' . |
-    sed -E 's#^(.*)/[^/]+_test\.go:func (Fuzz[A-Za-z0-9_]*)\($#\1 \2#' | sort -u) || true
-  while read -r pkg target; do
-    [[ -n ${pkg:-} ]] || continue
-    echo "==> fuzz $module/${pkg#./} $target for $fuzztime"
-    ran=$((ran + 1))
-    log=$(mktemp)
-    if (cd "$root/$module" && go test -run='^$' -fuzz="^${target}\$" -fuzztime="$fuzztime" "$pkg") 2>&1 | tee "$log"; then
-      :
-    elif deadline_race "$log" &&
-      (cd "$root/$module" && go test -count=1 -run="^${target}\$" "$pkg"); then
-      # Go 1.26's fuzz coordinator can report its own -fuzztime deadline as
-      # a failure when a worker is slow to stop (golang/go#75804, fixed in
-      # Go 1.27). No input was written and the corpus replay above passed.
-      echo "==> fuzz $module/${pkg#./} $target: the -fuzztime deadline race of golang/go#75804, no failing input; corpus replay passed"
-      raced+=("$module/${pkg#./} $target")
-    else
-      failed+=("$module/${pkg#./} $target")
-    fi
-    rm -f "$log"
-  done <<<"$targets"
-done
+# "<package dir> <target>" for each fuzz target, from the test sources of
+# the module's parts (tools/ and test/*-tools hold pinned third-party code).
+targets=$(cd "$root" &&
+  grep -rE --include='*_test.go' --exclude-dir=testdata --exclude-dir=vendor --exclude-dir='*-tools' \
+    -o '^func Fuzz[A-Za-z0-9_]*\(' ./internal ./cmd ./test |
+  sed -E 's#^(.*)/[^/]+_test\.go:func (Fuzz[A-Za-z0-9_]*)\($#\1 \2#' | sort -u) || true
+while read -r pkg target; do
+  [[ -n ${pkg:-} ]] || continue
+  echo "==> fuzz ${pkg#./} $target for $fuzztime"
+  ran=$((ran + 1))
+  log=$(mktemp)
+  if (cd "$root" && go test -run='^$' -fuzz="^${target}\$" -fuzztime="$fuzztime" "$pkg") 2>&1 | tee "$log"; then
+    :
+  elif deadline_race "$log" &&
+    (cd "$root" && go test -count=1 -run="^${target}\$" "$pkg"); then
+    # Go 1.26's fuzz coordinator can report its own -fuzztime deadline as
+    # a failure when a worker is slow to stop (golang/go#75804, fixed in
+    # Go 1.27). No input was written and the corpus replay above passed.
+    echo "==> fuzz ${pkg#./} $target: the -fuzztime deadline race of golang/go#75804, no failing input; corpus replay passed"
+    raced+=("${pkg#./} $target")
+  else
+    failed+=("${pkg#./} $target")
+  fi
+  rm -f "$log"
+done <<<"$targets"
 
 if [[ $ran -eq 0 ]]; then
   echo "fuzz: no Fuzz targets found" >&2

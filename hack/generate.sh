@@ -13,7 +13,7 @@ paths=(internal/api deploy ':(glob)cmd/*/README.md' test/README.md)
 
 echo "==> building controller-gen (pinned in tools/codegen/go.mod)"
 mkdir -p "$(dirname "$gen")"
-(cd "$root/tools/codegen" && GOWORK=off go build -o "$gen" sigs.k8s.io/controller-tools/cmd/controller-gen)
+(cd "$root/tools/codegen" && go build -o "$gen" sigs.k8s.io/controller-tools/cmd/controller-gen)
 
 echo "==> controller-gen: deepcopy and CRD of internal/api/v1beta1"
 # maxDescLen=0: descriptions would make the CRD (PVC template and affinity

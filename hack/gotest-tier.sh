@@ -1,6 +1,6 @@
 #!/usr/bin/env bash
-# Runs `go test -v` for a cluster tier (arguments go to go test; run it in
-# the module directory) and, when it fails, closes with each failed test's
+# Runs `go test -v` for a cluster tier (arguments go to go test; run it
+# where its package patterns resolve) and, when it fails, closes with each failed test's
 # own log lines. A failed cluster test dumps every component's log tail
 # after its failure message; CI keeps only the end of the output, so
 # without this summary the reason is cut off above the dump.

@@ -1,8 +1,9 @@
 #!/usr/bin/env bash
 # go test through gotestsum (pinned in tools/go.mod): a line per package,
 # failures in full, and a closing summary that lists every skipped test with
-# its reason, so a skip is never silent. Arguments go to go test; run it in
-# the module directory. Under CI=true, tests whose tier cannot run here fail
+# its reason, so a skip is never silent. Arguments go to go test; run it
+# where its package patterns resolve (the repository root, or a directory
+# of it for relative ones). Under CI=true, tests whose tier cannot run here fail
 # instead of skipping (internal/testutil.MissingPrerequisite).
 # Then hack/tier-count.sh counts the tests that ran: none, or fewer than
 # test/tiers.txt declares for the tier $HPP_TIER_NAME (make sets it to the
@@ -12,7 +13,7 @@ root=$(cd "$(dirname "$0")/.." && pwd)
 gotestsum="$root/_output/tools/gotestsum"
 if [[ ! -x $gotestsum || $root/tools/go.mod -nt $gotestsum ]]; then
   mkdir -p "$(dirname "$gotestsum")"
-  (cd "$root/tools" && GOWORK=off go build -o "$gotestsum" gotest.tools/gotestsum)
+  (cd "$root/tools" && go build -o "$gotestsum" gotest.tools/gotestsum)
 fi
 json=$(mktemp)
 trap 'rm -f "$json"' EXIT

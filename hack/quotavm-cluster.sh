@@ -7,7 +7,7 @@
 #
 #   hack/quotavm-cluster.sh E2E_TEST HPP_CSI PAUSE [-- TEST FLAGS...]
 #
-# E2E_TEST is `go test -c ./e2e/` of the test module, HPP_CSI and PAUSE
+# E2E_TEST is `go test -c ./test/e2e/`, HPP_CSI and PAUSE
 # (test/images/pause) static builds; all three CGO_ENABLED=0 (the VM has no
 # Go toolchain). The cluster binaries come from the cache (`make
 # cluster-binaries`, at /cache in the VM, laid out as in $HPP_CACHE),

@@ -1,5 +1,5 @@
-// Pinned developer tools, kept out of the workspace so their dependencies
-// never bleed into hpp's modules. Run with: cd tools && GOWORK=off go tool <name>.
+// Pinned developer tools, a module apart from hpp's so their dependencies
+// never bleed into hpp's. Run with: cd tools && go tool <name>.
 module github.com/hostpath-provisioner/hpp/tools
 
 go 1.26.0

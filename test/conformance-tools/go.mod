@@ -1,7 +1,7 @@
 // Pins the conformance tier's binaries (test/conformance): e2e.test, agnhost
 // and the ginkgo CLI, from the same k8s.io/kubernetes and staging modules as
 // test/k8s-tools (a unit test in test/conformance checks that the pins
-// agree), so they share its build cache. Not part of go.work: building
+// agree), so they share its build cache. A module apart from hpp's: building
 // k8s.io/kubernetes as a dependency needs a replace line for each staging
 // module that its go.mod lists at v0.0.0.
 module github.com/hostpath-provisioner/hpp/test/conformance-tools

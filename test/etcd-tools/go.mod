@@ -1,4 +1,4 @@
-// Pins the etcd server the local cluster harness runs. Not part of go.work.
+// Pins the etcd server the local cluster harness runs. A module apart from hpp's.
 module github.com/hostpath-provisioner/hpp/test/etcd-tools
 
 go 1.26.0

@@ -1,5 +1,5 @@
 // Pins the Kubernetes binaries the local cluster harness runs (test/cluster).
-// Not part of go.work: building k8s.io/kubernetes as a dependency needs a
+// A module apart from hpp's: building k8s.io/kubernetes as a dependency needs a
 // replace line for each staging module that its go.mod lists at v0.0.0.
 module github.com/hostpath-provisioner/hpp/test/k8s-tools
 

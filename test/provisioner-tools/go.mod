@@ -1,5 +1,5 @@
-// Pins the csi-provisioner sidecar the local cluster harness runs. Not part
-// of go.work; the replace lines are external-provisioner v6.3.0's own.
+// Pins the csi-provisioner sidecar the local cluster harness runs. A module
+// apart from hpp's; the replace lines are external-provisioner v6.3.0's own.
 module github.com/hostpath-provisioner/hpp/test/provisioner-tools
 
 go 1.26.0

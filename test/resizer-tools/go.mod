@@ -1,6 +1,6 @@
 // Pins the csi-resizer sidecar (external-resizer v2.3.0; the module path
 // without /v2 is not served) the local cluster harness and the conformance
-// tier run. Not part of go.work; external-resizer v2.3.0 has no replace
+// tier run. A module apart from hpp's; external-resizer v2.3.0 has no replace
 // lines of its own.
 module github.com/hostpath-provisioner/hpp/test/resizer-tools
 

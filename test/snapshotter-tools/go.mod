@@ -1,6 +1,6 @@
 // Pins csi-snapshotter and snapshot-controller (external-snapshotter
 // v8.7.0) for the local cluster harness; the snapshot CRDs come from the
-// client module of the same version. Not part of go.work; the k8s.io
+// client module of the same version. A module apart from hpp's; the k8s.io
 // replace lines are external-snapshotter v8.7.0's own.
 module github.com/hostpath-provisioner/hpp/test/snapshotter-tools
 

@@ -1,6 +1,6 @@
 // controller-gen (CRD and deepcopy generation), pinned apart from tools/go.mod
 // so its Kubernetes dependencies never move golangci-lint's pins.
-// Run with: cd tools/codegen && GOWORK=off go tool controller-gen ...
+// Run with: cd tools/codegen && go tool controller-gen ...
 module github.com/hostpath-provisioner/hpp/tools/codegen
 
 go 1.26.0
