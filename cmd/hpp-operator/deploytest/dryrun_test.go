@@ -5,8 +5,6 @@ import (
 	"slices"
 	"testing"
 
-	"github.com/hostpath-provisioner/hpp/internal/testutil"
-
 	apiextensionsv1 "k8s.io/apiextensions-apiserver/pkg/apis/apiextensions/v1"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"k8s.io/apimachinery/pkg/runtime"
@@ -64,7 +62,7 @@ func TestOverlaysApplyWithServerSideDryRun(t *testing.T) {
 			t.Fatal("no examples")
 		}
 		for _, f := range files {
-			for _, u := range testutil.ReadManifests(t, f) {
+			for _, u := range testenv.ReadManifests(t, f) {
 				if err := c.Apply(ctx, client.ApplyConfigurationFromUnstructured(u),
 					client.FieldOwner("deploytest"), client.ForceOwnership, client.DryRunAll); err != nil {
 					t.Errorf("%s: server-side dry-run of %s: %v", filepath.Base(f), id(u), err)
@@ -78,7 +76,7 @@ func TestOverlaysApplyWithServerSideDryRun(t *testing.T) {
 			objs := buildOverlay(t, name)
 			// The overlays leave the Namespace out (deploy/base/namespace
 			// is applied on its own, so `kubectl delete -k` never takes it).
-			nsObjs := testutil.ReadManifests(t, filepath.Join(deployDir(), "base", "namespace", "namespace.yaml"))
+			nsObjs := testenv.ReadManifests(t, filepath.Join(deployDir(), "base", "namespace", "namespace.yaml"))
 			for _, u := range objs {
 				if ns := u.GetNamespace(); ns != "" && !slices.ContainsFunc(nsObjs, func(n *unstructured.Unstructured) bool { return n.GetName() == ns }) {
 					n := &unstructured.Unstructured{}

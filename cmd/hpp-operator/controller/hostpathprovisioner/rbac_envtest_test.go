@@ -4,8 +4,6 @@ import (
 	"path/filepath"
 	"testing"
 
-	"github.com/hostpath-provisioner/hpp/internal/testutil"
-
 	secv1 "github.com/openshift/api/security/v1"
 	appsv1 "k8s.io/api/apps/v1"
 	batchv1 "k8s.io/api/batch/v1"
@@ -36,7 +34,7 @@ func TestOperatorRunsWithItsOwnRBAC(t *testing.T) {
 	h := startWith(t, ns, options{operatorCfg: counter.Wrap(asOperator), setup: func(admin client.Client) {
 		servePrometheusOperator(t, admin)
 		serveOpenShift(t)
-		for _, u := range testutil.ReadManifests(t, filepath.Join(testenv.RepoRoot(), "deploy", "base", "operator", "rbac.yaml")) {
+		for _, u := range testenv.ReadManifests(t, filepath.Join(testenv.RepoRoot(), "deploy", "base", "operator", "rbac.yaml")) {
 			if err := admin.Create(t.Context(), u); err != nil {
 				t.Fatalf("create %s %s: %v", u.GetKind(), u.GetName(), err)
 			}

@@ -13,7 +13,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	"github.com/hostpath-provisioner/hpp/cmd/hpp-operator/controller/adopt"
-	"github.com/hostpath-provisioner/hpp/internal/testutil"
+	"github.com/hostpath-provisioner/hpp/cmd/hpp-operator/internal/testenv"
 )
 
 // upstreamNamespace is the namespace written in the fixtures (upstream's
@@ -49,7 +49,7 @@ func loadUpstream(t *testing.T, admin client.Client, scenario, ns string) *upstr
 	t.Helper()
 	ctx := context.Background()
 	dir := filepath.Join("testdata", "upstream", scenario)
-	crs := testutil.ReadManifests(t, filepath.Join(dir, "hostpathprovisioner.yaml"))
+	crs := testenv.ReadManifests(t, filepath.Join(dir, "hostpathprovisioner.yaml"))
 	if len(crs) != 1 {
 		t.Fatalf("%s/hostpathprovisioner.yaml: want one CR, got %d", dir, len(crs))
 	}
@@ -67,7 +67,7 @@ func loadUpstream(t *testing.T, admin client.Client, scenario, ns string) *upstr
 		if base == "hostpathprovisioner.yaml" {
 			continue
 		}
-		for _, o := range testutil.ReadManifests(t, f) {
+		for _, o := range testenv.ReadManifests(t, f) {
 			relocate(o, ns, string(up.cr.GetUID()))
 			writeFixture(t, admin, o, fixtureManager(base))
 			up.objects = append(up.objects, o)

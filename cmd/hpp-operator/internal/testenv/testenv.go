@@ -12,9 +12,11 @@ import (
 	"sync"
 	"testing"
 
+	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"k8s.io/client-go/rest"
 	"sigs.k8s.io/controller-runtime/pkg/envtest"
 
+	"github.com/hostpath-provisioner/hpp/internal/manifests"
 	"github.com/hostpath-provisioner/hpp/internal/testutil"
 )
 
@@ -168,3 +170,14 @@ func (c *Counter) Total() int {
 type roundTripper func(*http.Request) (*http.Response, error)
 
 func (f roundTripper) RoundTrip(r *http.Request) (*http.Response, error) { return f(r) }
+
+// ReadManifests decodes the manifests in the file at path (manifests.ReadFile)
+// and fails the test when it cannot.
+func ReadManifests(t testing.TB, path string) []*unstructured.Unstructured {
+	t.Helper()
+	objs, err := manifests.ReadFile(path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return objs
+}
