@@ -58,6 +58,8 @@ deps: ## install the Debian packages the tests need (root; skipped when present)
 # unit:test; its other packages are tiers of their own (test/tiers.txt).
 .PHONY: unit
 unit: ## unit tests of every part (internal, each component, test's harness), with -race (root-only tests inside them skip without root; fail under CI=true)
+	@# hpp-operator's envtests need kube-apiserver and etcd (cached after the first build).
+	@$(ROOT)/hack/cluster-binaries.sh k8s etcd
 	@for p in $(filter-out test,$(PARTS)); do \
 	  echo "==> go test -race ./$$p/..."; \
 	  (cd $(ROOT) && HPP_TIER_NAME=unit:$$p $(GOTEST) -race -count=1 ./$$p/...); \
