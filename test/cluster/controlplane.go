@@ -272,7 +272,7 @@ func (c *Cluster) startControllers(ctx context.Context) error {
 // ServiceAccount admission plugin refuses them until the controller-manager
 // made the "default" account.
 func (c *Cluster) waitDefaultServiceAccount(ctx context.Context, ns string) error {
-	return poll(ctx, time.Minute, 200*time.Millisecond, "service account "+ns+"/default", func(ctx context.Context) (bool, error) {
+	return poll(ctx, startTimeout, 200*time.Millisecond, "service account "+ns+"/default", func(ctx context.Context) (bool, error) {
 		_, err := c.Client.CoreV1().ServiceAccounts(ns).Get(ctx, "default", metav1.GetOptions{})
 		if apierrors.IsNotFound(err) {
 			return false, nil

@@ -246,7 +246,7 @@ func (n *Node) StartCSIProvisioner(extraArgs ...string) error {
 
 // waitCSINode waits until kubelet lists hpp-csi in the node's CSINode.
 func (n *Node) waitCSINode(ctx context.Context) error {
-	return poll(ctx, time.Minute, 250*time.Millisecond, "CSINode "+n.Name+" with "+contract.DriverName, func(ctx context.Context) (bool, error) {
+	return poll(ctx, startTimeout, 250*time.Millisecond, "CSINode "+n.Name+" with "+contract.DriverName, func(ctx context.Context) (bool, error) {
 		cn, err := n.c.Client.StorageV1().CSINodes().Get(ctx, n.Name, metav1.GetOptions{})
 		if err != nil {
 			return false, tryAgain(err)

@@ -69,7 +69,7 @@ func (c *Cluster) startKubeProxy(ctx context.Context) error {
 		return &StepError{Step: "start kube-proxy", Err: err}
 	}
 	c.opts.Logf("kube-proxy starting (iptables mode)")
-	if err := poll(ctx, 2*time.Minute, 200*time.Millisecond, "kube-proxy's rule for the kubernetes Service", func(ctx context.Context) (bool, error) {
+	if err := poll(ctx, startTimeout, 200*time.Millisecond, "kube-proxy's rule for the kubernetes Service", func(ctx context.Context) (bool, error) {
 		if !proc.Running() {
 			return false, fmt.Errorf("kube-proxy exited: %w", proc.ExitError())
 		}

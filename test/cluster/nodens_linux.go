@@ -99,7 +99,7 @@ func (c *Cluster) startNodeNamespace(ctx context.Context, pause string) error {
 	if err != nil {
 		return &StepError{Step: "start the node namespace", Err: err}
 	}
-	if err := poll(ctx, time.Minute, 50*time.Millisecond, "node namespace set up", func(context.Context) (bool, error) {
+	if err := poll(ctx, startTimeout, 50*time.Millisecond, "node namespace set up", func(context.Context) (bool, error) {
 		if !proc.Running() {
 			return false, fmt.Errorf("%s exited: %w", nodeInitName, proc.ExitError())
 		}

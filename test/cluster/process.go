@@ -214,7 +214,7 @@ func (p *Process) Restarts() int {
 // WaitRunning waits until a new incarnation runs (after an automatic
 // restart) or ctx ends.
 func (p *Process) WaitRunning(ctx context.Context) error {
-	return poll(ctx, time.Minute, 100*time.Millisecond, "process "+p.spec.Name+" running", func(context.Context) (bool, error) {
+	return poll(ctx, startTimeout, 100*time.Millisecond, "process "+p.spec.Name+" running", func(context.Context) (bool, error) {
 		return p.Running(), nil
 	})
 }

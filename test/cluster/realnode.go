@@ -125,7 +125,7 @@ func (c *Cluster) startContainerd(ctx context.Context) error {
 	}
 	c.opts.Logf("containerd starting on %s", c.containerdSock())
 	proc := c.Process("containerd")
-	if err := poll(ctx, time.Minute, 200*time.Millisecond, "containerd socket", func(ctx context.Context) (bool, error) {
+	if err := poll(ctx, startTimeout, 200*time.Millisecond, "containerd socket", func(ctx context.Context) (bool, error) {
 		if !proc.Running() {
 			return false, fmt.Errorf("containerd exited: %w", proc.ExitError())
 		}
@@ -205,7 +205,7 @@ func (c *Cluster) startKubelet(ctx context.Context) error {
 	}
 	c.opts.Logf("kubelet starting (node %s, root %s)", c.opts.NodeName, dir)
 	proc := c.Process("kubelet")
-	if err := poll(ctx, 2*time.Minute, 500*time.Millisecond, "node "+c.opts.NodeName+" Ready", func(ctx context.Context) (bool, error) {
+	if err := poll(ctx, startTimeout, 500*time.Millisecond, "node "+c.opts.NodeName+" Ready", func(ctx context.Context) (bool, error) {
 		if !proc.Running() {
 			return false, fmt.Errorf("kubelet exited: %w", proc.ExitError())
 		}

@@ -47,7 +47,7 @@ func (c *Cluster) InstallSnapshots(ctx context.Context, s Snapshotter) error {
 	if _, err := (hostCommander{}).Run(ctx, c.opts.Binaries.Kubectl, "--kubeconfig="+c.Kubeconfig, "apply", "--server-side", "-f", s.CRDDir); err != nil {
 		return c.stepError("create the snapshot CRDs", "kube-apiserver", err)
 	}
-	if err := poll(ctx, time.Minute, 250*time.Millisecond, "snapshot CRDs established", func(ctx context.Context) (bool, error) {
+	if err := poll(ctx, startTimeout, 250*time.Millisecond, "snapshot CRDs established", func(ctx context.Context) (bool, error) {
 		_, err := c.Client.Discovery().ServerResourcesForGroupVersion("snapshot.storage.k8s.io/v1")
 		return err == nil, nil
 	}); err != nil {

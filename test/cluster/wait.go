@@ -49,12 +49,15 @@ func poll(ctx context.Context, timeout, interval time.Duration, what string, con
 	}
 }
 
-// startTimeout bounds the start of a component that answers on HTTP, and
-// probeTimeout one health request to it. Inside the quota VM (qemu under
-// emulation, on a loaded machine) kube-controller-manager's /healthz
-// answered no request within 2 s for 2 minutes (make quota-vm-cluster,
-// 2026-11-28: kube-apiserver had taken 4 min to be ready); a healthy start
-// returns as soon as it answers, so the bounds cost nothing there.
+// startTimeout bounds every wait of the cluster's start (a component
+// answering, the default ServiceAccount, the node Ready, CSINode, the
+// snapshot CRDs), and probeTimeout one health request. Inside the quota VM
+// (qemu under emulation) kube-apiserver took 2 min 46 s to 4 min to be
+// ready on 2026-11-28, kube-controller-manager answered no 2 s request for
+// 2 min, and the default ServiceAccount came after more than 1 min (each
+// failed make quota-vm-cluster once). Every wait returns as soon as its
+// condition holds, so the bounds cost nothing on a healthy start, and one
+// bound for all keeps the next slow step from failing the tier anew.
 const (
 	startTimeout = 5 * time.Minute
 	probeTimeout = 10 * time.Second
