@@ -65,7 +65,9 @@ QUOTAVM_CLUSTER_OUT := $(ROOT)/_output/quotavm-cluster
 # A QUOTAVM_CLUSTER_RUN of your own narrows the run: then only "no test ran"
 # and "a name in it did not run" fail it, not test/tiers.txt's minimum.
 QUOTAVM_CLUSTER_RUN ?= ^(TestEnforcedSizeOnlineExpansion|TestOnlineExpansion)$$
-QUOTAVM_CLUSTER_TEST_TIMEOUT ?= 20m
+# Bounds, not targets: on 2026-11-28 the VM ran the tier in 18 min (7 to 8
+# on an idle day), its cluster ready after 4.5 min.
+QUOTAVM_CLUSTER_TEST_TIMEOUT ?= 35m
 # -test.parallel 2: the guest kernel brings up one CPU (acpi=off), so go
 # test's default would run TestEnforcedSizeOnlineExpansion's subtests (xfs,
 # ext4) one after the other; they mostly wait for kubelet and the sidecars.

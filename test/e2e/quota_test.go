@@ -128,7 +128,10 @@ func podExec(t *testing.T, env *Env, ns, pod, script string) (string, error) {
 	if cache == "" {
 		cache, _ = cluster.DefaultCacheDir()
 	}
-	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
+	// Bounded at 5 min: inside the quota VM (qemu under emulation) a dd of
+	// 150 MiB into a 100Mi claim ran past 2 min on 2026-11-28, with the
+	// xfs and ext4 subtests side by side; it returns as soon as it is done.
+	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Minute)
 	defer cancel()
 	cmd := exec.CommandContext(ctx, cluster.BinariesFromCache(cache).Kubectl, "--kubeconfig="+env.C.Kubeconfig,
 		"-n", ns, "exec", pod, "--", "sh", "-c", script)
