@@ -24,11 +24,14 @@ func TestCheckedInSkipListIsValid(t *testing.T) {
 	re := regexp.MustCompile(SkipRegexp(skips))
 	// Names as the suite prints them.
 	for name, skipped := range map[string]bool{
-		"External Storage [Driver: " + contract.DriverName + "] [Testpattern: Dynamic PV (immediate binding)] topology should provision a volume and schedule a pod with AllowedTopologies":                    true,
-		"External Storage [Driver: " + contract.DriverName + "] [Testpattern: Dynamic PV (default fs)] volumeMode should not mount / map unused volumes in a pod [LinuxOnly]":                                  false,
-		"External Storage [Driver: " + contract.DriverName + "] [Testpattern: Dynamic PV (default fs)] [Serial] volume-lifecycle-performance should provision volumes at scale within performance constraints": true,
-		"External Storage [Driver: " + contract.DriverName + "] [Testpattern: Dynamic PV (delayed binding)] topology should provision a volume and schedule a pod with AllowedTopologies":                      false,
-		"External Storage [Driver: " + contract.DriverName + "] [Testpattern: Dynamic PV (default fs)] subPath should support existing directory":                                                              false,
+		"External Storage [Driver: " + contract.DriverName + "] [Testpattern: Dynamic PV (immediate binding)] topology should provision a volume and schedule a pod with AllowedTopologies":                                                                                                                                true,
+		"External Storage [Driver: " + contract.DriverName + "] [Testpattern: Dynamic PV (default fs)] volumeMode should not mount / map unused volumes in a pod [LinuxOnly]":                                                                                                                                              false,
+		"External Storage [Driver: " + contract.DriverName + "] [Testpattern: Dynamic PV (default fs)] [Serial] volume-lifecycle-performance should provision volumes at scale within performance constraints":                                                                                                             true,
+		"External Storage [Driver: " + contract.DriverName + "] [Testpattern: Dynamic PV (delayed binding)] topology should provision a volume and schedule a pod with AllowedTopologies":                                                                                                                                  false,
+		"External Storage [Driver: " + contract.DriverName + "] [Testpattern: Dynamic PV (default fs)] subPath should support existing directory":                                                                                                                                                                          false,
+		"External Storage [Driver: " + contract.DriverName + "] [Testpattern: Pre-provisioned Snapshot (retain policy)] snapshottable [Feature:VolumeSnapshotDataSource] volume snapshot controller  should check snapshot fields, check restore correctly works after modifying source data, check deletion (persistent)": true,
+		"External Storage [Driver: " + contract.DriverName + "] [Testpattern: Dynamic PV (default fs)] provisioning should provision correct filesystem size when restoring snapshot to larger size pvc [Feature:VolumeSnapshotDataSource]":                                                                                true,
+		"External Storage [Driver: " + contract.DriverName + "] [Testpattern: Dynamic Snapshot (delete policy)] snapshottable [Feature:VolumeSnapshotDataSource] volume snapshot controller  should check snapshot fields, check restore correctly works after modifying source data, check deletion (persistent)":         false,
 	} {
 		if got := re.MatchString(name); got != skipped {
 			t.Errorf("skip %v, want %v: %s", got, skipped, name)
