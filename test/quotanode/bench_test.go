@@ -37,13 +37,21 @@ func benchDriver(tb testing.TB) *csitest.Client {
 			tb.Fatal(err)
 		}
 	}
-	d, err := csitest.Launch(driverBinary(tb), csitest.Config{NodeID: nodeID, Dir: tb.TempDir(), LogLevel: "info", Pools: pools,
-		Extra: []string{"--stats-cache-ttl=0s"}})
-	if err != nil {
+	return launchDriver(tb, pools, "--stats-cache-ttl=0s").Client(tb)
+}
+
+// benchPublish publishes vol at a target of the test's and unpublishes it
+// at the test's end; it returns the target.
+func benchPublish(tb testing.TB, c *csitest.Client, vol *csi.Volume) string {
+	tb.Helper()
+	target := filepath.Join(tb.TempDir(), "target")
+	if _, err := c.NodePublishVolume(csitest.Ctx(tb), csitest.PublishRequest(vol.GetVolumeId(), target, vol.GetVolumeContext())); err != nil {
 		tb.Fatal(err)
 	}
-	tb.Cleanup(func() { _ = d.Stop() })
-	return d.Client(tb)
+	tb.Cleanup(func() {
+		_, _ = c.NodeUnpublishVolume(context.Background(), &csi.NodeUnpublishVolumeRequest{VolumeId: vol.GetVolumeId(), TargetPath: target})
+	})
+	return target
 }
 
 func benchCreate(ctx context.Context, c *csitest.Client, pool, id string, size int64) (*csi.Volume, error) {
@@ -62,17 +70,11 @@ func TestBenchPoolsEnforce(t *testing.T) {
 		if err != nil {
 			t.Fatal(err)
 		}
-		target := filepath.Join(t.TempDir(), "target")
-		if _, err := c.NodePublishVolume(ctx, csitest.PublishRequest(vol.GetVolumeId(), target, vol.GetVolumeContext())); err != nil {
-			t.Fatal(err)
-		}
+		target := benchPublish(t, c, vol)
 		written, err := testutil.WriteSynced(filepath.Join(target, "data"), 8*MiB)
 		refused := errors.Is(err, syscall.EDQUOT) || errors.Is(err, syscall.ENOSPC)
 		if refused != wantRefused {
 			t.Errorf("pool %s: 8 MiB into a 4 MiB volume: %d bytes written, err %v; want refused %v", pool, written, err, wantRefused)
-		}
-		if _, err := c.NodeUnpublishVolume(ctx, &csi.NodeUnpublishVolumeRequest{VolumeId: vol.GetVolumeId(), TargetPath: target}); err != nil {
-			t.Fatal(err)
 		}
 		t.Logf("pool %s: %d bytes of 8 MiB written into a 4 MiB volume (%v)", pool, written, err)
 	}
@@ -118,14 +120,8 @@ func BenchmarkRealQuotaStats100kFiles(b *testing.B) {
 		if err != nil {
 			b.Fatal(err)
 		}
-		target := filepath.Join(b.TempDir(), "target")
-		if _, err := c.NodePublishVolume(ctx, csitest.PublishRequest(vol.GetVolumeId(), target, vol.GetVolumeContext())); err != nil {
-			b.Fatal(err)
-		}
-		b.Cleanup(func() {
-			_, _ = c.NodeUnpublishVolume(context.Background(), &csi.NodeUnpublishVolumeRequest{VolumeId: vol.GetVolumeId(), TargetPath: target})
-		})
-		make100kFiles(b, target)
+		target := benchPublish(b, c, vol)
+		testutil.Make100kFiles(b, target)
 		targets[vol.GetVolumeId()] = target
 	}
 	stats := func(id string) time.Duration {
@@ -144,20 +140,4 @@ func BenchmarkRealQuotaStats100kFiles(b *testing.B) {
 	b.ReportMetric(float64(quota.Microseconds())/float64(b.N), "quota-µs/op")
 	b.ReportMetric(float64(walk.Milliseconds())/float64(b.N), "walk-ms/op")
 	b.ReportMetric(float64(walk)/float64(quota), "walk/quota")
-}
-
-// make100kFiles makes dir hold 100 directories of 1,000 empty files.
-func make100kFiles(b *testing.B, dir string) {
-	b.Helper()
-	for i := range 100 {
-		sub := filepath.Join(dir, fmt.Sprintf("d%03d", i))
-		if err := os.Mkdir(sub, 0o755); err != nil {
-			b.Fatal(err)
-		}
-		for j := range 1000 {
-			if err := os.WriteFile(filepath.Join(sub, fmt.Sprintf("f%04d", j)), nil, 0o644); err != nil {
-				b.Fatal(err)
-			}
-		}
-	}
 }

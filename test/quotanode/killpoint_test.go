@@ -71,17 +71,7 @@ func callKilled(t *testing.T, d *csitest.Driver, step string, call func(context.
 // create.published on a plain pool. The same death does not pass for one
 // at another step.
 func TestKillPointNamesItsStep(t *testing.T) {
-	d, err := csitest.Launch(driverBinary(t), csitest.Config{NodeID: nodeID, Dir: t.TempDir(), LogLevel: "info",
-		Pools: []csitest.Pool{{Name: poolName, Path: t.TempDir()}}})
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() {
-		_ = d.Stop()
-		if t.Failed() {
-			t.Logf("hpp-csi log:\n%s", d.Log())
-		}
-	})
+	d := launchDriver(t, []csitest.Pool{{Name: poolName, Path: t.TempDir()}})
 	const step = "create.published"
 	log, callErr, waitErr := callKilled(t, d, step, func(ctx context.Context, c *csitest.Client) error {
 		return createVolume(ctx, c, "pvc-killpoint", MiB)

@@ -129,15 +129,22 @@ func loopFS(t testing.TB, kind string, mkfsArgs []string, opts string) string {
 // sizes with project quotas (IDs firstID..lastID) and takes reflink snapshots.
 func startEnforcingDriver(t *testing.T, mnt string) *csitest.Driver {
 	t.Helper()
-	d, err := csitest.Launch(driverBinary(t), csitest.Config{NodeID: nodeID, Dir: t.TempDir(), LogLevel: "info", Pools: []csitest.Pool{{
-		Name: poolName, Path: mnt, EnforceSize: true, SnapshotProvider: "reflink", ProjectIDs: map[string]uint32{"first": firstID, "last": lastID}}}})
+	return launchDriver(t, []csitest.Pool{{Name: poolName, Path: mnt, EnforceSize: true, SnapshotProvider: "reflink",
+		ProjectIDs: map[string]uint32{"first": firstID, "last": lastID}}})
+}
+
+// launchDriver runs the hpp_killpoints hpp-csi with pools and extra flags;
+// it is stopped at the test's end, its log printed if the test failed.
+func launchDriver(tb testing.TB, pools []csitest.Pool, extra ...string) *csitest.Driver {
+	tb.Helper()
+	d, err := csitest.Launch(driverBinary(tb), csitest.Config{NodeID: nodeID, Dir: tb.TempDir(), LogLevel: "info", Pools: pools, Extra: extra})
 	if err != nil {
-		t.Fatal(err)
+		tb.Fatal(err)
 	}
-	t.Cleanup(func() {
+	tb.Cleanup(func() {
 		_ = d.Stop()
-		if t.Failed() {
-			t.Logf("hpp-csi log:\n%s", d.Log())
+		if tb.Failed() {
+			tb.Logf("hpp-csi log:\n%s", d.Log())
 		}
 	})
 	return d

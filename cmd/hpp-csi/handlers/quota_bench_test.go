@@ -3,7 +3,6 @@ package handlers
 import (
 	"context"
 	"fmt"
-	"os"
 	"path/filepath"
 	"testing"
 	"time"
@@ -12,6 +11,7 @@ import (
 
 	"github.com/hostpath-provisioner/hpp/internal/pool"
 	"github.com/hostpath-provisioner/hpp/internal/prjquota"
+	"github.com/hostpath-provisioner/hpp/internal/testutil"
 )
 
 // BenchmarkEnforcedCreateDelete is make bench's figure for what enforcing
@@ -60,7 +60,7 @@ func BenchmarkStats100kFiles(b *testing.B) {
 	dir := filepath.Join(h.pools["fast"], "pvc-files")
 	adopted := filepath.Join(h.pools["fast"], "pvc-adopted")
 	for _, d := range []string{dir, adopted} {
-		fill100k(b, d)
+		testutil.Make100kFiles(b, d)
 	}
 	time1 := func(id, path string) time.Duration {
 		start := time.Now()
@@ -80,23 +80,4 @@ func BenchmarkStats100kFiles(b *testing.B) {
 	b.ReportMetric(float64(quota.Microseconds())/float64(b.N), "quota-µs/op")
 	b.ReportMetric(float64(walk.Milliseconds())/float64(b.N), "walk-ms/op")
 	b.ReportMetric(float64(walk)/float64(quota), "walk/quota")
-}
-
-// fill100k makes dir (if need be) hold 100 directories of 1,000 empty files.
-func fill100k(b *testing.B, dir string) {
-	b.Helper()
-	if err := os.MkdirAll(dir, 0o755); err != nil {
-		b.Fatal(err)
-	}
-	for i := range 100 {
-		sub := filepath.Join(dir, fmt.Sprintf("d%03d", i))
-		if err := os.Mkdir(sub, 0o755); err != nil {
-			b.Fatal(err)
-		}
-		for j := range 1000 {
-			if err := os.WriteFile(filepath.Join(sub, fmt.Sprintf("f%04d", j)), nil, 0o644); err != nil {
-				b.Fatal(err)
-			}
-		}
-	}
 }
