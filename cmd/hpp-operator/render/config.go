@@ -12,6 +12,7 @@ import (
 	"fmt"
 	"path"
 
+	hppv1 "github.com/hostpath-provisioner/hpp/internal/api/v1beta1"
 	"github.com/hostpath-provisioner/hpp/internal/contract"
 
 	corev1 "k8s.io/api/core/v1"
@@ -117,6 +118,19 @@ type Config struct {
 	// install taken over keeps the one kubelet has registered (upstream's
 	// UpstreamPluginDir): kubelet keeps dialling the registered socket.
 	PluginDir string
+	// ImagePullPolicy of every container: DefaultConfig's IfNotPresent,
+	// or the CR's spec.imagePullPolicy when it names one (ForCR). Decided
+	// once per pass, so every object's builder reads the same value.
+	ImagePullPolicy corev1.PullPolicy
+}
+
+// ForCR is the configuration to render a CR's objects with: the values the
+// CR itself decides (its pull policy) filled in.
+func (c Config) ForCR(spec *hppv1.HostPathProvisionerSpec) Config {
+	if spec.ImagePullPolicy != "" {
+		c.ImagePullPolicy = spec.ImagePullPolicy
+	}
+	return c
 }
 
 // UpstreamPluginDir is the plugin directory (under the kubelet root) of
@@ -142,6 +156,8 @@ func DefaultConfig() Config {
 		KubeAPIQPS:    50,
 		KubeAPIBurst:  100,
 		WorkerThreads: 20,
+		// Upstream's operator writes IfNotPresent when the CR names none.
+		ImagePullPolicy: corev1.PullIfNotPresent,
 		Images: Images{
 			CSI:         "hpp-csi",
 			Legacy:      "hpp-legacy",
@@ -221,10 +237,3 @@ func (c *Config) metricsTLSVersion() string {
 }
 
 func (c *Config) sidecars() bool { return c.Images.NodeDriverRegistrar != "" }
-
-func pullPolicy(p corev1.PullPolicy) corev1.PullPolicy {
-	if p == "" {
-		return corev1.PullIfNotPresent
-	}
-	return p
-}

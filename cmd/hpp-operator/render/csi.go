@@ -34,7 +34,7 @@ func (c *Config) CSIDaemonSet(spec *hppv1.HostPathProvisionerSpec) (*appsv1.Daem
 	if err != nil {
 		return nil, err
 	}
-	pp := pullPolicy(spec.ImagePullPolicy)
+	pp := c.ImagePullPolicy
 	pluginDir := c.pluginDir()
 	podsDir := path.Join(c.KubeletDir, "pods")
 	bidi := corev1.MountPropagationBidirectional
@@ -76,7 +76,7 @@ func (c *Config) CSIDaemonSet(spec *hppv1.HostPathProvisionerSpec) (*appsv1.Daem
 		ImagePullPolicy: pp,
 		Args:            args,
 		Env: []corev1.EnvVar{
-			fieldEnv("NODE_NAME", "spec.nodeName"),
+			nodeNameEnv,
 			{Name: "PV_DIR", Value: datadir},
 		},
 		Ports: []corev1.ContainerPort{
@@ -155,9 +155,9 @@ func (c *Config) provisionerContainer(pp corev1.PullPolicy) corev1.Container {
 			fmt.Sprintf("--worker-threads=%d", c.WorkerThreads),
 		},
 		Env: []corev1.EnvVar{
-			fieldEnv("NODE_NAME", "spec.nodeName"),
-			fieldEnv("NAMESPACE", "metadata.namespace"),
-			fieldEnv("POD_NAME", "metadata.name"),
+			nodeNameEnv,
+			namespaceEnv,
+			podNameEnv,
 		},
 		VolumeMounts:             []corev1.VolumeMount{{Name: "socket-dir", MountPath: csiSocketDir}},
 		Resources:                requests("10m", "40Mi"),
@@ -210,7 +210,7 @@ func (c *Config) snapshotterContainer(pp corev1.PullPolicy) corev1.Container {
 			"--csi-address=" + path.Join(csiSocketDir, "csi.sock"),
 			"--node-deployment=true",
 		},
-		Env:                      []corev1.EnvVar{fieldEnv("NODE_NAME", "spec.nodeName")},
+		Env:                      []corev1.EnvVar{nodeNameEnv},
 		VolumeMounts:             []corev1.VolumeMount{{Name: "socket-dir", MountPath: csiSocketDir}},
 		Resources:                requests("10m", "20Mi"),
 		TerminationMessagePolicy: corev1.TerminationMessageFallbackToLogsOnError,
@@ -234,6 +234,14 @@ func (c *Config) nodePodSpec(spec *hppv1.HostPathProvisionerSpec, sa string, con
 		},
 	}
 }
+
+// The downward-API variables the pods read, made once: every container
+// shares them (rendered objects are serialized, never changed in place).
+var (
+	nodeNameEnv  = fieldEnv("NODE_NAME", "spec.nodeName")
+	namespaceEnv = fieldEnv("NAMESPACE", "metadata.namespace")
+	podNameEnv   = fieldEnv("POD_NAME", "metadata.name")
+)
 
 func fieldEnv(name, fieldPath string) corev1.EnvVar {
 	return corev1.EnvVar{Name: name, ValueFrom: &corev1.EnvVarSource{

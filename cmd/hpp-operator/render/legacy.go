@@ -19,11 +19,11 @@ func (c *Config) LegacyDaemonSet(spec *hppv1.HostPathProvisionerSpec) *appsv1.Da
 	ctr := corev1.Container{
 		Name:            LegacyDaemonSetName,
 		Image:           c.Images.Legacy,
-		ImagePullPolicy: pullPolicy(spec.ImagePullPolicy),
+		ImagePullPolicy: c.ImagePullPolicy,
 		Args:            []string{"--http-address=:" + strconv.Itoa(legacyHTTPPort)},
 		Env: []corev1.EnvVar{
 			{Name: "USE_NAMING_PREFIX", Value: strconv.FormatBool(pc.UseNamingPrefix)},
-			fieldEnv("NODE_NAME", "spec.nodeName"),
+			nodeNameEnv,
 			{Name: "PV_DIR", Value: pc.Path},
 		},
 		Ports: []corev1.ContainerPort{{Name: "http", ContainerPort: legacyHTTPPort, Protocol: corev1.ProtocolTCP}},

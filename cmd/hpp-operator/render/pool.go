@@ -149,7 +149,7 @@ func (c *Config) MounterDeployment(spec *hppv1.HostPathProvisionerSpec, p *hppv1
 		// prjquota on the XFS it mounts (cmd/hpp-mounter/README.md).
 		args = append(args, "--enforce-size")
 	}
-	ctr := c.mounterContainer(spec, args)
+	ctr := c.mounterContainer(args)
 	ctr.Ports = []corev1.ContainerPort{{Name: "health", ContainerPort: mounterHealthPort, Protocol: corev1.ProtocolTCP}}
 	ctr.ReadinessProbe = &corev1.Probe{ProbeHandler: corev1.ProbeHandler{HTTPGet: &corev1.HTTPGetAction{
 		Path: "/readyz", Port: intstr.FromString("health")}}, PeriodSeconds: 5}
@@ -186,7 +186,7 @@ func (c *Config) MounterDeployment(spec *hppv1.HostPathProvisionerSpec, p *hppv1
 // left the CR's placement (that is often why the pool goes), and the Job
 // must still run exactly there.
 func (c *Config) CleanupJob(spec *hppv1.HostPathProvisionerSpec, pool, poolPath, node string) *batchv1.Job {
-	ctr := c.mounterContainer(spec, []string{"unmount",
+	ctr := c.mounterContainer([]string{"unmount",
 		"--mountPath=" + path.Join(poolPath, "csi"), "--hostPath=" + hostRoot})
 	pod := c.pinnedPodSpec(spec, node, ctr)
 	pod.NodeSelector = nil
@@ -207,14 +207,14 @@ func (c *Config) CleanupJob(spec *hppv1.HostPathProvisionerSpec, pool, poolPath,
 	}
 }
 
-func (c *Config) mounterContainer(spec *hppv1.HostPathProvisionerSpec, args []string) corev1.Container {
+func (c *Config) mounterContainer(args []string) corev1.Container {
 	bidi := corev1.MountPropagationBidirectional
 	return corev1.Container{
 		Name:            "mounter",
 		Image:           c.Images.Mounter,
-		ImagePullPolicy: pullPolicy(spec.ImagePullPolicy),
+		ImagePullPolicy: c.ImagePullPolicy,
 		Args:            args,
-		Env:             []corev1.EnvVar{fieldEnv("NODE_NAME", "spec.nodeName")},
+		Env:             []corev1.EnvVar{nodeNameEnv},
 		// mount(2) on the host and block devices need privilege.
 		SecurityContext:          &corev1.SecurityContext{Privileged: ptr.To(true)},
 		VolumeMounts:             []corev1.VolumeMount{{Name: "host-root", MountPath: hostRoot, MountPropagation: &bidi}},

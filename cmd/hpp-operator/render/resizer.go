@@ -61,7 +61,7 @@ func (c *Config) ResizerObjects(spec *hppv1.HostPathProvisionerSpec) []client.Ob
 // the host: no privilege, no host paths. It honours the CR's workload
 // placement like every pod the operator makes.
 func (c *Config) ResizerDeployment(spec *hppv1.HostPathProvisionerSpec) *appsv1.Deployment {
-	pp := pullPolicy(spec.ImagePullPolicy)
+	pp := c.ImagePullPolicy
 	sock := path.Join(csiSocketDir, "csi.sock")
 	restricted := &corev1.SecurityContext{
 		AllowPrivilegeEscalation: ptr.To(false),
@@ -104,7 +104,7 @@ func (c *Config) ResizerDeployment(spec *hppv1.HostPathProvisionerSpec) *appsv1.
 			// Online expansion: no pods to watch for volumes in use.
 			"--handle-volume-inuse-error=false",
 		},
-		Env:                      []corev1.EnvVar{fieldEnv("NAMESPACE", "metadata.namespace")},
+		Env:                      []corev1.EnvVar{namespaceEnv},
 		SecurityContext:          restricted,
 		VolumeMounts:             mounts,
 		Resources:                requests("5m", "30Mi"),

@@ -90,6 +90,8 @@ func validate(spec *HostPathProvisionerSpec) *findings {
 
 func validatePools(f *findings, fp *field.Path, pools []StoragePool) {
 	names := map[string]int{}
+	// Paths cleaned (fieldrule.CheckPoolPath), compared below.
+	clean := make([]string, len(pools))
 	for i := range pools {
 		p := &pools[i]
 		ip := fp.Index(i)
@@ -99,7 +101,7 @@ func validatePools(f *findings, fp *field.Path, pools []StoragePool) {
 		} else {
 			names[p.Name] = i
 		}
-		validatePath(f, ip.Child("path"), p.Path)
+		clean[i] = validatePath(f, ip.Child("path"), p.Path)
 		if p.SnapshotPath != "" {
 			// hpp's own field: its rules hold for every CR that sets it.
 			sf := &findings{}
@@ -118,11 +120,7 @@ func validatePools(f *findings, fp *field.Path, pools []StoragePool) {
 	// Two pools in one directory would count and clean each other's
 	// volumes (upstream's webhook refuses the same path twice too, and hpp
 	// the same directory spelled twice); one inside the other is hpp's
-	// rule. Paths are compared cleaned (fieldrule.CheckPoolPath).
-	clean := make([]string, len(pools))
-	for i := range pools {
-		clean[i], _, _ = fieldrule.CheckPoolPath(pools[i].Path)
-	}
+	// rule. Paths are compared cleaned.
 	for i := range pools {
 		for j := range pools {
 			a, b := clean[i], clean[j]
@@ -170,8 +168,10 @@ func validatePoolName(f *findings, fp *field.Path, name string) {
 // element, which the API server refuses in a hostPath volume); the root
 // directory is hpp's rule. A trailing '/' or other unclean spelling is
 // accepted: hpp cleans it where it uses the path.
-func validatePath(f *findings, fp *field.Path, p string) {
-	_, problem, _ := fieldrule.CheckPoolPath(p)
+// validatePath records p's problem, if any, and returns p cleaned ("" when
+// it has a problem).
+func validatePath(f *findings, fp *field.Path, p string) string {
+	clean, problem, _ := fieldrule.CheckPoolPath(p)
 	switch problem {
 	case fieldrule.PathOK:
 	case fieldrule.PathMissing:
@@ -187,6 +187,7 @@ func validatePath(f *findings, fp *field.Path, p string) {
 	case fieldrule.PathBackstep:
 		f.block(field.Invalid(fp, p, "must not contain a '..' element"))
 	}
+	return clean
 }
 
 // validatePVCTemplate refuses templates the operator could not turn into

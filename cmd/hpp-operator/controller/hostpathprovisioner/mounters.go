@@ -201,7 +201,7 @@ func describeJob(j *batchv1.Job) string {
 func (r *Reconciler) teardownPools(ctx context.Context, log logr.Logger, cr *hppv1.HostPathProvisioner) (running, failed []string, err error) {
 	// The Jobs' pods must be admitted: without the PriorityClass they go
 	// without one, as the node pods do.
-	cfg, err := r.checkPriorityClass(ctx, newStatus(cr, r.Config.Version))
+	cfg, err := r.passConfig(ctx, &cr.Spec, newStatus(cr, r.Config.Version))
 	if err != nil {
 		return nil, nil, err
 	}
@@ -251,6 +251,15 @@ func controlledBy[T any, P interface {
 		if metav1.IsControlledBy(P(&items[i]), owner) {
 			out = append(out, items[i])
 		}
+	}
+	return out
+}
+
+// wantedMounters are the names of the mounter Deployments render built.
+func (p *pass) wantedMounters() map[string]bool {
+	out := map[string]bool{}
+	for _, m := range p.mounters {
+		out[m.deployment.Name] = true
 	}
 	return out
 }

@@ -10,13 +10,14 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	"github.com/hostpath-provisioner/hpp/cmd/hpp-operator/render"
+	hppv1 "github.com/hostpath-provisioner/hpp/internal/api/v1beta1"
 )
 
 // observe reads what the rendering depends on: where the driver runs,
 // where each pool is mounted, the nodes that hold volumes outside the
 // placement, and the live CSI DaemonSet's plugin directory.
 func (r *Reconciler) observe(ctx context.Context, p *pass) error {
-	cfg, err := r.checkPriorityClass(ctx, p.st)
+	cfg, err := r.passConfig(ctx, &p.cr.Spec, p.st)
 	if err != nil {
 		return err
 	}
@@ -47,11 +48,12 @@ func (r *Reconciler) observe(ctx context.Context, p *pass) error {
 	return nil
 }
 
-// checkPriorityClass returns the configuration to render with: without
-// the configured PriorityClass, pods would never schedule, so they run
-// without one and Degraded says why.
-func (r *Reconciler) checkPriorityClass(ctx context.Context, st *status) (render.Config, error) {
-	cfg := r.Config
+// passConfig returns the configuration to render the CR with: what the CR
+// decides (render.Config.ForCR) and, without the configured PriorityClass,
+// none: pods would never schedule, so they run without one and Degraded
+// says why.
+func (r *Reconciler) passConfig(ctx context.Context, spec *hppv1.HostPathProvisionerSpec, st *status) (render.Config, error) {
+	cfg := r.Config.ForCR(spec)
 	if cfg.PriorityClassName == "" {
 		return cfg, nil
 	}

@@ -60,15 +60,6 @@ type overlayWant struct {
 	class *storagev1.StorageClass
 }
 
-// wantedMounters are the names of the mounter Deployments render built.
-func (p *pass) wantedMounters() map[string]bool {
-	out := map[string]bool{}
-	for _, m := range p.mounters {
-		out[m.deployment.Name] = true
-	}
-	return out
-}
-
 // holds reports whether a node outside the placement holds volumes of
 // the pool (observed, heldnodes.go).
 func (p *pass) holds(node, pool string) bool { return p.held[node][pool] > 0 }

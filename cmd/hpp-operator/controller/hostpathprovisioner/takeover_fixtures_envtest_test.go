@@ -207,7 +207,7 @@ func takeOver(t *testing.T, h *harness, up *upstreamInstall) {
 func checkTakenOver(t *testing.T, h *harness, up *upstreamInstall, replaced map[string]bool) {
 	t.Helper()
 	cr := mustGetCR(t, h, upstreamCR)
-	cfg := h.cfg
+	cfg := h.cfg.ForCR(&cr.Spec)
 	want, err := cfg.CSIObjects(&cr.Spec)
 	if err != nil {
 		t.Fatal(err)
