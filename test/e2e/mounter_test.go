@@ -23,6 +23,7 @@ import (
 
 	"golang.org/x/sys/unix"
 
+	"github.com/hostpath-provisioner/hpp/internal/grpctest"
 	"github.com/hostpath-provisioner/hpp/internal/poolmarker"
 	"github.com/hostpath-provisioner/hpp/internal/testutil"
 	"github.com/hostpath-provisioner/hpp/test/cluster"
@@ -294,7 +295,7 @@ func (m *mountedPoolDriver) create(t *testing.T, name string, code codes.Code, m
 		}
 		return
 	}
-	csitest.WantCode(t, err, code, msg)
+	grpctest.WantCode(t, err, code, msg)
 }
 
 func (m *mountedPoolDriver) waitReady(t *testing.T) {

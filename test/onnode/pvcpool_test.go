@@ -21,6 +21,7 @@ import (
 
 	hppv1 "github.com/hostpath-provisioner/hpp/internal/api/v1beta1"
 	"github.com/hostpath-provisioner/hpp/internal/contract"
+	"github.com/hostpath-provisioner/hpp/internal/grpctest"
 	"github.com/hostpath-provisioner/hpp/internal/poolmarker"
 	"github.com/hostpath-provisioner/hpp/internal/testutil"
 	"github.com/hostpath-provisioner/hpp/test/csitest"
@@ -417,7 +418,7 @@ func (e *env) mounterDeleted(ctx context.Context, t *testing.T, p *templatePool)
 	}
 	why := fmt.Sprintf(`storage pool %q is not ready: it is not mounted: marker`, p.name)
 	_, err = csi.CreateVolume(csitest.Ctx(t), csitest.CreateRequest("onnode-unmounted", node, 1<<20, csitest.PoolParams(p.name)))
-	csitest.WantCode(t, err, codes.Unavailable, why, poolmarker.Name+" is missing")
+	grpctest.WantCode(t, err, codes.Unavailable, why, poolmarker.Name+" is missing")
 	t.Logf("hpp-csi: capacity 0 in %s, CreateVolume refused: %v", p.name, err)
 
 	class := "onnode-pool-" + p.name
