@@ -15,7 +15,7 @@ import (
 	"sigs.k8s.io/yaml"
 
 	"github.com/hostpath-provisioner/hpp/internal/contract"
-	"github.com/hostpath-provisioner/hpp/test/e2e"
+	"github.com/hostpath-provisioner/hpp/test/e2e/kit"
 )
 
 // Files of this directory, relative to the checkout (the suite's
@@ -71,9 +71,9 @@ type driverFile struct {
 	Timeouts map[string]string `json:"Timeouts"`
 }
 
-// pools are the pools test/e2e's Setup gives the real node: the only pool
+// pools are the pools test/e2e/kit's Setup gives the real node: the only pool
 // names the driver file may use.
-var pools = []string{e2e.PoolLocal, e2e.PoolFast}
+var pools = []string{kit.PoolLocal, kit.PoolFast}
 
 // CheckDriverFile loads the driver file (relative to root) and the
 // StorageClass it names, and reports every problem at once, each naming

@@ -15,7 +15,7 @@ import (
 	"time"
 
 	"github.com/hostpath-provisioner/hpp/test/cluster"
-	"github.com/hostpath-provisioner/hpp/test/e2e"
+	"github.com/hostpath-provisioner/hpp/test/e2e/kit"
 )
 
 // Tools are the tier's binaries, built by
@@ -153,7 +153,7 @@ func Run(ctx context.Context, opts Options) (Summary, error) {
 		return Summary{}, err
 	}
 
-	hpp, err := e2e.Setup(ctx, e2e.SetupOptions{Binaries: opts.Cluster, HPPCSI: opts.HPPCSI, Logf: logf, HandleSignals: true,
+	hpp, err := kit.Setup(ctx, kit.SetupOptions{Binaries: opts.Cluster, HPPCSI: opts.HPPCSI, Logf: logf, HandleSignals: true,
 		Snapshotter: &opts.Snapshotter})
 	if err != nil {
 		return Summary{}, err

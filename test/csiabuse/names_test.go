@@ -14,6 +14,7 @@ import (
 	"google.golang.org/grpc/codes"
 
 	"github.com/hostpath-provisioner/hpp/internal/contract"
+	"github.com/hostpath-provisioner/hpp/internal/grpctest"
 	"github.com/hostpath-provisioner/hpp/test/csitest"
 )
 
@@ -208,7 +209,7 @@ func TestHostileVolumeIDs(t *testing.T) {
 			}
 			for rpc, call := range rpcs {
 				t.Run(rpc, func(t *testing.T) {
-					csitest.WantCode(t, call(), codes.InvalidArgument, tc.why)
+					grpctest.WantCode(t, call(), codes.InvalidArgument, tc.why)
 				})
 			}
 			if exists(target) {

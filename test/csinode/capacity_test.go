@@ -8,6 +8,7 @@ import (
 	"golang.org/x/sys/unix"
 	"google.golang.org/grpc/codes"
 
+	"github.com/hostpath-provisioner/hpp/internal/grpctest"
 	"github.com/hostpath-provisioner/hpp/internal/testutil"
 	"github.com/hostpath-provisioner/hpp/test/csitest"
 )
@@ -87,12 +88,12 @@ func TestCreateVolumeLargerThanPool(t *testing.T) {
 	total := totalBytes(t, poolPath)
 
 	_, err := e.c.CreateVolume(ctx(t), csitest.CreateRequest("pvc-huge", node, total+MiB, csitest.PoolParams(poolName)))
-	wantCode(t, err, codes.OutOfRange, "exceeds the total size", poolName)
+	grpctest.WantCode(t, err, codes.OutOfRange, "exceeds the total size", poolName)
 
 	free, _ := statfs(t, poolPath)
 	// Fits the free space, but not once the headroom is kept.
 	_, err = e.c.CreateVolume(ctx(t), csitest.CreateRequest("pvc-headroom", node, free-headroom/2, csitest.PoolParams(poolName)))
-	wantCode(t, err, codes.ResourceExhausted, poolName, "less than the requested")
+	grpctest.WantCode(t, err, codes.ResourceExhausted, poolName, "less than the requested")
 	onlyHidden(t, e)
 
 	offered, _ := getCapacity(t, e, capacityRequest(node))
@@ -149,7 +150,7 @@ func TestReservationAwareCapacity(t *testing.T) {
 			size := free - headroom - reserved/2
 			_, err = e.c.CreateVolume(ctx(t), csitest.CreateRequest("pvc-second", node, size, csitest.PoolParams(poolName)))
 			if aware {
-				wantCode(t, err, codes.ResourceExhausted, "reserved by volumes")
+				grpctest.WantCode(t, err, codes.ResourceExhausted, "reserved by volumes")
 			} else if err != nil {
 				t.Errorf("without reservation awareness a %d byte volume fits %d free bytes: %v", size, free-headroom, err)
 			}

@@ -13,6 +13,7 @@ import (
 	"google.golang.org/protobuf/proto"
 
 	"github.com/hostpath-provisioner/hpp/internal/contract"
+	"github.com/hostpath-provisioner/hpp/internal/grpctest"
 	"github.com/hostpath-provisioner/hpp/test/csitest"
 )
 
@@ -58,7 +59,7 @@ func TestCreateVolumeResponse(t *testing.T) {
 	}
 	// Same name, incompatible size: AlreadyExists.
 	_, err = e.c.CreateVolume(ctx(t), csitest.CreateRequest("pvc-resp", node, 6*MiB, csitest.PoolParams(poolName)))
-	wantCode(t, err, codes.AlreadyExists, "pvc-resp", "5242880")
+	grpctest.WantCode(t, err, codes.AlreadyExists, "pvc-resp", "5242880")
 }
 
 // Only WaitForFirstConsumer is supported: no topology (Immediate binding)
@@ -68,11 +69,11 @@ func TestCreateVolumeTopology(t *testing.T) {
 	req := csitest.CreateRequest("pvc-immediate", node, MiB, csitest.PoolParams(poolName))
 	req.AccessibilityRequirements = nil
 	_, err := e.c.CreateVolume(ctx(t), req)
-	wantCode(t, err, codes.InvalidArgument, "accessibility_requirements", "WaitForFirstConsumer")
+	grpctest.WantCode(t, err, codes.InvalidArgument, "accessibility_requirements", "WaitForFirstConsumer")
 
 	req = csitest.CreateRequest("pvc-elsewhere", "node-b", MiB, csitest.PoolParams(poolName))
 	_, err = e.c.CreateVolume(ctx(t), req)
-	wantCode(t, err, codes.InvalidArgument, "node-b", `not this node "`+node+`"`)
+	grpctest.WantCode(t, err, codes.InvalidArgument, "node-b", `not this node "`+node+`"`)
 	onlyHidden(t, e)
 }
 
@@ -84,7 +85,7 @@ func TestCreateVolumeBlockRefused(t *testing.T) {
 		AccessMode: &csi.VolumeCapability_AccessMode{Mode: csi.VolumeCapability_AccessMode_SINGLE_NODE_WRITER},
 	}}
 	_, err := e.c.CreateVolume(ctx(t), req)
-	wantCode(t, err, codes.InvalidArgument, "block access is not supported", "hostpath volumes are filesystem volumes")
+	grpctest.WantCode(t, err, codes.InvalidArgument, "block access is not supported", "hostpath volumes are filesystem volumes")
 	onlyHidden(t, e)
 }
 
@@ -149,9 +150,9 @@ func TestCreateVolumeBadParameters(t *testing.T) {
 	_, err := e.c.CreateVolume(ctx(t), csitest.CreateRequest("pvc-bad-params", node, MiB, map[string]string{
 		contract.ParamStoragePool: poolName, csitest.DirectoryMode: "0644", csitest.DirectoryUID: "-1", "storagepool": poolName,
 	}))
-	wantCode(t, err, codes.InvalidArgument, "parameters.directoryMode", `"0644"`, "parameters.directoryUID", `"-1"`,
+	grpctest.WantCode(t, err, codes.InvalidArgument, "parameters.directoryMode", `"0644"`, "parameters.directoryUID", `"-1"`,
 		"parameters.storagepool: unknown parameter")
 	_, err = e.c.CreateVolume(ctx(t), csitest.CreateRequest("pvc-no-pool", node, MiB, csitest.PoolParams("nosuchpool")))
-	wantCode(t, err, codes.InvalidArgument, "nosuchpool")
+	grpctest.WantCode(t, err, codes.InvalidArgument, "nosuchpool")
 	onlyHidden(t, e)
 }

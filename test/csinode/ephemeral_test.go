@@ -9,6 +9,7 @@ import (
 	"google.golang.org/grpc/codes"
 
 	"github.com/hostpath-provisioner/hpp/internal/contract"
+	"github.com/hostpath-provisioner/hpp/internal/grpctest"
 	"github.com/hostpath-provisioner/hpp/test/csitest"
 )
 
@@ -94,7 +95,7 @@ func TestPersistentVolumeWithEphemeralLookingID(t *testing.T) {
 
 	other := filepath.Join(t.TempDir(), "inline")
 	_, err := e.c.NodePublishVolume(ctx(t), csitest.PublishRequest(ephemeralID, other, ephemeralContext("pod-uid-2")))
-	wantCode(t, err, codes.AlreadyExists, ephemeralID, "persistent volume")
+	grpctest.WantCode(t, err, codes.AlreadyExists, ephemeralID, "persistent volume")
 	e.unpublish(ephemeralID, other)
 	if _, err := os.Stat(filepath.Join(e.volDir(ephemeralID), "keep")); err != nil {
 		t.Errorf("persistent volume lost its data after a refused ephemeral publish: %v", err)

@@ -14,6 +14,7 @@ import (
 	"golang.org/x/sys/unix"
 	"google.golang.org/grpc/codes"
 
+	"github.com/hostpath-provisioner/hpp/internal/grpctest"
 	"github.com/hostpath-provisioner/hpp/test/csitest"
 )
 
@@ -153,7 +154,7 @@ func TestHealthPoolFull(t *testing.T) {
 		t.Errorf("GetCapacity on a full pool: available %d maximum %d; want 0", a, m)
 	}
 	_, err := e.c.CreateVolume(ctx(t), csitest.CreateRequest("pvc-more", node, MiB, csitest.PoolParams(poolName)))
-	wantCode(t, err, codes.ResourceExhausted, poolName)
+	grpctest.WantCode(t, err, codes.ResourceExhausted, poolName)
 
 	// Freeing space clears the condition.
 	if err := os.Remove(filepath.Join(e.volDir("pvc-full"), "filler")); err != nil {
@@ -239,16 +240,16 @@ func TestHealthPoolMountLost(t *testing.T) {
 		// The volume is on the disk that is gone; "deleted" would let
 		// the CO drop the PV and leak the data when the disk returns.
 		_, err := e.c.DeleteVolume(ctx(t), &csi.DeleteVolumeRequest{VolumeId: "pvc-lost"})
-		wantCode(t, err, codes.Unavailable, poolName)
+		grpctest.WantCode(t, err, codes.Unavailable, poolName)
 	})
 	t.Run("publish does not say the volume is gone", func(t *testing.T) {
 		target := filepath.Join(t.TempDir(), "mount")
 		_, err := e.c.NodePublishVolume(ctx(t), csitest.PublishRequest("pvc-lost", target, csitest.PoolParams(poolName)))
-		wantCode(t, err, codes.Unavailable, poolName)
+		grpctest.WantCode(t, err, codes.Unavailable, poolName)
 	})
 	t.Run("create does not write to the host disk", func(t *testing.T) {
 		_, err := e.c.CreateVolume(ctx(t), csitest.CreateRequest("pvc-new", node, MiB, csitest.PoolParams(poolName)))
-		wantCode(t, err, codes.Unavailable, poolName)
+		grpctest.WantCode(t, err, codes.Unavailable, poolName)
 		if left := csitest.Entries(t, poolPath); len(left) != 0 {
 			t.Errorf("the unmounted pool directory on the host disk got %v", left)
 		}
@@ -292,7 +293,7 @@ func TestProbeNotReadyWhenPoolMissing(t *testing.T) {
 	}
 	mustNotExist(t, late.Path)
 	_, err := e.c.CreateVolume(ctx(t), csitest.CreateRequest("pvc-late", node, MiB, csitest.PoolParams(late.Name)))
-	wantCode(t, err, codes.Unavailable, late.Name)
+	grpctest.WantCode(t, err, codes.Unavailable, late.Name)
 	// The other pool serves meanwhile.
 	if _, err := e.c.CreateVolume(ctx(t), csitest.CreateRequest("pvc-ready", node, MiB, csitest.PoolParams(ready.Name))); err != nil {
 		t.Errorf("CreateVolume on the ready pool: %v", err)

@@ -16,8 +16,6 @@ import (
 
 	"github.com/container-storage-interface/spec/lib/go/csi"
 	"golang.org/x/sys/unix"
-	"google.golang.org/grpc/codes"
-	"google.golang.org/grpc/status"
 
 	"github.com/hostpath-provisioner/hpp/internal/contract"
 	"github.com/hostpath-provisioner/hpp/internal/testutil"
@@ -113,16 +111,6 @@ func (e *env) readMeta(id string) map[string]any {
 		e.t.Fatalf("meta file of %q: %v", id, err)
 	}
 	return m
-}
-
-// wantCode fails unless err has code and a message containing every part;
-// the rest of a test makes no sense after a wrong answer.
-func wantCode(t *testing.T, err error, code codes.Code, parts ...string) {
-	t.Helper()
-	if status.Code(err) != code {
-		t.Fatalf("got %v; want code %v", err, code)
-	}
-	csitest.WantCode(t, err, code, parts...)
 }
 
 func mustNotExist(t *testing.T, path string) {

@@ -11,6 +11,7 @@ import (
 
 	"github.com/hostpath-provisioner/hpp/internal/contract"
 	"github.com/hostpath-provisioner/hpp/internal/dirvol"
+	"github.com/hostpath-provisioner/hpp/internal/grpctest"
 	"github.com/hostpath-provisioner/hpp/internal/testutil"
 	"github.com/hostpath-provisioner/hpp/test/csitest"
 )
@@ -107,7 +108,7 @@ func TestLegacyVolumeInPlace(t *testing.T) {
 	}
 
 	_, err = c.DeleteVolume(ctx(t), &csi.DeleteVolumeRequest{VolumeId: "pvc-dup"})
-	wantCode(t, err, codes.FailedPrecondition, `volume "pvc-dup" exists in more than one legacy directory`,
+	grpctest.WantCode(t, err, codes.FailedPrecondition, `volume "pvc-dup" exists in more than one legacy directory`,
 		filepath.Join(pvDir, "pvc-dup"), filepath.Join(other, "pvc-dup"), "does not guess")
 	for _, p := range []string{filepath.Join(pvDir, "pvc-dup"), filepath.Join(other, "pvc-dup")} {
 		if _, err := os.Stat(p); err != nil {

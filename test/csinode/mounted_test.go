@@ -9,6 +9,7 @@ import (
 	"golang.org/x/sys/unix"
 	"google.golang.org/grpc/codes"
 
+	"github.com/hostpath-provisioner/hpp/internal/grpctest"
 	"github.com/hostpath-provisioner/hpp/internal/poolmarker"
 	"github.com/hostpath-provisioner/hpp/internal/testutil"
 	"github.com/hostpath-provisioner/hpp/test/csitest"
@@ -26,7 +27,7 @@ func TestMountedPoolNeedsMarker(t *testing.T) {
 	why := `storage pool "p" is not ready: it is not mounted: marker ` + marker + ` is missing; hpp-mounter writes the marker once the pool's PVC is mounted there, and hpp-csi never uses the bare directory`
 
 	_, err := e.c.CreateVolume(ctx(t), csitest.CreateRequest("pvc-bare", node, MiB, csitest.PoolParams(poolName)))
-	wantCode(t, err, codes.Unavailable, why)
+	grpctest.WantCode(t, err, codes.Unavailable, why)
 	if !probeReady(t, e) {
 		t.Error("Probe not ready because a mounted pool waits for its mounter")
 	}
@@ -55,7 +56,7 @@ func TestMountedPoolNeedsMarker(t *testing.T) {
 		t.Fatal(err)
 	}
 	_, err = e.c.CreateVolume(ctx(t), csitest.CreateRequest("pvc-after", node, MiB, csitest.PoolParams(poolName)))
-	wantCode(t, err, codes.Unavailable, why)
+	grpctest.WantCode(t, err, codes.Unavailable, why)
 	if !probeReady(t, e) {
 		t.Error("Probe not ready after the mounted pool was unmounted")
 	}
@@ -72,7 +73,7 @@ func TestMountedPoolRefusesOtherPoolsMarker(t *testing.T) {
 	}
 	e := newEnvPool(t, csitest.Pool{Name: poolName, Path: host, Mounted: true})
 	_, err := e.c.CreateVolume(ctx(t), csitest.CreateRequest("pvc-x", node, MiB, csitest.PoolParams(poolName)))
-	wantCode(t, err, codes.Unavailable, `storage pool "p" is not ready: it is not mounted: marker `+filepath.Join(volumes, poolmarker.Name)+` belongs to pool "other", not "p"`)
+	grpctest.WantCode(t, err, codes.Unavailable, `storage pool "p" is not ready: it is not mounted: marker `+filepath.Join(volumes, poolmarker.Name)+` belongs to pool "other", not "p"`)
 }
 
 // bareMountPoint is a host pool directory whose volumes directory is an

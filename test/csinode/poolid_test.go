@@ -11,6 +11,7 @@ import (
 	"google.golang.org/grpc/codes"
 
 	"github.com/hostpath-provisioner/hpp/internal/contract"
+	"github.com/hostpath-provisioner/hpp/internal/grpctest"
 	"github.com/hostpath-provisioner/hpp/internal/poolmarker"
 	"github.com/hostpath-provisioner/hpp/test/csitest"
 )
@@ -47,7 +48,7 @@ func TestPoolIdentityRefusesAVolumeOfAnotherDisk(t *testing.T) {
 			"pvc-old", poolName, first.ID, vols, node, now.ID)
 		b := target("b")
 		_, err := e.c.NodePublishVolume(ctx(t), csitest.PublishRequest("pvc-old", b, old.GetVolumeContext()))
-		wantCode(t, err, codes.FailedPrecondition, want)
+		grpctest.WantCode(t, err, codes.FailedPrecondition, want)
 		t.Logf("%s: NodePublishVolume = %v", phase, err)
 		if m := mounted(t, b); len(m) != 0 {
 			t.Errorf("%s: refused publish left mounts at %s: %v", phase, b, m)

@@ -12,6 +12,7 @@ import (
 	"github.com/container-storage-interface/spec/lib/go/csi"
 	"google.golang.org/grpc/codes"
 
+	"github.com/hostpath-provisioner/hpp/internal/grpctest"
 	"github.com/hostpath-provisioner/hpp/test/csitest"
 )
 
@@ -84,7 +85,7 @@ func TestPublishOtherVolumeAtMountedTarget(t *testing.T) {
 	e.publish(csitest.PublishRequest(a.GetVolumeId(), target, a.GetVolumeContext()))
 
 	_, err := e.c.NodePublishVolume(ctx(t), csitest.PublishRequest(b.GetVolumeId(), target, b.GetVolumeContext()))
-	wantCode(t, err, codes.AlreadyExists, target, "already has another volume mounted")
+	grpctest.WantCode(t, err, codes.AlreadyExists, target, "already has another volume mounted")
 
 	if m := mounted(t, target); len(m) != 1 || !strings.HasSuffix(m[0].Root, "/csi/pvc-a") {
 		t.Errorf("mounts at target after the refused publish: %+v; want only pvc-a", m)
@@ -199,13 +200,13 @@ func TestPublishUnsupportedMountFlag(t *testing.T) {
 			req := csitest.PublishRequest(vol.GetVolumeId(), target, vol.GetVolumeContext())
 			req.VolumeCapability = csitest.MountCapability(csi.VolumeCapability_AccessMode_SINGLE_NODE_WRITER, flag)
 			_, err := e.c.NodePublishVolume(ctx(t), req)
-			wantCode(t, err, codes.InvalidArgument, `mount flag "`+bad+`" is not supported`)
+			grpctest.WantCode(t, err, codes.InvalidArgument, `mount flag "`+bad+`" is not supported`)
 			mustNotExist(t, target)
 
 			creq := csitest.CreateRequest("pvc-badflag-create", node, MiB, csitest.PoolParams(poolName))
 			creq.VolumeCapabilities = []*csi.VolumeCapability{req.VolumeCapability}
 			_, err = e.c.CreateVolume(ctx(t), creq)
-			wantCode(t, err, codes.InvalidArgument, `mount flag "`+bad+`" is not supported`)
+			grpctest.WantCode(t, err, codes.InvalidArgument, `mount flag "`+bad+`" is not supported`)
 			mustNotExist(t, e.volDir("pvc-badflag-create"))
 		})
 	}

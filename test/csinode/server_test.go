@@ -16,6 +16,7 @@ import (
 	"golang.org/x/sys/unix"
 	"google.golang.org/grpc/codes"
 
+	"github.com/hostpath-provisioner/hpp/internal/grpctest"
 	"github.com/hostpath-provisioner/hpp/test/csitest"
 )
 
@@ -119,7 +120,7 @@ func TestHealthzAndMetrics(t *testing.T) {
 	}
 	e.create("pvc-metrics", MiB, nil)
 	_, err := e.c.CreateVolume(ctx(t), csitest.CreateRequest("pvc-bad", "node-b", MiB, csitest.PoolParams(poolName)))
-	wantCode(t, err, codes.InvalidArgument)
+	grpctest.WantCode(t, err, codes.InvalidArgument)
 
 	code, body := httpGet(t, e.d, "metrics", "/metrics")
 	if code != 200 {

@@ -9,6 +9,7 @@ import (
 	"github.com/container-storage-interface/spec/lib/go/csi"
 	"google.golang.org/grpc/codes"
 
+	"github.com/hostpath-provisioner/hpp/internal/grpctest"
 	"github.com/hostpath-provisioner/hpp/internal/testutil"
 	"github.com/hostpath-provisioner/hpp/test/csitest"
 )
@@ -75,7 +76,7 @@ func snapshotCloneExpand(t *testing.T, poolPath, wantMode string) {
 		t.Fatalf("record capacityBytes = %v", got)
 	}
 	_, err = e.c.ControllerExpandVolume(ctx(t), &csi.ControllerExpandVolumeRequest{VolumeId: "pvc-src", CapacityRange: &csi.CapacityRange{RequiredBytes: 1 << 40}})
-	wantCode(t, err, codes.OutOfRange, "exceeds the total size")
+	grpctest.WantCode(t, err, codes.OutOfRange, "exceeds the total size")
 
 	if _, err := e.c.DeleteSnapshot(ctx(t), &csi.DeleteSnapshotRequest{SnapshotId: "snap-1"}); err != nil {
 		t.Fatal(err)

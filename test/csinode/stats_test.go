@@ -8,6 +8,7 @@ import (
 	"github.com/container-storage-interface/spec/lib/go/csi"
 	"google.golang.org/grpc/codes"
 
+	"github.com/hostpath-provisioner/hpp/internal/grpctest"
 	"github.com/hostpath-provisioner/hpp/test/csitest"
 )
 
@@ -90,7 +91,7 @@ func TestVolumeStatsKnownContent(t *testing.T) {
 
 		// A volume_path where nothing is published is NotFound, as the spec says.
 		_, err = e.c.NodeGetVolumeStats(ctx(t), &csi.NodeGetVolumeStatsRequest{VolumeId: "pvc-stats", VolumePath: filepath.Join(t.TempDir(), "gone")})
-		wantCode(t, err, codes.NotFound, "does not exist")
+		grpctest.WantCode(t, err, codes.NotFound, "does not exist")
 	})
 }
 

@@ -14,6 +14,7 @@ import (
 	"k8s.io/utils/ptr"
 
 	"github.com/hostpath-provisioner/hpp/internal/contract"
+	"github.com/hostpath-provisioner/hpp/test/e2e/kit"
 )
 
 // Scenario 2a: a non-root pod with an fsGroup writes to a volume whose
@@ -23,21 +24,21 @@ func TestNonRootPodWithFSGroupWrites(t *testing.T) {
 	ns := namespace(t, env)
 	ctx := context.Background()
 	node := env.C.RealNode().Name
-	storageClass(t, env, StorageClass(ns, PoolLocal, func(sc *storagev1.StorageClass) {
+	storageClass(t, env, kit.StorageClass(ns, kit.PoolLocal, func(sc *storagev1.StorageClass) {
 		sc.Parameters["directoryUID"] = "1000"
 		sc.Parameters["directoryGID"] = "2000"
 		sc.Parameters["directoryMode"] = "0770"
 	}))
-	createPVC(t, env, PVC(ns, "data", ns, "16Mi"))
-	pod := OnNode(Pod(ns, "nonroot", "id -u > /data/who && echo written > /data/file", PodVolume{Name: "v", Claim: "data", Path: "/data"}), node)
+	createPVC(t, env, kit.PVC(ns, "data", ns, "16Mi"))
+	pod := kit.OnNode(kit.Pod(ns, "nonroot", "id -u > /data/who && echo written > /data/file", kit.PodVolume{Name: "v", Claim: "data", Path: "/data"}), node)
 	pod.Spec.SecurityContext = &corev1.PodSecurityContext{RunAsUser: ptr.To[int64](1000), RunAsGroup: ptr.To[int64](3000), FSGroup: ptr.To[int64](2000)}
 	createPod(t, env, pod)
-	if p, err := WaitPodPhase(ctx, env.C.Client, ns, "nonroot", corev1.PodSucceeded, 2*time.Minute); err != nil {
-		logs, _ := PodLogs(ctx, env.C.Client, ns, "nonroot")
+	if p, err := kit.WaitPodPhase(ctx, env.C.Client, ns, "nonroot", corev1.PodSucceeded, 2*time.Minute); err != nil {
+		logs, _ := kit.PodLogs(ctx, env.C.Client, ns, "nonroot")
 		t.Fatalf("%v (log: %q, pod: %v)", err, logs, p != nil)
 	}
 	pv := boundPV(t, env, ns, "data")
-	dir := volumeDir(env.Pools[PoolLocal], pv)
+	dir := volumeDir(env.Pools[kit.PoolLocal], pv)
 	if got := readFile(t, filepath.Join(dir, "who")); got != "1000\n" {
 		t.Errorf("pod ran as %q, want 1000", got)
 	}
@@ -57,19 +58,19 @@ func TestReadOnlyMountRefusesWrites(t *testing.T) {
 	ns := namespace(t, env)
 	ctx := context.Background()
 	node := env.C.RealNode().Name
-	storageClass(t, env, StorageClass(ns, PoolLocal))
-	createPVC(t, env, PVC(ns, "data", ns, "16Mi"))
-	createPod(t, env, OnNode(Pod(ns, "init", "echo original > /data/file", PodVolume{Name: "v", Claim: "data", Path: "/data"}), node))
-	if _, err := WaitPodPhase(ctx, env.C.Client, ns, "init", corev1.PodSucceeded, 2*time.Minute); err != nil {
+	storageClass(t, env, kit.StorageClass(ns, kit.PoolLocal))
+	createPVC(t, env, kit.PVC(ns, "data", ns, "16Mi"))
+	createPod(t, env, kit.OnNode(kit.Pod(ns, "init", "echo original > /data/file", kit.PodVolume{Name: "v", Claim: "data", Path: "/data"}), node))
+	if _, err := kit.WaitPodPhase(ctx, env.C.Client, ns, "init", corev1.PodSucceeded, 2*time.Minute); err != nil {
 		t.Fatal(err)
 	}
 	// The subshell puts the redirection's own failure into /tmp/err (a
 	// shell applies "> /data/file" before any later "2>"), and every line
 	// goes to stdout in a fixed order, so the log is deterministic.
 	script := `if (echo changed > /data/file) 2>/tmp/err; then echo WROTE; exit 1; fi; echo "error: $(cat /tmp/err)"; echo "content: $(cat /data/file)"`
-	createPod(t, env, OnNode(Pod(ns, "ro", script, PodVolume{Name: "v", Claim: "data", Path: "/data", ReadOnly: true}), node))
-	_, err := WaitPodPhase(ctx, env.C.Client, ns, "ro", corev1.PodSucceeded, 2*time.Minute)
-	logs, _ := PodLogs(ctx, env.C.Client, ns, "ro")
+	createPod(t, env, kit.OnNode(kit.Pod(ns, "ro", script, kit.PodVolume{Name: "v", Claim: "data", Path: "/data", ReadOnly: true}), node))
+	_, err := kit.WaitPodPhase(ctx, env.C.Client, ns, "ro", corev1.PodSucceeded, 2*time.Minute)
+	logs, _ := kit.PodLogs(ctx, env.C.Client, ns, "ro")
 	if err != nil {
 		t.Fatalf("%v; log: %q", err, logs)
 	}
@@ -78,7 +79,7 @@ func TestReadOnlyMountRefusesWrites(t *testing.T) {
 		t.Errorf("read-only pod log %q: want \"error: ...Read-only file system\" then \"content: original\"", logs)
 	}
 	pv := boundPV(t, env, ns, "data")
-	if got := readFile(t, filepath.Join(volumeDir(env.Pools[PoolLocal], pv), "file")); got != "original\n" {
+	if got := readFile(t, filepath.Join(volumeDir(env.Pools[kit.PoolLocal], pv), "file")); got != "original\n" {
 		t.Errorf("host file %q after the read-only pod, want %q", got, "original\n")
 	}
 }
@@ -90,15 +91,15 @@ func TestInlineEphemeralVolumeLivesWithPod(t *testing.T) {
 	ns := namespace(t, env)
 	ctx := context.Background()
 	node := env.C.RealNode().Name
-	csiDir := filepath.Join(env.Pools[PoolFast], "csi")
+	csiDir := filepath.Join(env.Pools[kit.PoolFast], "csi")
 	before := dirEntries(t, csiDir)
-	src := &corev1.VolumeSource{CSI: &corev1.CSIVolumeSource{Driver: contract.DriverName, VolumeAttributes: map[string]string{contract.ParamStoragePool: PoolFast}}}
-	createPod(t, env, OnNode(Pod(ns, "eph", "echo ephemeral > /scratch/file && sleep 3600", PodVolume{Name: "s", Path: "/scratch", Source: src}), node))
-	if _, err := WaitPodPhase(ctx, env.C.Client, ns, "eph", corev1.PodRunning, 2*time.Minute); err != nil {
+	src := &corev1.VolumeSource{CSI: &corev1.CSIVolumeSource{Driver: contract.DriverName, VolumeAttributes: map[string]string{contract.ParamStoragePool: kit.PoolFast}}}
+	createPod(t, env, kit.OnNode(kit.Pod(ns, "eph", "echo ephemeral > /scratch/file && sleep 3600", kit.PodVolume{Name: "s", Path: "/scratch", Source: src}), node))
+	if _, err := kit.WaitPodPhase(ctx, env.C.Client, ns, "eph", corev1.PodRunning, 2*time.Minute); err != nil {
 		t.Fatal(err)
 	}
 	var volDir string
-	if err := Poll(ctx, 30*time.Second, "ephemeral volume file on the host", func(context.Context) (bool, string, error) {
+	if err := kit.Poll(ctx, 30*time.Second, "ephemeral volume file on the host", func(context.Context) (bool, string, error) {
 		for e := range dirEntries(t, csiDir) {
 			if before[e] {
 				continue
@@ -113,7 +114,7 @@ func TestInlineEphemeralVolumeLivesWithPod(t *testing.T) {
 		t.Fatal(err)
 	}
 	deletePodNow(t, env, ns, "eph")
-	if err := Poll(ctx, time.Minute, "ephemeral volume directory removed", func(context.Context) (bool, string, error) {
+	if err := kit.Poll(ctx, time.Minute, "ephemeral volume directory removed", func(context.Context) (bool, string, error) {
 		_, err := os.Stat(volDir)
 		return os.IsNotExist(err), "still there", nil
 	}); err != nil {

@@ -15,6 +15,7 @@ import (
 
 	"github.com/hostpath-provisioner/hpp/internal/contract"
 	"github.com/hostpath-provisioner/hpp/test/cluster"
+	"github.com/hostpath-provisioner/hpp/test/e2e/kit"
 )
 
 // PoolCapacity is a pool on a size-limited tmpfs, present on the real node
@@ -46,13 +47,13 @@ func TestCapacityAwareScheduling(t *testing.T) {
 		}
 		pools[name], sizes[name] = path, size
 	}
-	sc := storageClass(t, env, StorageClass(ns, PoolCapacity))
+	sc := storageClass(t, env, kit.StorageClass(ns, PoolCapacity))
 	waitCapacities(t, env, sc.Name, sizes)
 
 	// 512Mi fits on the real node only.
-	createPVC(t, env, PVC(ns, "fits-real", sc.Name, "512Mi"))
-	createPod(t, env, Pod(ns, "on-real", "echo big > /data/f && sleep 3600", PodVolume{Name: "v", Claim: "fits-real", Path: "/data"}))
-	if _, err := WaitPodPhase(ctx, env.C.Client, ns, "on-real", corev1.PodRunning, 2*time.Minute); err != nil {
+	createPVC(t, env, kit.PVC(ns, "fits-real", sc.Name, "512Mi"))
+	createPod(t, env, kit.Pod(ns, "on-real", "echo big > /data/f && sleep 3600", kit.PodVolume{Name: "v", Claim: "fits-real", Path: "/data"}))
+	if _, err := kit.WaitPodPhase(ctx, env.C.Client, ns, "on-real", corev1.PodRunning, 2*time.Minute); err != nil {
 		t.Fatal(err)
 	}
 	pv := boundPV(t, env, ns, "fits-real")
@@ -62,8 +63,8 @@ func TestCapacityAwareScheduling(t *testing.T) {
 	}
 
 	// 200Mi among the simulated nodes fits on sim-b only (sim-a has 64Mi).
-	createPVC(t, env, PVC(ns, "fits-b", sc.Name, "200Mi"))
-	onSim := Pod(ns, "on-sim", "true", PodVolume{Name: "v", Claim: "fits-b", Path: "/data"})
+	createPVC(t, env, kit.PVC(ns, "fits-b", sc.Name, "200Mi"))
+	onSim := kit.Pod(ns, "on-sim", "true", kit.PodVolume{Name: "v", Claim: "fits-b", Path: "/data"})
 	onSim.Spec.NodeSelector = map[string]string{cluster.SimulatedLabel: "true"}
 	createPod(t, env, onSim)
 	pv = boundPV(t, env, ns, "fits-b")
@@ -72,15 +73,15 @@ func TestCapacityAwareScheduling(t *testing.T) {
 		t.Errorf("volume directory on sim-b's pool: %v", err)
 	}
 	// The scheduler binds the pod once the volume is bound (PreBind).
-	if err := Poll(ctx, time.Minute, "pod on-sim bound to sim-b", func(ctx context.Context) (bool, string, error) {
+	if err := kit.Poll(ctx, time.Minute, "pod on-sim bound to sim-b", func(ctx context.Context) (bool, string, error) {
 		p, err := env.C.Client.CoreV1().Pods(ns).Get(ctx, "on-sim", metav1.GetOptions{})
 		if err != nil {
-			return false, "", Retry(err)
+			return false, "", kit.Retry(err)
 		}
 		if p.Spec.NodeName != "" && p.Spec.NodeName != "sim-b" {
 			return false, "", fmt.Errorf("scheduled to %s", p.Spec.NodeName)
 		}
-		return p.Spec.NodeName == "sim-b", PodSummary(p), nil
+		return p.Spec.NodeName == "sim-b", kit.PodSummary(p), nil
 	}); err != nil {
 		t.Error(err)
 	}
@@ -90,9 +91,9 @@ func TestCapacityAwareScheduling(t *testing.T) {
 	for n, p := range pools {
 		before[n] = dirEntries(t, filepath.Join(p, "csi"))
 	}
-	createPVC(t, env, PVC(ns, "fits-nowhere", sc.Name, "4Gi"))
-	createPod(t, env, Pod(ns, "nowhere", "true", PodVolume{Name: "v", Claim: "fits-nowhere", Path: "/data"}))
-	err := Poll(ctx, time.Minute, "pod nowhere Unschedulable for lack of storage", func(ctx context.Context) (bool, string, error) {
+	createPVC(t, env, kit.PVC(ns, "fits-nowhere", sc.Name, "4Gi"))
+	createPod(t, env, kit.Pod(ns, "nowhere", "true", kit.PodVolume{Name: "v", Claim: "fits-nowhere", Path: "/data"}))
+	err := kit.Poll(ctx, time.Minute, "pod nowhere Unschedulable for lack of storage", func(ctx context.Context) (bool, string, error) {
 		p, err := env.C.Client.CoreV1().Pods(ns).Get(ctx, "nowhere", metav1.GetOptions{})
 		if err != nil {
 			return false, "", err
@@ -104,7 +105,7 @@ func TestCapacityAwareScheduling(t *testing.T) {
 				return true, "", nil
 			}
 		}
-		return false, PodSummary(p), nil
+		return false, kit.PodSummary(p), nil
 	})
 	if err != nil {
 		t.Fatal(err)
@@ -129,7 +130,7 @@ func TestCapacityAwareScheduling(t *testing.T) {
 	for _, claim := range []string{"fits-real", "fits-b", "fits-nowhere"} {
 		deletePVC(t, env, ns, claim)
 	}
-	if err := Poll(ctx, 2*time.Minute, "volumes of the scenario deleted", func(context.Context) (bool, string, error) {
+	if err := kit.Poll(ctx, 2*time.Minute, "volumes of the scenario deleted", func(context.Context) (bool, string, error) {
 		left := 0
 		for _, p := range pools {
 			left += len(dirEntries(t, filepath.Join(p, "csi")))
@@ -143,12 +144,12 @@ func TestCapacityAwareScheduling(t *testing.T) {
 // waitCapacities waits until every node has a CSIStorageCapacity for the
 // class whose capacity is its pool's size (tmpfs: free = size, give or
 // take a few KiB).
-func waitCapacities(t *testing.T, env *Env, class string, sizes map[string]int64) {
+func waitCapacities(t *testing.T, env *kit.Env, class string, sizes map[string]int64) {
 	t.Helper()
-	err := Poll(context.Background(), 90*time.Second, "CSIStorageCapacity per node for "+class, func(ctx context.Context) (bool, string, error) {
+	err := kit.Poll(context.Background(), 90*time.Second, "CSIStorageCapacity per node for "+class, func(ctx context.Context) (bool, string, error) {
 		list, err := env.C.Client.StorageV1().CSIStorageCapacities(cluster.CSINamespace).List(ctx, metav1.ListOptions{})
 		if err != nil {
-			return false, "", Retry(err)
+			return false, "", kit.Retry(err)
 		}
 		got := map[string]*resource.Quantity{}
 		for i := range list.Items {
@@ -173,7 +174,7 @@ func waitCapacities(t *testing.T, env *Env, class string, sizes map[string]int64
 
 // addSimulatedCSINode adds a simulated node with its own hpp-csi for the
 // test, and removes it when the test ends.
-func addSimulatedCSINode(t *testing.T, env *Env, name string) *cluster.Node {
+func addSimulatedCSINode(t *testing.T, env *kit.Env, name string) *cluster.Node {
 	t.Helper()
 	n, err := env.C.AddSimulatedCSINode(context.Background(), name, cluster.SimulatedNodeOptions{})
 	if err != nil {

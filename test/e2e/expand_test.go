@@ -17,6 +17,7 @@ import (
 	"k8s.io/utils/ptr"
 
 	"github.com/hostpath-provisioner/hpp/test/cluster"
+	"github.com/hostpath-provisioner/hpp/test/e2e/kit"
 )
 
 // TestOnlineExpansion (issue 22, cluster tier): a claim on a hpp pool is
@@ -30,12 +31,12 @@ func TestOnlineExpansion(t *testing.T) {
 	env := needEnv(t)
 	ns := namespace(t, env)
 	ctx := context.Background()
-	sc := storageClass(t, env, StorageClass(ns+"-grow", PoolCapacity, func(sc *storagev1.StorageClass) {
+	sc := storageClass(t, env, kit.StorageClass(ns+"-grow", PoolCapacity, func(sc *storagev1.StorageClass) {
 		sc.AllowVolumeExpansion = ptr.To(true)
 	}))
-	createPVC(t, env, PVC(ns, "grow", sc.Name, "100Mi"))
-	createPod(t, env, Pod(ns, "user", "echo kept > /data/f && sleep 3600", PodVolume{Name: "v", Claim: "grow", Path: "/data"}))
-	running, err := WaitPodPhase(ctx, env.C.Client, ns, "user", corev1.PodRunning, slowVMWait+2*time.Minute)
+	createPVC(t, env, kit.PVC(ns, "grow", sc.Name, "100Mi"))
+	createPod(t, env, kit.Pod(ns, "user", "echo kept > /data/f && sleep 3600", kit.PodVolume{Name: "v", Claim: "grow", Path: "/data"}))
+	running, err := kit.WaitPodPhase(ctx, env.C.Client, ns, "user", corev1.PodRunning, slowVMWait+2*time.Minute)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -56,7 +57,7 @@ func TestOnlineExpansion(t *testing.T) {
 // a VolumeResizeFailed event on the pod that uses the volume and in a
 // resize condition on the claim (it records no event on the claim in this
 // path); the claim keeps 300Mi and file keeps "kept\n".
-func expandBeyondPool(t *testing.T, env *Env, ns, claimName, pool, file string, running *corev1.Pod) {
+func expandBeyondPool(t *testing.T, env *kit.Env, ns, claimName, pool, file string, running *corev1.Pod) {
 	t.Helper()
 	ctx := context.Background()
 	kubectlPatchSize(t, env, ns, claimName, "2Gi")
@@ -64,10 +65,10 @@ func expandBeyondPool(t *testing.T, env *Env, ns, claimName, pool, file string, 
 	mentions := func(msg string) bool {
 		return strings.Contains(msg, "exceeds the total size") && strings.Contains(msg, `"`+pool+`"`)
 	}
-	err := Poll(ctx, slowVMWait, "the reason 2Gi cannot be had, on the claim or its pod", func(ctx context.Context) (bool, string, error) {
+	err := kit.Poll(ctx, slowVMWait, "the reason 2Gi cannot be had, on the claim or its pod", func(ctx context.Context) (bool, string, error) {
 		evs, err := env.C.Client.CoreV1().Events(ns).List(ctx, metav1.ListOptions{})
 		if err != nil {
-			return false, "", Retry(err)
+			return false, "", kit.Retry(err)
 		}
 		for _, e := range evs.Items {
 			if e.Type == corev1.EventTypeWarning && mentions(e.Message) {
@@ -77,7 +78,7 @@ func expandBeyondPool(t *testing.T, env *Env, ns, claimName, pool, file string, 
 		}
 		pvc, err := env.C.Client.CoreV1().PersistentVolumeClaims(ns).Get(ctx, claimName, metav1.GetOptions{})
 		if err != nil {
-			return false, "", Retry(err)
+			return false, "", kit.Retry(err)
 		}
 		var cond string
 		for _, c := range pvc.Status.Conditions {
@@ -116,7 +117,7 @@ func expandBeyondPool(t *testing.T, env *Env, ns, claimName, pool, file string, 
 const slowVMWait = 3 * time.Minute
 
 // kubectlPatchSize asks for size on the claim as a user does.
-func kubectlPatchSize(t *testing.T, env *Env, ns, claim, size string) {
+func kubectlPatchSize(t *testing.T, env *kit.Env, ns, claim, size string) {
 	t.Helper()
 	cache := os.Getenv("HPP_CACHE")
 	if cache == "" {
@@ -133,17 +134,17 @@ func kubectlPatchSize(t *testing.T, env *Env, ns, claim, size string) {
 }
 
 // waitClaimCapacity waits until the claim's status reports size.
-func waitClaimCapacity(t *testing.T, env *Env, ns, claim, size string, timeout time.Duration) {
+func waitClaimCapacity(t *testing.T, env *kit.Env, ns, claim, size string, timeout time.Duration) {
 	t.Helper()
 	want := resource.MustParse(size)
-	err := Poll(context.Background(), timeout, "claim "+claim+" reports "+size, func(ctx context.Context) (bool, string, error) {
+	err := kit.Poll(context.Background(), timeout, "claim "+claim+" reports "+size, func(ctx context.Context) (bool, string, error) {
 		pvc, err := env.C.Client.CoreV1().PersistentVolumeClaims(ns).Get(ctx, claim, metav1.GetOptions{})
 		if err != nil {
-			return false, "", Retry(err)
+			return false, "", kit.Retry(err)
 		}
 		got := pvc.Status.Capacity[corev1.ResourceStorage]
 		return got.Cmp(want) == 0, fmt.Sprintf("status %s, allocated %v, conditions %v; events: %s", got.String(),
-			pvc.Status.AllocatedResourceStatuses, pvc.Status.Conditions, Events(ctx, env.C.Client, ns, "PersistentVolumeClaim", claim)), nil
+			pvc.Status.AllocatedResourceStatuses, pvc.Status.Conditions, kit.Events(ctx, env.C.Client, ns, "PersistentVolumeClaim", claim)), nil
 	})
 	if err != nil {
 		t.Fatal(err)
@@ -151,7 +152,7 @@ func waitClaimCapacity(t *testing.T, env *Env, ns, claim, size string, timeout t
 }
 
 // assertSamePod fails if the pod was replaced or a container restarted.
-func assertSamePod(t *testing.T, env *Env, before *corev1.Pod) {
+func assertSamePod(t *testing.T, env *kit.Env, before *corev1.Pod) {
 	t.Helper()
 	now, err := env.C.Client.CoreV1().Pods(before.Namespace).Get(context.Background(), before.Name, metav1.GetOptions{})
 	if err != nil {

@@ -8,6 +8,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/hostpath-provisioner/hpp/test/e2e/kit"
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 )
@@ -21,16 +22,16 @@ func TestImmediateBindingRefused(t *testing.T) {
 	env := needEnv(t)
 	ns := namespace(t, env)
 	ctx := context.Background()
-	before := dirEntries(t, filepath.Join(env.Pools[PoolLocal], "csi"))
-	storageClass(t, env, StorageClass(ns, PoolLocal, Immediate))
-	createPVC(t, env, PVC(ns, "now", ns, "16Mi"))
+	before := dirEntries(t, filepath.Join(env.Pools[kit.PoolLocal], "csi"))
+	storageClass(t, env, kit.StorageClass(ns, kit.PoolLocal, kit.Immediate))
+	createPVC(t, env, kit.PVC(ns, "now", ns, "16Mi"))
 	var event string
 	// csi-provisioner takes an Immediate claim after its node-deployment
 	// base delay (about 20 s); hpp-csi then refuses it.
-	err := Poll(ctx, 2*time.Minute, "ProvisioningFailed event naming WaitForFirstConsumer on the claim", func(ctx context.Context) (bool, string, error) {
+	err := kit.Poll(ctx, 2*time.Minute, "ProvisioningFailed event naming WaitForFirstConsumer on the claim", func(ctx context.Context) (bool, string, error) {
 		list, err := env.C.Client.CoreV1().Events(ns).List(ctx, metav1.ListOptions{})
 		if err != nil {
-			return false, "", Retry(err)
+			return false, "", kit.Retry(err)
 		}
 		for _, e := range list.Items {
 			if e.InvolvedObject.Name != "now" {
@@ -44,7 +45,7 @@ func TestImmediateBindingRefused(t *testing.T) {
 				return true, "", nil
 			}
 		}
-		return false, Events(ctx, env.C.Client, ns, "PersistentVolumeClaim", "now"), nil
+		return false, kit.Events(ctx, env.C.Client, ns, "PersistentVolumeClaim", "now"), nil
 	})
 	if err != nil {
 		t.Fatal(err)
@@ -57,7 +58,7 @@ func TestImmediateBindingRefused(t *testing.T) {
 	if err != nil || pvc.Status.Phase != corev1.ClaimPending || pvc.Spec.VolumeName != "" {
 		t.Errorf("claim: phase %s volume %q (%v), want Pending, unbound", pvc.Status.Phase, pvc.Spec.VolumeName, err)
 	}
-	for e := range dirEntries(t, filepath.Join(env.Pools[PoolLocal], "csi")) {
+	for e := range dirEntries(t, filepath.Join(env.Pools[kit.PoolLocal], "csi")) {
 		if !before[e] {
 			t.Errorf("volume directory %s created for a refused Immediate claim", e)
 		}

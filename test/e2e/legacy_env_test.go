@@ -21,6 +21,7 @@ import (
 
 	"github.com/hostpath-provisioner/hpp/internal/contract"
 	"github.com/hostpath-provisioner/hpp/test/cluster"
+	"github.com/hostpath-provisioner/hpp/test/e2e/kit"
 )
 
 // commandBin is one of hpp's commands, found or built once per test run.
@@ -47,7 +48,7 @@ func (b *commandBin) get(t *testing.T) string {
 			}
 		}
 		b.path = filepath.Join(os.TempDir(), fmt.Sprintf("%s-e2e-%d", b.name, os.Getpid()))
-		b.err = BuildCommand(context.Background(), b.name, b.path)
+		b.err = kit.BuildCommand(context.Background(), b.name, b.path)
 	})
 	if b.err != nil {
 		t.Fatal(b.err)
@@ -75,7 +76,7 @@ type legacyOptions struct {
 // startLegacy runs hpp-legacy on node for this test (PV_DIR in the node's
 // directory, named after the test) and waits until /healthz passes. The
 // cleanup stops it with SIGTERM and checks it exits cleanly.
-func startLegacy(t *testing.T, env *Env, node *cluster.Node, opts legacyOptions) *legacyNode {
+func startLegacy(t *testing.T, env *kit.Env, node *cluster.Node, opts legacyOptions) *legacyNode {
 	t.Helper()
 	port, err := freePort()
 	if err != nil {
@@ -108,7 +109,7 @@ func startLegacy(t *testing.T, env *Env, node *cluster.Node, opts legacyOptions)
 			t.Errorf("hpp-legacy on %s did not exit cleanly on SIGTERM: %v\n%s", l.node.Name, err, l.proc.Tail(20))
 		}
 	})
-	err = Poll(context.Background(), time.Minute, "hpp-legacy healthy on "+node.Name, func(ctx context.Context) (bool, string, error) {
+	err = kit.Poll(context.Background(), time.Minute, "hpp-legacy healthy on "+node.Name, func(ctx context.Context) (bool, string, error) {
 		select {
 		case <-l.proc.Exited():
 			return false, "", fmt.Errorf("hpp-legacy on %s exited: %w\n%s", node.Name, l.proc.ExitError(), l.proc.Tail(20))
@@ -116,7 +117,7 @@ func startLegacy(t *testing.T, env *Env, node *cluster.Node, opts legacyOptions)
 		}
 		code, body, err := httpGet(ctx, l.url+"/healthz")
 		if err != nil {
-			return false, "", Retry(err)
+			return false, "", kit.Retry(err)
 		}
 		return code == http.StatusOK, fmt.Sprintf("%d %s", code, body), nil
 	})
@@ -128,7 +129,7 @@ func startLegacy(t *testing.T, env *Env, node *cluster.Node, opts legacyOptions)
 
 // addLegacySimNode adds a simulated node running hpp-legacy; the cleanup
 // removes the node.
-func addLegacySimNode(t *testing.T, env *Env, name string, opts legacyOptions) *legacyNode {
+func addLegacySimNode(t *testing.T, env *kit.Env, name string, opts legacyOptions) *legacyNode {
 	t.Helper()
 	n, err := env.C.AddSimulatedNode(context.Background(), name, cluster.SimulatedNodeOptions{})
 	if err != nil {
@@ -187,10 +188,10 @@ func (l *legacyNode) waitLog(t *testing.T, what string, parts ...string) {
 // part.
 func waitProcessLog(t *testing.T, proc *cluster.Process, what string, parts ...string) {
 	t.Helper()
-	err := Poll(context.Background(), 2*time.Minute, what+" in the log of "+proc.Name(), func(context.Context) (bool, string, error) {
+	err := kit.Poll(context.Background(), 2*time.Minute, what+" in the log of "+proc.Name(), func(context.Context) (bool, string, error) {
 		b, err := os.ReadFile(proc.LogPath())
 		if err != nil {
-			return false, "", Retry(err)
+			return false, "", kit.Retry(err)
 		}
 	lines:
 		for _, line := range strings.Split(string(b), "\n") {
@@ -225,19 +226,19 @@ func legacyClass(name string, opts ...func(*storagev1.StorageClass)) *storagev1.
 
 // pinnedPVC is a claim with kubevirt.io/provisionOnNode.
 func pinnedPVC(ns, name, class, size, node string) *corev1.PersistentVolumeClaim {
-	pvc := PVC(ns, name, class, size)
+	pvc := kit.PVC(ns, name, class, size)
 	pvc.Annotations = map[string]string{contract.AnnProvisionOnNode: node}
 	return pvc
 }
 
 // waitEvent waits for an event of reason about an object and returns it.
-func waitEvent(t *testing.T, env *Env, ns, kind, name, reason string) corev1.Event {
+func waitEvent(t *testing.T, env *kit.Env, ns, kind, name, reason string) corev1.Event {
 	t.Helper()
 	var found corev1.Event
-	err := Poll(context.Background(), 2*time.Minute, fmt.Sprintf("event %s on %s %s/%s", reason, kind, ns, name), func(ctx context.Context) (bool, string, error) {
+	err := kit.Poll(context.Background(), 2*time.Minute, fmt.Sprintf("event %s on %s %s/%s", reason, kind, ns, name), func(ctx context.Context) (bool, string, error) {
 		list, err := env.C.Client.CoreV1().Events(ns).List(ctx, metav1.ListOptions{})
 		if err != nil {
-			return false, "", Retry(err)
+			return false, "", kit.Retry(err)
 		}
 		for _, e := range list.Items {
 			if e.InvolvedObject.Kind == kind && e.InvolvedObject.Name == name && e.Reason == reason {
@@ -245,7 +246,7 @@ func waitEvent(t *testing.T, env *Env, ns, kind, name, reason string) corev1.Eve
 				return true, "", nil
 			}
 		}
-		return false, Events(ctx, env.C.Client, ns, kind, name), nil
+		return false, kit.Events(ctx, env.C.Client, ns, kind, name), nil
 	})
 	if err != nil {
 		t.Fatal(err)

@@ -18,6 +18,7 @@ import (
 	"k8s.io/utils/ptr"
 
 	"github.com/hostpath-provisioner/hpp/internal/contract"
+	"github.com/hostpath-provisioner/hpp/test/e2e/kit"
 )
 
 // Legacy scenario 1: on the real node, a pod writes through a legacy
@@ -30,10 +31,10 @@ func TestLegacyPodWritesThroughHostPathPV(t *testing.T) {
 	ctx := context.Background()
 	real := startLegacy(t, env, env.C.RealNode(), legacyOptions{})
 	storageClass(t, env, legacyClass(ns))
-	createPVC(t, env, PVC(ns, "data", ns, "16Mi"))
-	createPod(t, env, OnNode(Pod(ns, "writer", "echo written-by-pod > /data/file", PodVolume{Name: "v", Claim: "data", Path: "/data"}), real.node.Name))
-	if _, err := WaitPodPhase(ctx, env.C.Client, ns, "writer", corev1.PodSucceeded, 2*time.Minute); err != nil {
-		t.Fatalf("%v; claim events: %s", err, Events(ctx, env.C.Client, ns, "PersistentVolumeClaim", "data"))
+	createPVC(t, env, kit.PVC(ns, "data", ns, "16Mi"))
+	createPod(t, env, kit.OnNode(kit.Pod(ns, "writer", "echo written-by-pod > /data/file", kit.PodVolume{Name: "v", Claim: "data", Path: "/data"}), real.node.Name))
+	if _, err := kit.WaitPodPhase(ctx, env.C.Client, ns, "writer", corev1.PodSucceeded, 2*time.Minute); err != nil {
+		t.Fatalf("%v; claim events: %s", err, kit.Events(ctx, env.C.Client, ns, "PersistentVolumeClaim", "data"))
 	}
 	pv := boundPV(t, env, ns, "data")
 	dir := filepath.Join(real.pvDir, pv.Name)
@@ -58,7 +59,7 @@ func TestLegacyPodWritesThroughHostPathPV(t *testing.T) {
 }
 
 // checkLegacyPV checks the PV fields the compatibility contract fixes.
-func checkLegacyPV(t *testing.T, env *Env, pv *corev1.PersistentVolume, owner *legacyNode, dir string) {
+func checkLegacyPV(t *testing.T, env *kit.Env, pv *corev1.PersistentVolume, owner *legacyNode, dir string) {
 	t.Helper()
 	node, err := env.C.Client.CoreV1().Nodes().Get(context.Background(), owner.node.Name, metav1.GetOptions{})
 	if err != nil {
@@ -119,10 +120,10 @@ func TestLegacyWFFCOnSchedulersNodeOnly(t *testing.T) {
 	a := addLegacySimNode(t, env, "legacy-wffc-a", legacyOptions{})
 	b := addLegacySimNode(t, env, "legacy-wffc-b", legacyOptions{})
 	storageClass(t, env, legacyClass(ns))
-	createPVC(t, env, PVC(ns, "on-a", ns, "16Mi"))
+	createPVC(t, env, kit.PVC(ns, "on-a", ns, "16Mi"))
 	// The pod is scheduled to a (which has no kubelet: it stays Pending
 	// there), and the scheduler's choice is what selects the node.
-	createPod(t, env, OnNode(Pod(ns, "consumer", "true", PodVolume{Name: "v", Claim: "on-a", Path: "/data"}), a.node.Name))
+	createPod(t, env, kit.OnNode(kit.Pod(ns, "consumer", "true", kit.PodVolume{Name: "v", Claim: "on-a", Path: "/data"}), a.node.Name))
 	pv := boundPV(t, env, ns, "on-a")
 	checkLegacyPV(t, env, pv, a, filepath.Join(a.pvDir, pv.Name))
 	if got := a.volumes(t); !reflect.DeepEqual(got, []string{pv.Name}) {
@@ -169,7 +170,7 @@ func TestLegacyProvisionOnNode(t *testing.T) {
 	real := startLegacy(t, env, env.C.RealNode(), legacyOptions{})
 	a := addLegacySimNode(t, env, "legacy-pin-a", legacyOptions{})
 	b := addLegacySimNode(t, env, "legacy-pin-b", legacyOptions{})
-	storageClass(t, env, legacyClass(ns+"-now", Immediate))
+	storageClass(t, env, legacyClass(ns+"-now", kit.Immediate))
 	storageClass(t, env, legacyClass(ns+"-wffc"))
 
 	createPVC(t, env, pinnedPVC(ns, "now-b", ns+"-now", "16Mi", b.node.Name))
@@ -186,7 +187,7 @@ func TestLegacyProvisionOnNode(t *testing.T) {
 		t.Errorf("WaitForFirstConsumer claim pinned to %s: selected-node = %q", a.node.Name, got)
 	}
 
-	createPVC(t, env, PVC(ns, "nowhere", ns+"-now", "16Mi"))
+	createPVC(t, env, kit.PVC(ns, "nowhere", ns+"-now", "16Mi"))
 	ev := waitEvent(t, env, ns, "PersistentVolumeClaim", "nowhere", "NoNodeForClaim")
 	want := `no node will provision this claim: StorageClass "` + ns + `-now" binds immediately and the claim has no ` + contract.AnnProvisionOnNode + ` annotation, so ` + contract.LegacyProvisionerName + ` cannot tell which node's disk to use; add the annotation ` + contract.AnnProvisionOnNode + `: <node name> to the claim, or use a StorageClass with volumeBindingMode: WaitForFirstConsumer`
 	if ev.Message != want || ev.Type != corev1.EventTypeWarning {
@@ -231,7 +232,7 @@ func TestLegacyNamingPrefix(t *testing.T) {
 	env := needEnv(t)
 	ns := namespace(t, env)
 	real := startLegacy(t, env, env.C.RealNode(), legacyOptions{env: []string{"USE_NAMING_PREFIX=True"}})
-	storageClass(t, env, legacyClass(ns, Immediate))
+	storageClass(t, env, legacyClass(ns, kit.Immediate))
 	createPVC(t, env, pinnedPVC(ns, "named", ns, "16Mi", real.node.Name))
 	pv := boundPV(t, env, ns, "named")
 	want := "named-" + pv.Name
@@ -253,7 +254,7 @@ func TestLegacyRetainKeepsDirectory(t *testing.T) {
 	ns := namespace(t, env)
 	ctx := context.Background()
 	real := startLegacy(t, env, env.C.RealNode(), legacyOptions{})
-	storageClass(t, env, legacyClass(ns, Immediate, Retain))
+	storageClass(t, env, legacyClass(ns, kit.Immediate, kit.Retain))
 	createPVC(t, env, pinnedPVC(ns, "kept", ns, "16Mi", real.node.Name))
 	pv := boundPV(t, env, ns, "kept")
 	if pv.Spec.PersistentVolumeReclaimPolicy != corev1.PersistentVolumeReclaimRetain {
@@ -331,7 +332,7 @@ func TestLegacyRefusesToDeleteOutsidePVDir(t *testing.T) {
 		t.Cleanup(func() {
 			_ = env.C.Client.CoreV1().PersistentVolumes().Delete(context.Background(), pvName, metav1.DeleteOptions{})
 		})
-		claim := PVC(ns, c.name, ns, "16Mi")
+		claim := kit.PVC(ns, c.name, ns, "16Mi")
 		claim.Spec.VolumeName = pvName
 		createPVC(t, env, claim)
 		boundPV(t, env, ns, c.name)
@@ -359,7 +360,7 @@ func TestLegacyRefusals(t *testing.T) {
 	env := needEnv(t)
 	ns := namespace(t, env)
 	real := startLegacy(t, env, env.C.RealNode(), legacyOptions{})
-	storageClass(t, env, legacyClass(ns, Immediate))
+	storageClass(t, env, legacyClass(ns, kit.Immediate))
 
 	huge := pinnedPVC(ns, "huge", ns, "1Ei", real.node.Name)
 	block := pinnedPVC(ns, "block", ns, "16Mi", real.node.Name)
@@ -386,15 +387,15 @@ func TestLegacyRefusals(t *testing.T) {
 }
 
 // waitPVPhase waits for a PV to reach phase.
-func waitPVPhase(t *testing.T, env *Env, name string, phase corev1.PersistentVolumePhase) {
+func waitPVPhase(t *testing.T, env *kit.Env, name string, phase corev1.PersistentVolumePhase) {
 	t.Helper()
-	err := Poll(context.Background(), 2*time.Minute, "pv "+name+" "+string(phase), func(ctx context.Context) (bool, string, error) {
+	err := kit.Poll(context.Background(), 2*time.Minute, "pv "+name+" "+string(phase), func(ctx context.Context) (bool, string, error) {
 		pv, err := env.C.Client.CoreV1().PersistentVolumes().Get(ctx, name, metav1.GetOptions{})
 		if apierrors.IsNotFound(err) {
 			return false, "", err
 		}
 		if err != nil {
-			return false, "", Retry(err)
+			return false, "", kit.Retry(err)
 		}
 		return pv.Status.Phase == phase, string(pv.Status.Phase), nil
 	})

@@ -1,3 +1,6 @@
+// Package e2e holds hpp-csi's end-to-end scenarios on a local cluster
+// (test/cluster); what they share with `make demo`, the benchmarks and
+// other test packages is in test/e2e/kit.
 package e2e
 
 import (
@@ -17,12 +20,13 @@ import (
 
 	"github.com/hostpath-provisioner/hpp/internal/testutil"
 	"github.com/hostpath-provisioner/hpp/test/cluster"
+	"github.com/hostpath-provisioner/hpp/test/e2e/kit"
 )
 
 // suite is the one cluster every scenario shares (bring-up costs ~15 s);
 // each scenario works in its own namespace and StorageClasses.
 type suite struct {
-	env *Env
+	env *kit.Env
 	// skipReason says why the scenarios cannot run here ("" when they
 	// can); missing, that the reason is a missing prerequisite (root, the
 	// cluster binaries), which fails every scenario under CI=true, and not
@@ -77,7 +81,7 @@ func TestMain(m *testing.M) {
 		} else {
 			theSuite.noSnapshots = err.Error()
 		}
-		env, err := Setup(ctx, SetupOptions{
+		env, err := kit.Setup(ctx, kit.SetupOptions{
 			Binaries: binaries, HPPCSI: hppcsi, Logf: logf, HandleSignals: true,
 			TmpfsPools: map[string]int64{PoolCapacity: realNodeCapacity}, Snapshotter: snapshotter,
 			QuotaPools: quotaPools,
@@ -123,7 +127,7 @@ func skipReason() (reason string, missing bool) {
 // needEnv skips the test if the suite could not run here (fails it under
 // CI=true when a prerequisite is missing in the e2e tier), and on failure
 // prints every component's log tail and saves the logs.
-func needEnv(t *testing.T) *Env {
+func needEnv(t *testing.T) *kit.Env {
 	t.Helper()
 	if theSuite.skipReason != "" {
 		if theSuite.missing {
@@ -152,7 +156,7 @@ func needEnv(t *testing.T) *Env {
 }
 
 // namespace creates a namespace for one test and deletes it afterwards.
-func namespace(t *testing.T, env *Env) string {
+func namespace(t *testing.T, env *kit.Env) string {
 	t.Helper()
 	ns := strings.ToLower(strings.NewReplacer("/", "-", "_", "-").Replace(t.Name()))
 	if len(ns) > 60 {
@@ -172,7 +176,7 @@ func namespace(t *testing.T, env *Env) string {
 }
 
 // storageClass creates sc for the test and deletes it afterwards.
-func storageClass(t *testing.T, env *Env, sc *storagev1.StorageClass) *storagev1.StorageClass {
+func storageClass(t *testing.T, env *kit.Env, sc *storagev1.StorageClass) *storagev1.StorageClass {
 	t.Helper()
 	ctx := context.Background()
 	created, err := env.C.Client.StorageV1().StorageClasses().Create(ctx, sc, metav1.CreateOptions{})
@@ -187,7 +191,7 @@ func storageClass(t *testing.T, env *Env, sc *storagev1.StorageClass) *storagev1
 	return created
 }
 
-func createPVC(t *testing.T, env *Env, pvc *corev1.PersistentVolumeClaim) *corev1.PersistentVolumeClaim {
+func createPVC(t *testing.T, env *kit.Env, pvc *corev1.PersistentVolumeClaim) *corev1.PersistentVolumeClaim {
 	t.Helper()
 	created, err := env.C.Client.CoreV1().PersistentVolumeClaims(pvc.Namespace).Create(context.Background(), pvc, metav1.CreateOptions{})
 	if err != nil {
@@ -196,7 +200,7 @@ func createPVC(t *testing.T, env *Env, pvc *corev1.PersistentVolumeClaim) *corev
 	return created
 }
 
-func createPod(t *testing.T, env *Env, pod *corev1.Pod) *corev1.Pod {
+func createPod(t *testing.T, env *kit.Env, pod *corev1.Pod) *corev1.Pod {
 	t.Helper()
 	created, err := env.C.Client.CoreV1().Pods(pod.Namespace).Create(context.Background(), pod, metav1.CreateOptions{})
 	if err != nil {
@@ -206,10 +210,10 @@ func createPod(t *testing.T, env *Env, pod *corev1.Pod) *corev1.Pod {
 }
 
 // boundPV returns the PV bound to a claim, after waiting for the binding.
-func boundPV(t *testing.T, env *Env, ns, claim string) *corev1.PersistentVolume {
+func boundPV(t *testing.T, env *kit.Env, ns, claim string) *corev1.PersistentVolume {
 	t.Helper()
 	ctx := context.Background()
-	pvc, err := WaitPVCBound(ctx, env.C.Client, ns, claim, 2*time.Minute)
+	pvc, err := kit.WaitPVCBound(ctx, env.C.Client, ns, claim, 2*time.Minute)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -222,13 +226,13 @@ func boundPV(t *testing.T, env *Env, ns, claim string) *corev1.PersistentVolume 
 
 // deletePodNow deletes a pod without grace and waits until it is gone
 // (kubelet has unmounted its volumes).
-func deletePodNow(t *testing.T, env *Env, ns, name string) {
+func deletePodNow(t *testing.T, env *kit.Env, ns, name string) {
 	t.Helper()
 	ctx := context.Background()
 	if err := env.C.Client.CoreV1().Pods(ns).Delete(ctx, name, metav1.DeleteOptions{GracePeriodSeconds: new(int64)}); err != nil && !apierrors.IsNotFound(err) {
 		t.Fatal(err)
 	}
-	if err := WaitGone(ctx, "pod "+ns+"/"+name, 2*time.Minute, func(ctx context.Context) error {
+	if err := kit.WaitGone(ctx, "pod "+ns+"/"+name, 2*time.Minute, func(ctx context.Context) error {
 		_, err := env.C.Client.CoreV1().Pods(ns).Get(ctx, name, metav1.GetOptions{})
 		return err
 	}); err != nil {
@@ -236,16 +240,16 @@ func deletePodNow(t *testing.T, env *Env, ns, name string) {
 	}
 }
 
-func deletePVC(t *testing.T, env *Env, ns, name string) {
+func deletePVC(t *testing.T, env *kit.Env, ns, name string) {
 	t.Helper()
 	if err := env.C.Client.CoreV1().PersistentVolumeClaims(ns).Delete(context.Background(), name, metav1.DeleteOptions{}); err != nil {
 		t.Fatal(err)
 	}
 }
 
-func waitPVGone(t *testing.T, env *Env, name string) {
+func waitPVGone(t *testing.T, env *kit.Env, name string) {
 	t.Helper()
-	if err := WaitGone(context.Background(), "pv "+name, 2*time.Minute, func(ctx context.Context) error {
+	if err := kit.WaitGone(context.Background(), "pv "+name, 2*time.Minute, func(ctx context.Context) error {
 		_, err := env.C.Client.CoreV1().PersistentVolumes().Get(ctx, name, metav1.GetOptions{})
 		return err
 	}); err != nil {

@@ -15,11 +15,12 @@ import (
 
 	"github.com/hostpath-provisioner/hpp/internal/contract"
 	"github.com/hostpath-provisioner/hpp/test/cluster"
+	"github.com/hostpath-provisioner/hpp/test/e2e/kit"
 )
 
 // runMigrate runs the real hpp-migrate against the cluster and fails the
 // test unless it exits 0; it returns its stdout (the summary table).
-func runMigrate(t *testing.T, env *Env, args ...string) string {
+func runMigrate(t *testing.T, env *kit.Env, args ...string) string {
 	t.Helper()
 	ctx, cancel := context.WithTimeout(context.Background(), 3*time.Minute)
 	defer cancel()
@@ -48,10 +49,10 @@ func TestMigrateLegacyPVOntoCSI(t *testing.T) {
 	c := env.C.Client
 	real := startLegacy(t, env, env.C.RealNode(), legacyOptions{pvDir: env.LegacyDir})
 	storageClass(t, env, legacyClass(ns))
-	createPVC(t, env, PVC(ns, "data", ns, "16Mi"))
-	createPod(t, env, OnNode(Pod(ns, "writer", "echo written-by-legacy-pod > /data/file", PodVolume{Name: "v", Claim: "data", Path: "/data"}), real.node.Name))
-	if _, err := WaitPodPhase(ctx, c, ns, "writer", corev1.PodSucceeded, 2*time.Minute); err != nil {
-		t.Fatalf("%v; claim events: %s", err, Events(ctx, c, ns, "PersistentVolumeClaim", "data"))
+	createPVC(t, env, kit.PVC(ns, "data", ns, "16Mi"))
+	createPod(t, env, kit.OnNode(kit.Pod(ns, "writer", "echo written-by-legacy-pod > /data/file", kit.PodVolume{Name: "v", Claim: "data", Path: "/data"}), real.node.Name))
+	if _, err := kit.WaitPodPhase(ctx, c, ns, "writer", corev1.PodSucceeded, 2*time.Minute); err != nil {
+		t.Fatalf("%v; claim events: %s", err, kit.Events(ctx, c, ns, "PersistentVolumeClaim", "data"))
 	}
 	legacyPV := boundPV(t, env, ns, "data")
 	dir := filepath.Join(env.LegacyDir, legacyPV.Name)
@@ -64,9 +65,9 @@ func TestMigrateLegacyPVOntoCSI(t *testing.T) {
 	}
 	deletePodNow(t, env, ns, "writer")
 
-	runMigrate(t, env, "migrate", legacyPV.Name, "--backup-dir", t.TempDir(), "--pv-dir", env.LegacyDir, "--storage-pool", PoolMigrated)
+	runMigrate(t, env, "migrate", legacyPV.Name, "--backup-dir", t.TempDir(), "--pv-dir", env.LegacyDir, "--storage-pool", kit.PoolMigrated)
 
-	after, err := WaitPVCBound(ctx, c, ns, "data", 2*time.Minute)
+	after, err := kit.WaitPVCBound(ctx, c, ns, "data", 2*time.Minute)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -79,8 +80,8 @@ func TestMigrateLegacyPVOntoCSI(t *testing.T) {
 	}
 	src := pv.Spec.CSI
 	if src == nil || src.Driver != contract.DriverName || src.VolumeHandle != legacyPV.Name ||
-		src.VolumeAttributes[contract.ParamStoragePool] != PoolMigrated || src.VolumeAttributes[contract.VolumeContextLayout] != "legacy" {
-		t.Fatalf("PV after migrate = %+v, want a CSI source of %s with handle %s, pool %s, layout legacy", pv.Spec.PersistentVolumeSource, contract.DriverName, legacyPV.Name, PoolMigrated)
+		src.VolumeAttributes[contract.ParamStoragePool] != kit.PoolMigrated || src.VolumeAttributes[contract.VolumeContextLayout] != "legacy" {
+		t.Fatalf("PV after migrate = %+v, want a CSI source of %s with handle %s, pool %s, layout legacy", pv.Spec.PersistentVolumeSource, contract.DriverName, legacyPV.Name, kit.PoolMigrated)
 	}
 	if pv.UID == legacyPV.UID || pv.Status.Phase != corev1.VolumeBound || pv.Spec.ClaimRef == nil || pv.Spec.ClaimRef.UID != claim.UID ||
 		pv.Spec.PersistentVolumeReclaimPolicy != corev1.PersistentVolumeReclaimDelete {
@@ -88,11 +89,11 @@ func TestMigrateLegacyPVOntoCSI(t *testing.T) {
 			pv.UID, legacyPV.UID, pv.Status.Phase, pv.Spec.ClaimRef, pv.Spec.PersistentVolumeReclaimPolicy, claim.UID)
 	}
 
-	createPod(t, env, OnNode(Pod(ns, "reader",
+	createPod(t, env, kit.OnNode(kit.Pod(ns, "reader",
 		`test "$(cat /data/file)" = written-by-legacy-pod && echo read-through-hpp-csi > /data/file2`,
-		PodVolume{Name: "v", Claim: "data", Path: "/data"}), real.node.Name))
-	if _, err := WaitPodPhase(ctx, c, ns, "reader", corev1.PodSucceeded, 2*time.Minute); err != nil {
-		t.Fatalf("%v; pod events: %s", err, Events(ctx, c, ns, "Pod", "reader"))
+		kit.PodVolume{Name: "v", Claim: "data", Path: "/data"}), real.node.Name))
+	if _, err := kit.WaitPodPhase(ctx, c, ns, "reader", corev1.PodSucceeded, 2*time.Minute); err != nil {
+		t.Fatalf("%v; pod events: %s", err, kit.Events(ctx, c, ns, "Pod", "reader"))
 	}
 	if got := readFile(t, filepath.Join(dir, "file2")); got != "read-through-hpp-csi\n" {
 		t.Fatalf("%s/file2 = %q, want what the pod wrote through hpp-csi", dir, got)
@@ -106,7 +107,7 @@ func TestMigrateLegacyPVOntoCSI(t *testing.T) {
 	if _, err := os.Stat(dir); !errors.Is(err, os.ErrNotExist) {
 		t.Fatalf("stat %s after the claim was deleted: %v, want hpp-csi to have deleted it", dir, err)
 	}
-	waitProcessLog(t, hppcsi, "the legacy directory deleted", "volume deleted", legacyPV.Name, PoolMigrated, dir)
+	waitProcessLog(t, hppcsi, "the legacy directory deleted", "volume deleted", legacyPV.Name, kit.PoolMigrated, dir)
 	if v := real.metric(t, `hpp_legacy_delete_total{result="deleted"}`); v != "" && v != "0" {
 		t.Errorf("hpp-legacy deleted %s volumes; the migrated one is hpp-csi's", v)
 	}
@@ -114,12 +115,12 @@ func TestMigrateLegacyPVOntoCSI(t *testing.T) {
 
 // migrateSimNode is a simulated node with hpp-csi (pool "migrated" whose
 // legacyPath is the node's PV_DIR) and hpp-legacy on that PV_DIR.
-func migrateSimNode(t *testing.T, env *Env, name string) *legacyNode {
+func migrateSimNode(t *testing.T, env *kit.Env, name string) *legacyNode {
 	t.Helper()
 	ctx := context.Background()
 	n := addSimulatedCSINode(t, env, name)
 	pvDir := filepath.Join(n.Dir(), "legacy-pv-dir")
-	pool := cluster.Pool{Name: PoolMigrated, Path: filepath.Join(n.Dir(), "pools", PoolMigrated), LegacyPath: pvDir}
+	pool := cluster.Pool{Name: kit.PoolMigrated, Path: filepath.Join(n.Dir(), "pools", kit.PoolMigrated), LegacyPath: pvDir}
 	if err := n.StartHPPCSI(ctx, cluster.HPPCSIConfig{Binary: env.HPPCSI, Pools: []cluster.Pool{pool}}); err != nil {
 		t.Fatal(err)
 	}
@@ -139,7 +140,7 @@ func TestMigrateLegacyPVsOnSimulatedNodes(t *testing.T) {
 	ctx := context.Background()
 	c := env.C.Client
 	nodes := []*legacyNode{migrateSimNode(t, env, "migrate-sim-a"), migrateSimNode(t, env, "migrate-sim-b")}
-	storageClass(t, env, legacyClass(ns, Immediate))
+	storageClass(t, env, legacyClass(ns, kit.Immediate))
 	uids := map[string]string{}
 	dirs := map[string]string{}
 	for _, l := range nodes {
@@ -162,10 +163,10 @@ func TestMigrateLegacyPVsOnSimulatedNodes(t *testing.T) {
 
 	backups := t.TempDir()
 	for _, l := range nodes {
-		runMigrate(t, env, "migrate", "-n", ns, "--node", l.node.Name, "--pv-dir", l.pvDir, "--backup-dir", backups, "--storage-pool", PoolMigrated)
+		runMigrate(t, env, "migrate", "-n", ns, "--node", l.node.Name, "--pv-dir", l.pvDir, "--backup-dir", backups, "--storage-pool", kit.PoolMigrated)
 	}
 	for name, uid := range uids {
-		claim, err := WaitPVCBound(ctx, c, ns, name, 2*time.Minute)
+		claim, err := kit.WaitPVCBound(ctx, c, ns, name, 2*time.Minute)
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -187,7 +188,7 @@ func TestMigrateLegacyPVsOnSimulatedNodes(t *testing.T) {
 		deletePVC(t, env, ns, name)
 	}
 	for name, dir := range dirs {
-		if err := Poll(ctx, 2*time.Minute, "directory "+dir+" of claim "+name+" deleted", func(context.Context) (bool, string, error) {
+		if err := kit.Poll(ctx, 2*time.Minute, "directory "+dir+" of claim "+name+" deleted", func(context.Context) (bool, string, error) {
 			_, err := os.Stat(dir)
 			return errors.Is(err, os.ErrNotExist), "still there", nil
 		}); err != nil {

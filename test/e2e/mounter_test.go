@@ -23,10 +23,12 @@ import (
 
 	"golang.org/x/sys/unix"
 
+	"github.com/hostpath-provisioner/hpp/internal/grpctest"
 	"github.com/hostpath-provisioner/hpp/internal/poolmarker"
 	"github.com/hostpath-provisioner/hpp/internal/testutil"
 	"github.com/hostpath-provisioner/hpp/test/cluster"
 	"github.com/hostpath-provisioner/hpp/test/csitest"
+	"github.com/hostpath-provisioner/hpp/test/e2e/kit"
 )
 
 const mounterImage = "localhost/hpp/hpp-mounter:e2e"
@@ -38,7 +40,7 @@ var (
 
 // importMounterImage builds hpp-mounter and imports its image (the binary
 // with this machine's blkid and mkfs.xfs) once per run.
-func importMounterImage(t *testing.T, env *Env) {
+func importMounterImage(t *testing.T, env *kit.Env) {
 	t.Helper()
 	for _, tool := range append([]string{"ldd", "losetup"}, cluster.MounterTools...) {
 		if _, err := exec.LookPath(tool); err != nil {
@@ -48,7 +50,7 @@ func importMounterImage(t *testing.T, env *Env) {
 	mounterImageOnce.Do(func() {
 		ctx := context.Background()
 		bin := filepath.Join(env.C.Dir, "hpp-mounter")
-		if mounterImageErr = BuildCommand(ctx, "hpp-mounter", bin); mounterImageErr != nil {
+		if mounterImageErr = kit.BuildCommand(ctx, "hpp-mounter", bin); mounterImageErr != nil {
 			return
 		}
 		img, err := cluster.MounterImage(ctx, mounterImage, bin)
@@ -68,7 +70,7 @@ func importMounterImage(t *testing.T, env *Env) {
 // is private here, and Bidirectional propagation needs a shared source), and
 // it holds the kubelet's own mounts of the pod's PVC that hpp-mounter must
 // find. Host paths given to the mounter are relative to it.
-func mounterHost(env *Env) string { return env.C.KubeletDir() }
+func mounterHost(env *kit.Env) string { return env.C.KubeletDir() }
 
 // The mounter's mounts live in the real node's mount namespace (its
 // containerd and kubelet run in their own, test/cluster/nodens_linux.go):
@@ -79,11 +81,11 @@ func mounterHost(env *Env) string { return env.C.KubeletDir() }
 // that uses the pool runs in that namespace, as the DaemonSet's would.
 
 // inNode is path as the node sees it.
-func inNode(env *Env, path string) string {
+func inNode(env *kit.Env, path string) string {
 	return filepath.Join("/proc", strconv.Itoa(env.C.NodeInitPID()), "root", path)
 }
 
-func nodeMountsAt(t *testing.T, env *Env, target string) []csitest.MountEntry {
+func nodeMountsAt(t *testing.T, env *kit.Env, target string) []csitest.MountEntry {
 	t.Helper()
 	m, err := csitest.MountsAtIn(env.C.NodeInitPID(), target)
 	if err != nil {
@@ -121,7 +123,7 @@ func mounterPod(ns, name, node, claim, host, mountPath, healthAddr string, block
 	} else {
 		c.VolumeMounts = append(c.VolumeMounts, corev1.VolumeMount{Name: "pool", MountPath: source})
 	}
-	return OnNode(&corev1.Pod{
+	return kit.OnNode(&corev1.Pod{
 		ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: name},
 		Spec: corev1.PodSpec{
 			HostNetwork:                   true,
@@ -136,21 +138,21 @@ func mounterPod(ns, name, node, claim, host, mountPath, healthAddr string, block
 }
 
 // localPV offers path on the real node as a pre-bound local PV and claim.
-func localPV(t *testing.T, env *Env, ns, name, path string, mode corev1.PersistentVolumeMode) {
+func localPV(t *testing.T, env *kit.Env, ns, name, path string, mode corev1.PersistentVolumeMode) {
 	t.Helper()
 	ctx := context.Background()
-	pv := LocalPV(ns+"-"+name, ns+"-pool", path, env.C.RealNode().Name, "64Mi", mode)
+	pv := kit.LocalPV(ns+"-"+name, ns+"-pool", path, env.C.RealNode().Name, "64Mi", mode)
 	if _, err := env.C.Client.CoreV1().PersistentVolumes().Create(ctx, pv, metav1.CreateOptions{}); err != nil {
 		t.Fatal(err)
 	}
 	t.Cleanup(func() {
 		_ = env.C.Client.CoreV1().PersistentVolumes().Delete(context.Background(), pv.Name, metav1.DeleteOptions{})
 	})
-	pvc := PVC(ns, name, ns+"-pool", "64Mi")
+	pvc := kit.PVC(ns, name, ns+"-pool", "64Mi")
 	pvc.Spec.VolumeMode = &mode
 	pvc.Spec.VolumeName = pv.Name
 	createPVC(t, env, pvc)
-	if _, err := WaitPVCBound(ctx, env.C.Client, ns, name, 2*time.Minute); err != nil {
+	if _, err := kit.WaitPVCBound(ctx, env.C.Client, ns, name, 2*time.Minute); err != nil {
 		t.Fatal(err)
 	}
 }
@@ -158,33 +160,33 @@ func localPV(t *testing.T, env *Env, ns, name, path string, mode corev1.Persiste
 // runMounter starts a mounter pod, waits until it is Ready (its /readyz:
 // pool mounted and marked), and returns a function that deletes it the way
 // a Deployment's pod is deleted (SIGTERM, grace period) and waits for it.
-func runMounter(t *testing.T, env *Env, pod *corev1.Pod) (stop func()) {
+func runMounter(t *testing.T, env *kit.Env, pod *corev1.Pod) (stop func()) {
 	t.Helper()
 	ctx := context.Background()
 	createPod(t, env, pod)
-	err := Poll(ctx, 3*time.Minute, "mounter pod Ready", func(ctx context.Context) (bool, string, error) {
+	err := kit.Poll(ctx, 3*time.Minute, "mounter pod Ready", func(ctx context.Context) (bool, string, error) {
 		p, err := env.C.Client.CoreV1().Pods(pod.Namespace).Get(ctx, pod.Name, metav1.GetOptions{})
 		if err != nil {
-			return false, "", Retry(err)
+			return false, "", kit.Retry(err)
 		}
 		for _, c := range p.Status.Conditions {
 			if c.Type == corev1.PodReady && c.Status == corev1.ConditionTrue {
 				return true, "", nil
 			}
 		}
-		return false, PodSummary(p), nil
+		return false, kit.PodSummary(p), nil
 	})
 	if err != nil {
-		logs, _ := PodLogs(ctx, env.C.Client, pod.Namespace, pod.Name)
-		t.Fatalf("%v\nevents: %s\nlog:\n%s", err, Events(ctx, env.C.Client, pod.Namespace, "Pod", pod.Name), logs)
+		logs, _ := kit.PodLogs(ctx, env.C.Client, pod.Namespace, pod.Name)
+		t.Fatalf("%v\nevents: %s\nlog:\n%s", err, kit.Events(ctx, env.C.Client, pod.Namespace, "Pod", pod.Name), logs)
 	}
 	return func() {
 		t.Helper()
-		logs, _ := PodLogs(ctx, env.C.Client, pod.Namespace, pod.Name)
+		logs, _ := kit.PodLogs(ctx, env.C.Client, pod.Namespace, pod.Name)
 		if err := env.C.Client.CoreV1().Pods(pod.Namespace).Delete(ctx, pod.Name, metav1.DeleteOptions{}); err != nil {
 			t.Fatal(err)
 		}
-		if err := WaitGone(ctx, "mounter pod", 2*time.Minute, func(ctx context.Context) error {
+		if err := kit.WaitGone(ctx, "mounter pod", 2*time.Minute, func(ctx context.Context) error {
 			_, err := env.C.Client.CoreV1().Pods(pod.Namespace).Get(ctx, pod.Name, metav1.GetOptions{})
 			return err
 		}); err != nil {
@@ -262,7 +264,7 @@ type mountedPoolDriver struct {
 	node string
 }
 
-func startMountedPoolDriver(t *testing.T, env *Env, hostPool string) *mountedPoolDriver {
+func startMountedPoolDriver(t *testing.T, env *kit.Env, hostPool string) *mountedPoolDriver {
 	t.Helper()
 	// In the node's mount namespace, where the mounter's mount is.
 	wrapper := filepath.Join(t.TempDir(), "hpp-csi-in-node")
@@ -293,7 +295,7 @@ func (m *mountedPoolDriver) create(t *testing.T, name string, code codes.Code, m
 		}
 		return
 	}
-	csitest.WantCode(t, err, code, msg)
+	grpctest.WantCode(t, err, code, msg)
 }
 
 func (m *mountedPoolDriver) waitReady(t *testing.T) {
@@ -301,11 +303,11 @@ func (m *mountedPoolDriver) waitReady(t *testing.T) {
 	// Probe is ready all along (a mounted pool waiting for its mounter
 	// does not hold the driver back); the pool offers capacity once it is
 	// open.
-	err := Poll(context.Background(), time.Minute, "hpp-csi offers the mounted pool", func(ctx context.Context) (bool, string, error) {
+	err := kit.Poll(context.Background(), time.Minute, "hpp-csi offers the mounted pool", func(ctx context.Context) (bool, string, error) {
 		resp, err := m.c.GetCapacity(ctx, &csipb.GetCapacityRequest{Parameters: csitest.PoolParams("mounted"),
 			AccessibleTopology: csitest.Segment(m.node)})
 		if err != nil {
-			return false, "", Retry(err)
+			return false, "", kit.Retry(err)
 		}
 		return resp.GetAvailableCapacity() > 0, "no capacity offered yet", nil
 	})
@@ -365,19 +367,19 @@ func TestMounterFilesystemPVC(t *testing.T) {
 
 // cleanupPool removes the test's pool directory after the test; a pool a
 // failed test left mounted is detached first, so the loop device can go.
-func cleanupPool(t *testing.T, env *Env, ns, target string) {
+func cleanupPool(t *testing.T, env *kit.Env, ns, target string) {
 	t.Cleanup(func() {
 		// The mounter pod first, or it mounts the pool again.
 		ctx := context.Background()
 		pods := env.C.Client.CoreV1().Pods(ns)
 		_ = pods.DeleteCollection(ctx, metav1.DeleteOptions{GracePeriodSeconds: new(int64)}, metav1.ListOptions{})
-		_ = WaitGone(ctx, "pods of "+ns, 2*time.Minute, func(ctx context.Context) error {
+		_ = kit.WaitGone(ctx, "pods of "+ns, 2*time.Minute, func(ctx context.Context) error {
 			l, err := pods.List(ctx, metav1.ListOptions{})
 			if err != nil {
-				return Retry(err)
+				return kit.Retry(err)
 			}
 			if len(l.Items) > 0 {
-				return Retry(fmt.Errorf("%d pods left", len(l.Items)))
+				return kit.Retry(fmt.Errorf("%d pods left", len(l.Items)))
 			}
 			return apierrors.NewNotFound(corev1.Resource("pods"), ns)
 		})

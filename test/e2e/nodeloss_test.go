@@ -23,6 +23,7 @@ import (
 
 	"github.com/hostpath-provisioner/hpp/internal/contract"
 	"github.com/hostpath-provisioner/hpp/test/cluster"
+	"github.com/hostpath-provisioner/hpp/test/e2e/kit"
 )
 
 // strandedMetric is the node-loss controller's metric
@@ -56,10 +57,10 @@ func TestNodeLoss(t *testing.T) {
 	metrics := startNodeLossController(t, env)
 
 	const delay, backDelay = 15 * time.Second, 45 * time.Second
-	released := storageClass(t, env, StorageClass("nodeloss-release", PoolLocal, func(sc *storagev1.StorageClass) {
+	released := storageClass(t, env, kit.StorageClass("nodeloss-release", kit.PoolLocal, func(sc *storagev1.StorageClass) {
 		sc.Parameters[contract.AnnReleaseAfterNodeLoss] = delay.String()
 	}))
-	kept := storageClass(t, env, StorageClass("nodeloss-kept", PoolLocal))
+	kept := storageClass(t, env, kit.StorageClass("nodeloss-kept", kit.PoolLocal))
 	legacy := storageClass(t, env, legacyClass("nodeloss-legacy"))
 
 	gone := simNodeWithVolumes(t, env, "gone-1", true)
@@ -71,15 +72,15 @@ func TestNodeLoss(t *testing.T) {
 	if _, err := env.C.Client.AppsV1().StatefulSets(ns).Create(ctx, sts, metav1.CreateOptions{}); err != nil {
 		t.Fatal(err)
 	}
-	createPVC(t, env, PVC(ns, "kept", kept.Name, "1Mi"))
-	createPod(t, env, OnNode(Pod(ns, "kept", "sleep 3600", PodVolume{Name: "v", Claim: "kept", Path: "/data"}), gone.Name))
-	createPVC(t, env, PVC(ns, "legacy", legacy.Name, "1Mi"))
-	createPod(t, env, OnNode(Pod(ns, "legacy", "sleep 3600", PodVolume{Name: "v", Claim: "legacy", Path: "/data"}), gone.Name))
+	createPVC(t, env, kit.PVC(ns, "kept", kept.Name, "1Mi"))
+	createPod(t, env, kit.OnNode(kit.Pod(ns, "kept", "sleep 3600", kit.PodVolume{Name: "v", Claim: "kept", Path: "/data"}), gone.Name))
+	createPVC(t, env, kit.PVC(ns, "legacy", legacy.Name, "1Mi"))
+	createPod(t, env, kit.OnNode(kit.Pod(ns, "legacy", "sleep 3600", kit.PodVolume{Name: "v", Claim: "legacy", Path: "/data"}), gone.Name))
 	// On back-1: an opted-in claim (its own annotation, a longer delay).
-	returns := PVC(ns, "returns", kept.Name, "1Mi")
+	returns := kit.PVC(ns, "returns", kept.Name, "1Mi")
 	returns.Annotations = map[string]string{contract.AnnReleaseAfterNodeLoss: backDelay.String()}
 	createPVC(t, env, returns)
-	createPod(t, env, OnNode(Pod(ns, "returns", "sleep 3600", PodVolume{Name: "v", Claim: "returns", Path: "/data"}), back.Name))
+	createPod(t, env, kit.OnNode(kit.Pod(ns, "returns", "sleep 3600", kit.PodVolume{Name: "v", Claim: "returns", Path: "/data"}), back.Name))
 
 	oldPV := boundPV(t, env, ns, "data-web-0")
 	if node := pvNode(oldPV); node != gone.Name {
@@ -116,7 +117,7 @@ func TestNodeLoss(t *testing.T) {
 	// After the delay: the StatefulSet's pod runs on the real node with a
 	// new volume, within 2 minutes.
 	releaseAt := lostAt.Add(delay)
-	if _, err := WaitPodPhase(ctx, env.C.Client, ns, "web-0", corev1.PodRunning, time.Until(releaseAt)+2*time.Minute); err != nil {
+	if _, err := kit.WaitPodPhase(ctx, env.C.Client, ns, "web-0", corev1.PodRunning, time.Until(releaseAt)+2*time.Minute); err != nil {
 		t.Fatal(err)
 	}
 	t.Logf("StatefulSet pod Running %s after the delay", time.Since(releaseAt).Round(time.Second))
@@ -164,7 +165,7 @@ func TestNodeLoss(t *testing.T) {
 
 // simNodeWithVolumes adds a simulated node with hpp-csi (pool local) and,
 // when legacy, hpp-legacy.
-func simNodeWithVolumes(t *testing.T, env *Env, name string, legacy bool) *cluster.Node {
+func simNodeWithVolumes(t *testing.T, env *kit.Env, name string, legacy bool) *cluster.Node {
 	t.Helper()
 	ctx := context.Background()
 	n, err := env.C.AddSimulatedCSINode(ctx, name, cluster.SimulatedNodeOptions{})
@@ -176,7 +177,7 @@ func simNodeWithVolumes(t *testing.T, env *Env, name string, legacy bool) *clust
 			_ = env.C.RemoveSimulatedNode(context.Background(), name)
 		}
 	})
-	pool := cluster.Pool{Name: PoolLocal, Path: filepath.Join(n.Dir(), "pools", PoolLocal)}
+	pool := cluster.Pool{Name: kit.PoolLocal, Path: filepath.Join(n.Dir(), "pools", kit.PoolLocal)}
 	if err := n.StartHPPCSI(ctx, cluster.HPPCSIConfig{Binary: env.HPPCSI, Pools: []cluster.Pool{pool}}); err != nil {
 		t.Fatal(err)
 	}
@@ -195,7 +196,7 @@ func simNodeWithVolumes(t *testing.T, env *Env, name string, legacy bool) *clust
 // at 139.8 s, the time this wait gives up).
 func nodeLossStatefulSet(ns, name, class, node, fallback string) *appsv1.StatefulSet {
 	labels := map[string]string{"app": name}
-	pod := Pod(ns, "", "sleep 3600", PodVolume{Name: "data", Claim: "data", Path: "/data"})
+	pod := kit.Pod(ns, "", "sleep 3600", kit.PodVolume{Name: "data", Claim: "data", Path: "/data"})
 	pod.Spec.RestartPolicy = corev1.RestartPolicyAlways
 	pod.Spec.Volumes = nil
 	pod.Spec.Affinity = &corev1.Affinity{NodeAffinity: &corev1.NodeAffinity{
@@ -206,7 +207,7 @@ func nodeLossStatefulSet(ns, name, class, node, fallback string) *appsv1.Statefu
 			MatchExpressions: []corev1.NodeSelectorRequirement{{Key: corev1.LabelHostname, Operator: corev1.NodeSelectorOpIn, Values: []string{node}}},
 		}}},
 	}}
-	claim := *PVC(ns, "data", class, "1Mi")
+	claim := *kit.PVC(ns, "data", class, "1Mi")
 	claim.Namespace = ""
 	return &appsv1.StatefulSet{
 		ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: name},
@@ -257,9 +258,9 @@ func installCR(t *testing.T, dyn dynamic.Interface) {
 		"apiVersion": "hostpathprovisioner.kubevirt.io/v1beta1", "kind": "HostPathProvisioner",
 		"metadata": map[string]any{"name": "hostpath-provisioner"},
 		"spec": map[string]any{"imagePullPolicy": "Never",
-			"storagePools": []any{map[string]any{"name": PoolLocal, "path": "/var/hpp"}}},
+			"storagePools": []any{map[string]any{"name": kit.PoolLocal, "path": "/var/hpp"}}},
 	}}
-	err = Poll(ctx, time.Minute, "HostPathProvisioner CRD established and the CR created", func(ctx context.Context) (bool, string, error) {
+	err = kit.Poll(ctx, time.Minute, "HostPathProvisioner CRD established and the CR created", func(ctx context.Context) (bool, string, error) {
 		_, err := dyn.Resource(hppGVR).Create(ctx, cr, metav1.CreateOptions{})
 		if err != nil && !apierrors.IsAlreadyExists(err) {
 			return false, err.Error(), nil
@@ -276,7 +277,7 @@ func installCR(t *testing.T, dyn dynamic.Interface) {
 
 // startNodeLossController runs `hpp-operator --controllers=node-loss` on the
 // real node and returns its metrics URL.
-func startNodeLossController(t *testing.T, env *Env) string {
+func startNodeLossController(t *testing.T, env *kit.Env) string {
 	t.Helper()
 	metricsPort, err := freePort()
 	if err != nil {
@@ -300,7 +301,7 @@ func startNodeLossController(t *testing.T, env *Env) string {
 			t.Errorf("stop hpp-operator: %v", err)
 		}
 	})
-	err = Poll(context.Background(), time.Minute, "hpp-operator healthy", func(ctx context.Context) (bool, string, error) {
+	err = kit.Poll(context.Background(), time.Minute, "hpp-operator healthy", func(ctx context.Context) (bool, string, error) {
 		select {
 		case <-proc.Exited():
 			return false, "", fmt.Errorf("hpp-operator exited: %w\n%s", proc.ExitError(), proc.Tail(20))
@@ -308,7 +309,7 @@ func startNodeLossController(t *testing.T, env *Env) string {
 		}
 		code, body, err := httpGet(ctx, fmt.Sprintf("http://127.0.0.1:%d/healthz", healthPort))
 		if err != nil {
-			return false, "", Retry(err)
+			return false, "", kit.Retry(err)
 		}
 		return code == 200, body, nil
 	})
@@ -322,10 +323,10 @@ func startNodeLossController(t *testing.T, env *Env) string {
 // (0: the node is not listed).
 func waitStranded(t *testing.T, dyn dynamic.Interface, node string, count int64) {
 	t.Helper()
-	err := Poll(context.Background(), time.Minute, fmt.Sprintf("status.strandedVolumes: %d volume(s) of node %s", count, node), func(ctx context.Context) (bool, string, error) {
+	err := kit.Poll(context.Background(), time.Minute, fmt.Sprintf("status.strandedVolumes: %d volume(s) of node %s", count, node), func(ctx context.Context) (bool, string, error) {
 		cr, err := dyn.Resource(hppGVR).Get(ctx, "hostpath-provisioner", metav1.GetOptions{})
 		if err != nil {
-			return false, "", Retry(err)
+			return false, "", kit.Retry(err)
 		}
 		list, _, _ := unstructured.NestedSlice(cr.Object, "status", "strandedVolumes")
 		var got int64
@@ -345,10 +346,10 @@ func waitStranded(t *testing.T, dyn dynamic.Interface, node string, count int64)
 // waitMetric waits until the metrics page has the sample line.
 func waitMetric(t *testing.T, url, sample string) {
 	t.Helper()
-	err := Poll(context.Background(), time.Minute, "metric "+sample, func(ctx context.Context) (bool, string, error) {
+	err := kit.Poll(context.Background(), time.Minute, "metric "+sample, func(ctx context.Context) (bool, string, error) {
 		_, body, err := httpGet(ctx, url)
 		if err != nil {
-			return false, "", Retry(err)
+			return false, "", kit.Retry(err)
 		}
 		var lines []string
 		for _, l := range strings.Split(body, "\n") {

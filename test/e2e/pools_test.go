@@ -7,6 +7,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/hostpath-provisioner/hpp/test/e2e/kit"
 	corev1 "k8s.io/api/core/v1"
 )
 
@@ -17,18 +18,18 @@ func TestTwoPoolsTwoClasses(t *testing.T) {
 	ns := namespace(t, env)
 	ctx := context.Background()
 	node := env.C.RealNode().Name
-	storageClass(t, env, StorageClass(ns+"-local", PoolLocal))
-	storageClass(t, env, StorageClass(ns+"-fast", PoolFast))
-	createPVC(t, env, PVC(ns, "on-local", ns+"-local", "16Mi"))
-	createPVC(t, env, PVC(ns, "on-fast", ns+"-fast", "16Mi"))
-	createPod(t, env, OnNode(Pod(ns, "both", "echo L > /l/f && echo F > /f/f",
-		PodVolume{Name: "l", Claim: "on-local", Path: "/l"}, PodVolume{Name: "f", Claim: "on-fast", Path: "/f"}), node))
-	if _, err := WaitPodPhase(ctx, env.C.Client, ns, "both", corev1.PodSucceeded, 2*time.Minute); err != nil {
+	storageClass(t, env, kit.StorageClass(ns+"-local", kit.PoolLocal))
+	storageClass(t, env, kit.StorageClass(ns+"-fast", kit.PoolFast))
+	createPVC(t, env, kit.PVC(ns, "on-local", ns+"-local", "16Mi"))
+	createPVC(t, env, kit.PVC(ns, "on-fast", ns+"-fast", "16Mi"))
+	createPod(t, env, kit.OnNode(kit.Pod(ns, "both", "echo L > /l/f && echo F > /f/f",
+		kit.PodVolume{Name: "l", Claim: "on-local", Path: "/l"}, kit.PodVolume{Name: "f", Claim: "on-fast", Path: "/f"}), node))
+	if _, err := kit.WaitPodPhase(ctx, env.C.Client, ns, "both", corev1.PodSucceeded, 2*time.Minute); err != nil {
 		t.Fatal(err)
 	}
 	for claim, c := range map[string]struct{ pool, other, content string }{
-		"on-local": {PoolLocal, PoolFast, "L\n"},
-		"on-fast":  {PoolFast, PoolLocal, "F\n"},
+		"on-local": {kit.PoolLocal, kit.PoolFast, "L\n"},
+		"on-fast":  {kit.PoolFast, kit.PoolLocal, "F\n"},
 	} {
 		pv := boundPV(t, env, ns, claim)
 		if got := readFile(t, filepath.Join(volumeDir(env.Pools[c.pool], pv), "f")); got != c.content {

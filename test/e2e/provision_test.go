@@ -11,6 +11,7 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 
 	"github.com/hostpath-provisioner/hpp/internal/contract"
+	"github.com/hostpath-provisioner/hpp/test/e2e/kit"
 )
 
 // Scenario 1: a WaitForFirstConsumer claim is provisioned on the real node
@@ -22,11 +23,11 @@ func TestProvisionWriteReadDelete(t *testing.T) {
 	ns := namespace(t, env)
 	ctx := context.Background()
 	node := env.C.RealNode().Name
-	storageClass(t, env, StorageClass(ns+"-delete", PoolLocal))
+	storageClass(t, env, kit.StorageClass(ns+"-delete", kit.PoolLocal))
 
-	claim := createPVC(t, env, PVC(ns, "data", ns+"-delete", "64Mi"))
-	createPod(t, env, OnNode(Pod(ns, "writer", "echo hello-hpp > /data/file", PodVolume{Name: "v", Claim: "data", Path: "/data"}), node))
-	if _, err := WaitPodPhase(ctx, env.C.Client, ns, "writer", corev1.PodSucceeded, 2*time.Minute); err != nil {
+	claim := createPVC(t, env, kit.PVC(ns, "data", ns+"-delete", "64Mi"))
+	createPod(t, env, kit.OnNode(kit.Pod(ns, "writer", "echo hello-hpp > /data/file", kit.PodVolume{Name: "v", Claim: "data", Path: "/data"}), node))
+	if _, err := kit.WaitPodPhase(ctx, env.C.Client, ns, "writer", corev1.PodSucceeded, 2*time.Minute); err != nil {
 		t.Fatal(err)
 	}
 	pv := boundPV(t, env, ns, "data")
@@ -34,16 +35,16 @@ func TestProvisionWriteReadDelete(t *testing.T) {
 		t.Fatalf("pv %s csi source %+v, want driver %s handle %s", pv.Name, pv.Spec.CSI, contract.DriverName, want)
 	}
 	assertNodeAffinity(t, pv, node)
-	dir := volumeDir(env.Pools[PoolLocal], pv)
+	dir := volumeDir(env.Pools[kit.PoolLocal], pv)
 	if got := readFile(t, dir+"/file"); got != "hello-hpp\n" {
 		t.Errorf("%s/file on the host = %q, want %q", dir, got, "hello-hpp\n")
 	}
 
-	createPod(t, env, OnNode(Pod(ns, "reader", "cat /data/file", PodVolume{Name: "v", Claim: "data", Path: "/data", ReadOnly: true}), node))
-	if _, err := WaitPodPhase(ctx, env.C.Client, ns, "reader", corev1.PodSucceeded, 2*time.Minute); err != nil {
+	createPod(t, env, kit.OnNode(kit.Pod(ns, "reader", "cat /data/file", kit.PodVolume{Name: "v", Claim: "data", Path: "/data", ReadOnly: true}), node))
+	if _, err := kit.WaitPodPhase(ctx, env.C.Client, ns, "reader", corev1.PodSucceeded, 2*time.Minute); err != nil {
 		t.Fatal(err)
 	}
-	if logs, err := PodLogs(ctx, env.C.Client, ns, "reader"); err != nil || logs != "hello-hpp\n" {
+	if logs, err := kit.PodLogs(ctx, env.C.Client, ns, "reader"); err != nil || logs != "hello-hpp\n" {
 		t.Errorf("reader log %q (%v), want %q", logs, err, "hello-hpp\n")
 	}
 
@@ -56,17 +57,17 @@ func TestProvisionWriteReadDelete(t *testing.T) {
 	}
 
 	t.Run("Retain", func(t *testing.T) {
-		storageClass(t, env, StorageClass(ns+"-retain", PoolLocal, Retain))
-		createPVC(t, env, PVC(ns, "kept", ns+"-retain", "64Mi"))
-		createPod(t, env, OnNode(Pod(ns, "keeper", "echo keep-me > /data/file", PodVolume{Name: "v", Claim: "kept", Path: "/data"}), node))
-		if _, err := WaitPodPhase(ctx, env.C.Client, ns, "keeper", corev1.PodSucceeded, 2*time.Minute); err != nil {
+		storageClass(t, env, kit.StorageClass(ns+"-retain", kit.PoolLocal, kit.Retain))
+		createPVC(t, env, kit.PVC(ns, "kept", ns+"-retain", "64Mi"))
+		createPod(t, env, kit.OnNode(kit.Pod(ns, "keeper", "echo keep-me > /data/file", kit.PodVolume{Name: "v", Claim: "kept", Path: "/data"}), node))
+		if _, err := kit.WaitPodPhase(ctx, env.C.Client, ns, "keeper", corev1.PodSucceeded, 2*time.Minute); err != nil {
 			t.Fatal(err)
 		}
 		pv := boundPV(t, env, ns, "kept")
-		dir := volumeDir(env.Pools[PoolLocal], pv)
+		dir := volumeDir(env.Pools[kit.PoolLocal], pv)
 		deletePodNow(t, env, ns, "keeper")
 		deletePVC(t, env, ns, "kept")
-		if err := Poll(ctx, time.Minute, "pv "+pv.Name+" Released", func(ctx context.Context) (bool, string, error) {
+		if err := kit.Poll(ctx, time.Minute, "pv "+pv.Name+" Released", func(ctx context.Context) (bool, string, error) {
 			p, err := env.C.Client.CoreV1().PersistentVolumes().Get(ctx, pv.Name, metav1.GetOptions{})
 			if err != nil {
 				return false, "", err

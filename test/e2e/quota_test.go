@@ -16,6 +16,7 @@ import (
 	"k8s.io/utils/ptr"
 
 	"github.com/hostpath-provisioner/hpp/test/cluster"
+	"github.com/hostpath-provisioner/hpp/test/e2e/kit"
 )
 
 // The real node's enforcing pools (enforceSize), one per filesystem that
@@ -29,7 +30,7 @@ const (
 	quotaPoolSize = 1 << 30
 )
 
-var quotaPools = map[string]QuotaPool{
+var quotaPools = map[string]kit.QuotaPool{
 	PoolQuota:     {FS: "xfs", Size: quotaPoolSize},
 	PoolQuotaExt4: {FS: "ext4", Size: quotaPoolSize},
 }
@@ -62,13 +63,13 @@ func enforcedSizeOnlineExpansion(t *testing.T, pool, refusedMsg string) {
 	}
 	ns := namespace(t, env)
 	ctx := context.Background()
-	sc := storageClass(t, env, StorageClass(ns+"-quota", pool, func(sc *storagev1.StorageClass) {
+	sc := storageClass(t, env, kit.StorageClass(ns+"-quota", pool, func(sc *storagev1.StorageClass) {
 		sc.AllowVolumeExpansion = ptr.To(true)
 	}))
-	createPVC(t, env, PVC(ns, "sized", sc.Name, "100Mi"))
+	createPVC(t, env, kit.PVC(ns, "sized", sc.Name, "100Mi"))
 	created := time.Now()
-	createPod(t, env, Pod(ns, "user", "echo kept > /data/f && sleep 3600", PodVolume{Name: "v", Claim: "sized", Path: "/data"}))
-	running, err := WaitPodPhase(ctx, env.C.Client, ns, "user", corev1.PodRunning, slowVMWait+2*time.Minute)
+	createPod(t, env, kit.Pod(ns, "user", "echo kept > /data/f && sleep 3600", kit.PodVolume{Name: "v", Claim: "sized", Path: "/data"}))
+	running, err := kit.WaitPodPhase(ctx, env.C.Client, ns, "user", corev1.PodRunning, slowVMWait+2*time.Minute)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -90,7 +91,7 @@ func enforcedSizeOnlineExpansion(t *testing.T, pool, refusedMsg string) {
 	kubectlPatchSize(t, env, ns, "sized", "300Mi")
 	waitClaimCapacity(t, env, ns, "sized", "300Mi", slowVMWait)
 	claimAt := time.Since(patched)
-	err = Poll(ctx, slowVMWait-time.Since(patched), "df in the pod shows 300Mi", func(context.Context) (bool, string, error) {
+	err = kit.Poll(ctx, slowVMWait-time.Since(patched), "df in the pod shows 300Mi", func(context.Context) (bool, string, error) {
 		df = podDFKiB(t, env, ns, "user", "/data")
 		return df == 300<<10, fmt.Sprintf("df shows %d KiB", df), nil
 	})
@@ -122,7 +123,7 @@ func quotaUnavailable(t *testing.T, reason string) {
 
 // podExec runs script with sh in the pod's container (kubectl exec, as a
 // user would) and returns its combined output.
-func podExec(t *testing.T, env *Env, ns, pod, script string) (string, error) {
+func podExec(t *testing.T, env *kit.Env, ns, pod, script string) (string, error) {
 	t.Helper()
 	cache := os.Getenv("HPP_CACHE")
 	if cache == "" {
@@ -143,7 +144,7 @@ func podExec(t *testing.T, env *Env, ns, pod, script string) (string, error) {
 }
 
 // podDFKiB is the size in KiB that `df` in the pod shows for path.
-func podDFKiB(t *testing.T, env *Env, ns, pod, path string) int64 {
+func podDFKiB(t *testing.T, env *kit.Env, ns, pod, path string) int64 {
 	t.Helper()
 	out, err := podExec(t, env, ns, pod, "df -Pk "+path)
 	if err != nil {

@@ -9,6 +9,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/hostpath-provisioner/hpp/test/e2e/kit"
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 )
@@ -24,26 +25,26 @@ func TestDriverKilledDuringBurst(t *testing.T) {
 	ctx := context.Background()
 	node := env.C.RealNode()
 	const burst = 20
-	csiDir := filepath.Join(env.Pools[PoolLocal], "csi")
+	csiDir := filepath.Join(env.Pools[kit.PoolLocal], "csi")
 	before := dirEntries(t, csiDir)
-	storageClass(t, env, StorageClass(ns, PoolLocal))
+	storageClass(t, env, kit.StorageClass(ns, kit.PoolLocal))
 
-	createPVC(t, env, PVC(ns, "keep", ns, "16Mi"))
+	createPVC(t, env, kit.PVC(ns, "keep", ns, "16Mi"))
 	keeper := `echo precious > /data/f
 while true; do [ "$(cat /data/f)" = precious ] || { echo LOST; exit 1; }; sleep 1; done`
-	createPod(t, env, OnNode(Pod(ns, "keeper", keeper, PodVolume{Name: "v", Claim: "keep", Path: "/data"}), node.Name))
-	if _, err := WaitPodPhase(ctx, env.C.Client, ns, "keeper", corev1.PodRunning, 2*time.Minute); err != nil {
+	createPod(t, env, kit.OnNode(kit.Pod(ns, "keeper", keeper, kit.PodVolume{Name: "v", Claim: "keep", Path: "/data"}), node.Name))
+	if _, err := kit.WaitPodPhase(ctx, env.C.Client, ns, "keeper", corev1.PodRunning, 2*time.Minute); err != nil {
 		t.Fatal(err)
 	}
 	keepPV := boundPV(t, env, ns, "keep")
 
 	for i := range burst {
 		name := fmt.Sprintf("burst-%02d", i)
-		createPVC(t, env, PVC(ns, name, ns, "16Mi"))
-		createPod(t, env, OnNode(Pod(ns, name, "echo "+name+" > /data/f && sleep 3600", PodVolume{Name: "v", Claim: name, Path: "/data"}), node.Name))
+		createPVC(t, env, kit.PVC(ns, name, ns, "16Mi"))
+		createPod(t, env, kit.OnNode(kit.Pod(ns, name, "echo "+name+" > /data/f && sleep 3600", kit.PodVolume{Name: "v", Claim: name, Path: "/data"}), node.Name))
 	}
 	// Kill once provisioning is under way: the first volume of the burst exists.
-	if err := Poll(ctx, time.Minute, "first volume of the burst", func(context.Context) (bool, string, error) {
+	if err := kit.Poll(ctx, time.Minute, "first volume of the burst", func(context.Context) (bool, string, error) {
 		return len(dirEntries(t, csiDir)) > len(before)+1, "", nil
 	}); err != nil {
 		t.Fatal(err)
@@ -62,7 +63,7 @@ while true; do [ "$(cat /data/f)" = precious ] || { echo LOST; exit 1; }; sleep 
 
 	for i := range burst {
 		name := fmt.Sprintf("burst-%02d", i)
-		if _, err := WaitPodPhase(ctx, env.C.Client, ns, name, corev1.PodRunning, 3*time.Minute); err != nil {
+		if _, err := kit.WaitPodPhase(ctx, env.C.Client, ns, name, corev1.PodRunning, 3*time.Minute); err != nil {
 			t.Fatal(err)
 		}
 	}
@@ -109,9 +110,9 @@ while true; do [ "$(cat /data/f)" = precious ] || { echo LOST; exit 1; }; sleep 
 
 	p, err := env.C.Client.CoreV1().Pods(ns).Get(ctx, "keeper", metav1.GetOptions{})
 	if err != nil || p.Status.Phase != corev1.PodRunning {
-		t.Fatalf("keeper pod after the restart: %v %v", err, PodSummary(p))
+		t.Fatalf("keeper pod after the restart: %v %v", err, kit.PodSummary(p))
 	}
-	if got := readFile(t, filepath.Join(volumeDir(env.Pools[PoolLocal], keepPV), "f")); got != "precious\n" {
+	if got := readFile(t, filepath.Join(volumeDir(env.Pools[kit.PoolLocal], keepPV), "f")); got != "precious\n" {
 		t.Errorf("keeper's file on the host %q, want %q", got, "precious\n")
 	}
 }

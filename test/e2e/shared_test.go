@@ -10,6 +10,7 @@ import (
 	storagev1 "k8s.io/api/storage/v1"
 
 	"github.com/hostpath-provisioner/hpp/internal/contract"
+	"github.com/hostpath-provisioner/hpp/test/e2e/kit"
 )
 
 // Scenario: a shared pool (storage every node mounts) with the KubeVirt
@@ -21,10 +22,10 @@ func TestSharedPoolImmediateReadWriteMany(t *testing.T) {
 	env := needEnv(t)
 	ns := namespace(t, env)
 	ctx := context.Background()
-	storageClass(t, env, StorageClass(ns, PoolShared, Immediate, func(sc *storagev1.StorageClass) {
+	storageClass(t, env, kit.StorageClass(ns, kit.PoolShared, kit.Immediate, func(sc *storagev1.StorageClass) {
 		sc.Parameters[contract.ParamOverlayCSI] = "true"
 	}))
-	pvc := PVC(ns, "rwx", ns, "16Mi")
+	pvc := kit.PVC(ns, "rwx", ns, "16Mi")
 	pvc.Spec.AccessModes = []corev1.PersistentVolumeAccessMode{corev1.ReadWriteMany}
 	createPVC(t, env, pvc)
 	// csi-provisioner takes an Immediate claim after its node-deployment
@@ -33,12 +34,12 @@ func TestSharedPoolImmediateReadWriteMany(t *testing.T) {
 	if pv.Spec.NodeAffinity != nil {
 		t.Errorf("pv %s of a shared pool has node affinity %+v; want none", pv.Name, pv.Spec.NodeAffinity)
 	}
-	createPod(t, env, OnNode(Pod(ns, "writer", "echo shared > /data/file", PodVolume{Name: "v", Claim: "rwx", Path: "/data"}), env.C.RealNode().Name))
-	if _, err := WaitPodPhase(ctx, env.C.Client, ns, "writer", corev1.PodSucceeded, 2*time.Minute); err != nil {
-		logs, _ := PodLogs(ctx, env.C.Client, ns, "writer")
+	createPod(t, env, kit.OnNode(kit.Pod(ns, "writer", "echo shared > /data/file", kit.PodVolume{Name: "v", Claim: "rwx", Path: "/data"}), env.C.RealNode().Name))
+	if _, err := kit.WaitPodPhase(ctx, env.C.Client, ns, "writer", corev1.PodSucceeded, 2*time.Minute); err != nil {
+		logs, _ := kit.PodLogs(ctx, env.C.Client, ns, "writer")
 		t.Fatalf("%v (log %q)", err, logs)
 	}
-	dir := volumeDir(env.Pools[PoolShared], pv)
+	dir := volumeDir(env.Pools[kit.PoolShared], pv)
 	if got := readFile(t, dir+"/file"); got != "shared\n" {
 		t.Errorf("%s/file on the host = %q, want %q", dir, got, "shared\n")
 	}

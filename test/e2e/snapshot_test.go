@@ -17,6 +17,7 @@ import (
 
 	"github.com/hostpath-provisioner/hpp/internal/testutil"
 	"github.com/hostpath-provisioner/hpp/test/cluster"
+	"github.com/hostpath-provisioner/hpp/test/e2e/kit"
 )
 
 var volumeSnapshots = schema.GroupVersionResource{Group: "snapshot.storage.k8s.io", Version: "v1", Resource: "volumesnapshots"}
@@ -36,11 +37,11 @@ func TestSnapshotRestoreAndClone(t *testing.T) {
 	ctx := context.Background()
 	node := env.C.RealNode().Name
 	sc := ns + "-snap"
-	storageClass(t, env, StorageClass(sc, PoolLocal))
-	vol := PodVolume{Name: "v", Claim: "source", Path: "/data"}
+	storageClass(t, env, kit.StorageClass(sc, kit.PoolLocal))
+	vol := kit.PodVolume{Name: "v", Claim: "source", Path: "/data"}
 
-	createPVC(t, env, PVC(ns, "source", sc, "64Mi"))
-	run(t, env, OnNode(Pod(ns, "writer", "echo at-snapshot > /data/file && mkdir /data/dir && ln -s ../file /data/dir/link", vol), node))
+	createPVC(t, env, kit.PVC(ns, "source", sc, "64Mi"))
+	run(t, env, kit.OnNode(kit.Pod(ns, "writer", "echo at-snapshot > /data/file && mkdir /data/dir && ln -s ../file /data/dir/link", vol), node))
 	source := boundPV(t, env, ns, "source")
 
 	dyn, err := dynamic.NewForConfig(env.C.RESTConfig)
@@ -57,10 +58,10 @@ func TestSnapshotRestoreAndClone(t *testing.T) {
 		t.Fatal(err)
 	}
 	var handle string
-	if err := Poll(ctx, 2*time.Minute, "VolumeSnapshot "+ns+"/snap ReadyToUse", func(ctx context.Context) (bool, string, error) {
+	if err := kit.Poll(ctx, 2*time.Minute, "VolumeSnapshot "+ns+"/snap ReadyToUse", func(ctx context.Context) (bool, string, error) {
 		got, err := dyn.Resource(volumeSnapshots).Namespace(ns).Get(ctx, "snap", metav1.GetOptions{})
 		if err != nil {
-			return false, "", Retry(err)
+			return false, "", kit.Retry(err)
 		}
 		ready, _, _ := unstructured.NestedBool(got.Object, "status", "readyToUse")
 		msg, _, _ := unstructured.NestedString(got.Object, "status", "error", "message")
@@ -68,15 +69,15 @@ func TestSnapshotRestoreAndClone(t *testing.T) {
 		handle = content
 		return ready, fmt.Sprintf("readyToUse=%v content=%q error=%q", ready, content, msg), nil
 	}); err != nil {
-		t.Fatal(err, "\n", Events(ctx, env.C.Client, ns, "VolumeSnapshot", "snap"))
+		t.Fatal(err, "\n", kit.Events(ctx, env.C.Client, ns, "VolumeSnapshot", "snap"))
 	}
 	// The snapshot is in the pool's snapshot area on this node, with the
 	// source's content at snapshot time.
-	entries, _ := os.ReadDir(filepath.Join(env.Pools[PoolLocal], "csi", ".hpp-snapshots"))
+	entries, _ := os.ReadDir(filepath.Join(env.Pools[kit.PoolLocal], "csi", ".hpp-snapshots"))
 	var snapDir string
 	for _, e := range entries {
 		if e.IsDir() && e.Name() != ".hpp-staging" && e.Name() != ".hpp-trash" {
-			snapDir = filepath.Join(env.Pools[PoolLocal], "csi", ".hpp-snapshots", e.Name())
+			snapDir = filepath.Join(env.Pools[kit.PoolLocal], "csi", ".hpp-snapshots", e.Name())
 		}
 	}
 	if snapDir == "" {
@@ -86,21 +87,21 @@ func TestSnapshotRestoreAndClone(t *testing.T) {
 		t.Fatalf("snapshot data = %q", got)
 	}
 
-	run(t, env, OnNode(Pod(ns, "changer", "echo after-snapshot > /data/file", vol), node))
+	run(t, env, kit.OnNode(kit.Pod(ns, "changer", "echo after-snapshot > /data/file", vol), node))
 	deletePodNow(t, env, ns, "writer")
 	deletePodNow(t, env, ns, "changer")
 
-	restored := PVC(ns, "restored", sc, "64Mi")
+	restored := kit.PVC(ns, "restored", sc, "64Mi")
 	restored.Spec.DataSource = &corev1.TypedLocalObjectReference{APIGroup: ptr.To("snapshot.storage.k8s.io"), Kind: "VolumeSnapshot", Name: "snap"}
 	createPVC(t, env, restored)
-	cloned := PVC(ns, "cloned", sc, "64Mi")
+	cloned := kit.PVC(ns, "cloned", sc, "64Mi")
 	cloned.Spec.DataSource = &corev1.TypedLocalObjectReference{Kind: "PersistentVolumeClaim", Name: "source"}
 	createPVC(t, env, cloned)
 
 	for claim, want := range map[string]string{"restored": "at-snapshot\n", "cloned": "after-snapshot\n"} {
 		pod := "read-" + claim
-		run(t, env, OnNode(Pod(ns, pod, "cat /data/file /data/dir/link", PodVolume{Name: "v", Claim: claim, Path: "/data"}), node))
-		if logs, err := PodLogs(ctx, env.C.Client, ns, pod); err != nil || logs != want+want {
+		run(t, env, kit.OnNode(kit.Pod(ns, pod, "cat /data/file /data/dir/link", kit.PodVolume{Name: "v", Claim: claim, Path: "/data"}), node))
+		if logs, err := kit.PodLogs(ctx, env.C.Client, ns, pod); err != nil || logs != want+want {
 			t.Errorf("%s: pod read %q (%v), want %q twice (file and link)", claim, logs, err, want)
 		}
 		pv := boundPV(t, env, ns, claim)
@@ -108,17 +109,17 @@ func TestSnapshotRestoreAndClone(t *testing.T) {
 		if pv.Spec.CSI.VolumeHandle == source.Spec.CSI.VolumeHandle {
 			t.Errorf("%s shares the source's volume", claim)
 		}
-		if got := readFile(t, filepath.Join(volumeDir(env.Pools[PoolLocal], pv), "file")); got != want {
+		if got := readFile(t, filepath.Join(volumeDir(env.Pools[kit.PoolLocal], pv), "file")); got != want {
 			t.Errorf("%s on the host = %q, want %q", claim, got, want)
 		}
 	}
 }
 
 // run creates a pod and waits for it to succeed.
-func run(t *testing.T, env *Env, pod *corev1.Pod) {
+func run(t *testing.T, env *kit.Env, pod *corev1.Pod) {
 	t.Helper()
 	createPod(t, env, pod)
-	if _, err := WaitPodPhase(context.Background(), env.C.Client, pod.Namespace, pod.Name, corev1.PodSucceeded, 2*time.Minute); err != nil {
+	if _, err := kit.WaitPodPhase(context.Background(), env.C.Client, pod.Namespace, pod.Name, corev1.PodSucceeded, 2*time.Minute); err != nil {
 		t.Fatal(err)
 	}
 }

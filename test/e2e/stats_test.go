@@ -7,6 +7,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/hostpath-provisioner/hpp/test/e2e/kit"
 	corev1 "k8s.io/api/core/v1"
 )
 
@@ -35,21 +36,21 @@ func TestKubeletStatsReportVolumeUsage(t *testing.T) {
 	ns := namespace(t, env)
 	ctx := context.Background()
 	node := env.C.RealNode().Name
-	storageClass(t, env, StorageClass(ns, PoolLocal))
-	createPVC(t, env, PVC(ns, "big", ns, "64Mi"))
-	createPVC(t, env, PVC(ns, "small", ns, "64Mi"))
+	storageClass(t, env, kit.StorageClass(ns, kit.PoolLocal))
+	createPVC(t, env, kit.PVC(ns, "big", ns, "64Mi"))
+	createPVC(t, env, kit.PVC(ns, "small", ns, "64Mi"))
 	script := "dd if=/dev/zero of=/big/f bs=1M count=6 && dd if=/dev/zero of=/small/f bs=1M count=1 && sync && sleep 3600"
-	createPod(t, env, OnNode(Pod(ns, "writer", script,
-		PodVolume{Name: "big", Claim: "big", Path: "/big"}, PodVolume{Name: "small", Claim: "small", Path: "/small"}), node))
-	if _, err := WaitPodPhase(ctx, env.C.Client, ns, "writer", corev1.PodRunning, 2*time.Minute); err != nil {
+	createPod(t, env, kit.OnNode(kit.Pod(ns, "writer", script,
+		kit.PodVolume{Name: "big", Claim: "big", Path: "/big"}, kit.PodVolume{Name: "small", Claim: "small", Path: "/small"}), node))
+	if _, err := kit.WaitPodPhase(ctx, env.C.Client, ns, "writer", corev1.PodRunning, 2*time.Minute); err != nil {
 		t.Fatal(err)
 	}
 	const mib = 1 << 20
 	want := map[string][2]uint64{"big": {6 * mib, 6*mib + 256<<10}, "small": {1 * mib, 1*mib + 256<<10}}
-	err := Poll(ctx, 90*time.Second, "stats summary with both volumes' usage", func(ctx context.Context) (bool, string, error) {
+	err := kit.Poll(ctx, 90*time.Second, "stats summary with both volumes' usage", func(ctx context.Context) (bool, string, error) {
 		raw, err := env.C.Client.CoreV1().RESTClient().Get().AbsPath("/api/v1/nodes", node, "proxy", "stats", "summary").DoRaw(ctx)
 		if err != nil {
-			return false, "", Retry(err)
+			return false, "", kit.Retry(err)
 		}
 		var s statsSummary
 		if err := json.Unmarshal(raw, &s); err != nil {

@@ -1,6 +1,7 @@
 package layout
 
 import (
+	"slices"
 	"strings"
 	"testing"
 )
@@ -11,7 +12,8 @@ import (
 // component, and test/ drives the components as binaries, over their
 // sockets and the API, never through their packages. Each part was a Go
 // module of its own until issue 29; this is the boundary those modules
-// drew.
+// drew. internal/grpctest, a test helper that reaches gRPC (grpcTest in
+// deps_test.go), is imported by tests only: no binary links it in.
 func TestPartsImportOnlyInternal(t *testing.T) {
 	checked := 0
 	reported := map[string]bool{} // a package and its test variant import alike
@@ -25,6 +27,10 @@ func TestPartsImportOnlyInternal(t *testing.T) {
 			continue
 		}
 		checked++
+		if !strings.Contains(name, " [") && slices.Contains(p.imports, grpcTest) {
+			// Not a test build: _test.go files are not in it.
+			t.Errorf("%s imports %s, a test helper: import it from _test.go files only", name, base(grpcTest))
+		}
 		for _, imp := range p.imports {
 			to, ours := part(imp)
 			msg := base(name) + " imports " + base(imp)

@@ -22,7 +22,7 @@ import (
 	"github.com/hostpath-provisioner/hpp/internal/testutil"
 
 	"github.com/hostpath-provisioner/hpp/test/cluster"
-	"github.com/hostpath-provisioner/hpp/test/e2e"
+	"github.com/hostpath-provisioner/hpp/test/e2e/kit"
 )
 
 // The operator benchmark (issue 11): on the real node, with the operator
@@ -126,10 +126,10 @@ func (e *env) benchCreate(ctx context.Context, t *testing.T, cr string) benchRou
 	// The clock starts at the create that succeeds: the first may find
 	// the operator's webhook, which validates every CR, not serving yet.
 	var start time.Time
-	if err := e2e.Poll(ctx, 2*time.Minute, "create HostPathProvisioner "+crName, func(ctx context.Context) (bool, string, error) {
+	if err := kit.Poll(ctx, 2*time.Minute, "create HostPathProvisioner "+crName, func(ctx context.Context) (bool, string, error) {
 		start = time.Now()
 		if _, err := e.kubectl(ctx, cr, "create", "-f", "-"); err != nil {
-			return false, "", e2e.Retry(err)
+			return false, "", kit.Retry(err)
 		}
 		return true, "", nil
 	}); err != nil {
@@ -137,7 +137,7 @@ func (e *env) benchCreate(ctx context.Context, t *testing.T, cr string) benchRou
 	}
 	var r benchRound
 	node := e.c.RealNode().Name
-	err := e2e.PollEvery(ctx, 4*time.Minute, benchPoll, "node pods Ready and the CR Available", func(ctx context.Context) (bool, string, error) {
+	err := kit.PollEvery(ctx, 4*time.Minute, benchPoll, "node pods Ready and the CR Available", func(ctx context.Context) (bool, string, error) {
 		if r.ReadySeconds == 0 {
 			ready, why, err := e.nodePodsReady(ctx, node)
 			if err != nil || !ready {
@@ -147,7 +147,7 @@ func (e *env) benchCreate(ctx context.Context, t *testing.T, cr string) benchRou
 		}
 		cr, err := e.getCR(ctx)
 		if err != nil {
-			return false, "", e2e.Retry(err)
+			return false, "", kit.Retry(err)
 		}
 		if !available(cr) {
 			return false, fmt.Sprintf("conditions %+v", cr.Status.Conditions), nil
@@ -166,7 +166,7 @@ func (e *env) benchCreate(ctx context.Context, t *testing.T, cr string) benchRou
 func (e *env) nodePodsReady(ctx context.Context, node string) (bool, string, error) {
 	ds, err := e.c.Client.AppsV1().DaemonSets(namespace).Get(ctx, csiDaemonSet, metav1.GetOptions{})
 	if err != nil {
-		return false, "", e2e.Retry(err)
+		return false, "", kit.Retry(err)
 	}
 	s := ds.Status
 	if s.ObservedGeneration != ds.Generation || s.DesiredNumberScheduled == 0 ||
@@ -175,7 +175,7 @@ func (e *env) nodePodsReady(ctx context.Context, node string) (bool, string, err
 	}
 	cn, err := e.c.Client.StorageV1().CSINodes().Get(ctx, node, metav1.GetOptions{})
 	if err != nil {
-		return false, "", e2e.Retry(err)
+		return false, "", kit.Retry(err)
 	}
 	for _, d := range cn.Spec.Drivers {
 		if d.Name == contract.DriverName {
@@ -195,7 +195,7 @@ func (e *env) benchDelete(ctx context.Context, t *testing.T) float64 {
 	if _, err := e.kubectl(ctx, "", "delete", "hostpathprovisioner/"+crName, "--wait=false"); err != nil {
 		t.Fatal(err)
 	}
-	err := e2e.PollEvery(ctx, 4*time.Minute, benchPoll, "the CR, the CSI DaemonSet and its pods gone", func(ctx context.Context) (bool, string, error) {
+	err := kit.PollEvery(ctx, 4*time.Minute, benchPoll, "the CR, the CSI DaemonSet and its pods gone", func(ctx context.Context) (bool, string, error) {
 		_, crErr := e.getCR(ctx)
 		_, dsErr := e.c.Client.AppsV1().DaemonSets(namespace).Get(ctx, csiDaemonSet, metav1.GetOptions{})
 		errs := map[string]error{"hostpathprovisioner/" + crName: crErr, "daemonset/" + csiDaemonSet: dsErr}
@@ -208,7 +208,7 @@ func (e *env) benchDelete(ctx context.Context, t *testing.T) float64 {
 			case err == nil:
 				left = append(left, what)
 			case !apierrors.IsNotFound(err):
-				return false, "", e2e.Retry(err)
+				return false, "", kit.Retry(err)
 			}
 		}
 		sort.Strings(left)

@@ -11,7 +11,7 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/types"
 
-	"github.com/hostpath-provisioner/hpp/test/e2e"
+	"github.com/hostpath-provisioner/hpp/test/e2e/kit"
 )
 
 // expandInUse grows a claim of class from 10Mi to 20Mi with `kubectl
@@ -24,14 +24,14 @@ func (e *env) expandInUse(ctx context.Context, t *testing.T, class string) {
 	t.Helper()
 	ns := e.testNamespace(ctx, t)
 	client := e.c.Client
-	if _, err := client.CoreV1().PersistentVolumeClaims(ns).Create(ctx, e2e.PVC(ns, "grow", class, "10Mi"), metav1.CreateOptions{}); err != nil {
+	if _, err := client.CoreV1().PersistentVolumeClaims(ns).Create(ctx, kit.PVC(ns, "grow", class, "10Mi"), metav1.CreateOptions{}); err != nil {
 		t.Fatal(err)
 	}
-	pod := e2e.Pod(ns, "user", "sleep 3600", e2e.PodVolume{Name: "data", Claim: "grow", Path: "/data"})
+	pod := kit.Pod(ns, "user", "sleep 3600", kit.PodVolume{Name: "data", Claim: "grow", Path: "/data"})
 	if _, err := client.CoreV1().Pods(ns).Create(ctx, pod, metav1.CreateOptions{}); err != nil {
 		t.Fatal(err)
 	}
-	running, err := e2e.WaitPodPhase(ctx, client, ns, "user", corev1.PodRunning, 3*time.Minute)
+	running, err := kit.WaitPodPhase(ctx, client, ns, "user", corev1.PodRunning, 3*time.Minute)
 	if err != nil {
 		t.Fatalf("%v\ninstall: %s", err, e.podStates(ctx))
 	}
@@ -41,10 +41,10 @@ func (e *env) expandInUse(ctx context.Context, t *testing.T, class string) {
 	}
 	patched := time.Now()
 	want := resource.MustParse("20Mi")
-	err = e2e.Poll(ctx, 2*time.Minute, "claim grow reports 20Mi", func(ctx context.Context) (bool, string, error) {
+	err = kit.Poll(ctx, 2*time.Minute, "claim grow reports 20Mi", func(ctx context.Context) (bool, string, error) {
 		pvc, err := client.CoreV1().PersistentVolumeClaims(ns).Get(ctx, "grow", metav1.GetOptions{})
 		if err != nil {
-			return false, "", e2e.Retry(err)
+			return false, "", kit.Retry(err)
 		}
 		got := pvc.Status.Capacity[corev1.ResourceStorage]
 		return got.Cmp(want) == 0, fmt.Sprintf("status capacity %s, conditions %v", got.String(), pvc.Status.Conditions), nil

@@ -17,7 +17,7 @@ import (
 
 	"github.com/hostpath-provisioner/hpp/internal/contract"
 	"github.com/hostpath-provisioner/hpp/test/cluster"
-	"github.com/hostpath-provisioner/hpp/test/e2e"
+	"github.com/hostpath-provisioner/hpp/test/e2e/kit"
 )
 
 // testCSIOnly: deploy/overlays/csi-only, its pool moved into the cluster
@@ -74,7 +74,7 @@ func (e *env) testOperator(t *testing.T) {
 		e.waitDaemonSetReady(ctx, t, csiDaemonSet)
 		e.waitRegistered(ctx, t)
 		e.webhookRefusesSecondCR(ctx, t)
-		e.createClass(ctx, t, e2e.StorageClass("onnode-operator-local", "local"))
+		e.createClass(ctx, t, kit.StorageClass("onnode-operator-local", "local"))
 		e.writeThroughClaim(ctx, t, "onnode-operator-local", func(pv *corev1.PersistentVolume) string {
 			return filepath.Join(pool, "csi", pv.Spec.CSI.VolumeHandle)
 		})
@@ -176,11 +176,11 @@ func (e *env) deleteCR(ctx context.Context, t *testing.T, keep ...string) {
 	}
 	// The finalizer deletes with background propagation: pods of the
 	// DaemonSets may take a moment longer.
-	err := e2e.Poll(ctx, 2*time.Minute, "the operator's objects gone", func(ctx context.Context) (bool, string, error) {
+	err := kit.Poll(ctx, 2*time.Minute, "the operator's objects gone", func(ctx context.Context) (bool, string, error) {
 		left := e.operatorObjects(ctx, t)
 		pods, err := e.c.Client.CoreV1().Pods(namespace).List(ctx, metav1.ListOptions{LabelSelector: "app.kubernetes.io/managed-by=hpp-operator"})
 		if err != nil {
-			return false, "", e2e.Retry(err)
+			return false, "", kit.Retry(err)
 		}
 		for _, p := range pods.Items {
 			left = append(left, "pod/"+p.Name)

@@ -18,7 +18,7 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 
 	"github.com/hostpath-provisioner/hpp/internal/contract"
-	"github.com/hostpath-provisioner/hpp/test/e2e"
+	"github.com/hostpath-provisioner/hpp/test/e2e/kit"
 )
 
 // kubectl runs the cluster's kubectl as admin with stdin and returns its
@@ -87,9 +87,9 @@ func (e *env) render(ctx context.Context, t *testing.T, overlay, pool string) st
 // same install starts is not serving yet.
 func (e *env) apply(ctx context.Context, t *testing.T, what, manifests string) {
 	t.Helper()
-	err := e2e.Poll(ctx, 2*time.Minute, "apply "+what, func(ctx context.Context) (bool, string, error) {
+	err := kit.Poll(ctx, 2*time.Minute, "apply "+what, func(ctx context.Context) (bool, string, error) {
 		if _, err := e.kubectl(ctx, manifests, "apply", "--server-side", "--force-conflicts", "-f", "-"); err != nil {
-			return false, "", e2e.Retry(err)
+			return false, "", kit.Retry(err)
 		}
 		return true, "", nil
 	})
@@ -113,10 +113,10 @@ func (e *env) remove(ctx context.Context, t *testing.T, what, manifests string) 
 // the one node; on timeout the error carries the pods' states and events.
 func (e *env) waitDaemonSetReady(ctx context.Context, t *testing.T, name string) {
 	t.Helper()
-	err := e2e.Poll(ctx, 3*time.Minute, "DaemonSet "+name+" ready", func(ctx context.Context) (bool, string, error) {
+	err := kit.Poll(ctx, 3*time.Minute, "DaemonSet "+name+" ready", func(ctx context.Context) (bool, string, error) {
 		ds, err := e.c.Client.AppsV1().DaemonSets(namespace).Get(ctx, name, metav1.GetOptions{})
 		if err != nil {
-			return false, "", e2e.Retry(err)
+			return false, "", kit.Retry(err)
 		}
 		s := ds.Status
 		ready := s.ObservedGeneration == ds.Generation && s.DesiredNumberScheduled == 1 && s.NumberReady == 1 && s.UpdatedNumberScheduled == 1
@@ -137,7 +137,7 @@ func (e *env) podStates(ctx context.Context) string {
 	var parts []string
 	for i := range pods.Items {
 		p := &pods.Items[i]
-		parts = append(parts, p.Name+": "+e2e.PodSummary(p)+" events: "+e2e.Events(ctx, e.c.Client, namespace, "Pod", p.Name))
+		parts = append(parts, p.Name+": "+kit.PodSummary(p)+" events: "+kit.Events(ctx, e.c.Client, namespace, "Pod", p.Name))
 	}
 	return strings.Join(parts, "; ")
 }
@@ -170,10 +170,10 @@ func (e *env) podLogs(ctx context.Context) string {
 func (e *env) waitRegistered(ctx context.Context, t *testing.T) {
 	t.Helper()
 	node := e.c.RealNode().Name
-	err := e2e.Poll(ctx, 2*time.Minute, "CSINode "+node+" lists "+contract.DriverName, func(ctx context.Context) (bool, string, error) {
+	err := kit.Poll(ctx, 2*time.Minute, "CSINode "+node+" lists "+contract.DriverName, func(ctx context.Context) (bool, string, error) {
 		cn, err := e.c.Client.StorageV1().CSINodes().Get(ctx, node, metav1.GetOptions{})
 		if err != nil {
-			return false, "", e2e.Retry(err)
+			return false, "", kit.Retry(err)
 		}
 		var names []string
 		for _, d := range cn.Spec.Drivers {
@@ -198,18 +198,18 @@ func (e *env) writeThroughClaim(ctx context.Context, t *testing.T, class string,
 	t.Helper()
 	ns := e.testNamespace(ctx, t)
 	client := e.c.Client
-	if _, err := client.CoreV1().PersistentVolumeClaims(ns).Create(ctx, e2e.PVC(ns, "data", class, "10Mi"), metav1.CreateOptions{}); err != nil {
+	if _, err := client.CoreV1().PersistentVolumeClaims(ns).Create(ctx, kit.PVC(ns, "data", class, "10Mi"), metav1.CreateOptions{}); err != nil {
 		t.Fatal(err)
 	}
 	const line = "written by a pod on the real node"
-	pod := e2e.Pod(ns, "writer", "echo '"+line+"' > /data/file && sync", e2e.PodVolume{Name: "data", Claim: "data", Path: "/data"})
+	pod := kit.Pod(ns, "writer", "echo '"+line+"' > /data/file && sync", kit.PodVolume{Name: "data", Claim: "data", Path: "/data"})
 	if _, err := client.CoreV1().Pods(ns).Create(ctx, pod, metav1.CreateOptions{}); err != nil {
 		t.Fatal(err)
 	}
-	if _, err := e2e.WaitPodPhase(ctx, client, ns, "writer", corev1.PodSucceeded, 3*time.Minute); err != nil {
+	if _, err := kit.WaitPodPhase(ctx, client, ns, "writer", corev1.PodSucceeded, 3*time.Minute); err != nil {
 		t.Fatalf("%v\ninstall: %s", err, e.podStates(ctx))
 	}
-	pvc, err := e2e.WaitPVCBound(ctx, client, ns, "data", time.Minute)
+	pvc, err := kit.WaitPVCBound(ctx, client, ns, "data", time.Minute)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -232,7 +232,7 @@ func (e *env) writeThroughClaim(ctx context.Context, t *testing.T, class string,
 	if err := client.CoreV1().PersistentVolumeClaims(ns).Delete(ctx, "data", metav1.DeleteOptions{}); err != nil {
 		t.Fatal(err)
 	}
-	if err := e2e.WaitGone(ctx, "PV "+pv.Name, 2*time.Minute, func(ctx context.Context) error {
+	if err := kit.WaitGone(ctx, "PV "+pv.Name, 2*time.Minute, func(ctx context.Context) error {
 		_, err := client.CoreV1().PersistentVolumes().Get(ctx, pv.Name, metav1.GetOptions{})
 		return err
 	}); err != nil {
@@ -255,7 +255,7 @@ func (e *env) testNamespace(ctx context.Context, t *testing.T) string {
 		t.Fatal(err)
 	}
 	// The default ServiceAccount must exist before a pod is admitted.
-	if err := e2e.Poll(ctx, time.Minute, "default ServiceAccount in "+ns.Name, func(ctx context.Context) (bool, string, error) {
+	if err := kit.Poll(ctx, time.Minute, "default ServiceAccount in "+ns.Name, func(ctx context.Context) (bool, string, error) {
 		_, err := e.c.Client.CoreV1().ServiceAccounts(ns.Name).Get(ctx, "default", metav1.GetOptions{})
 		return err == nil, fmt.Sprint(err), nil
 	}); err != nil {
@@ -287,10 +287,10 @@ func (e *env) createClass(ctx context.Context, t *testing.T, sc *storagev1.Stora
 // waitDeploymentAvailable waits for a Deployment's Available condition.
 func (e *env) waitDeploymentAvailable(ctx context.Context, t *testing.T, name string) {
 	t.Helper()
-	err := e2e.Poll(ctx, 3*time.Minute, "Deployment "+name+" Available", func(ctx context.Context) (bool, string, error) {
+	err := kit.Poll(ctx, 3*time.Minute, "Deployment "+name+" Available", func(ctx context.Context) (bool, string, error) {
 		d, err := e.c.Client.AppsV1().Deployments(namespace).Get(ctx, name, metav1.GetOptions{})
 		if err != nil {
-			return false, "", e2e.Retry(err)
+			return false, "", kit.Retry(err)
 		}
 		for _, c := range d.Status.Conditions {
 			if c.Type == appsv1.DeploymentAvailable && c.Status == corev1.ConditionTrue {

@@ -15,7 +15,7 @@ import (
 	"time"
 
 	"github.com/hostpath-provisioner/hpp/test/cluster"
-	"github.com/hostpath-provisioner/hpp/test/e2e"
+	"github.com/hostpath-provisioner/hpp/test/e2e/kit"
 )
 
 // Names the deploy/ tree gives the objects the test waits on.
@@ -148,7 +148,7 @@ func componentImages(ctx context.Context, t *testing.T, bins cluster.Binaries) [
 		{"hpp-csi", csiImage}, {"hpp-legacy", legacyImage}, {"hpp-operator", operatorImage},
 	} {
 		bin := filepath.Join(dir, c.name)
-		if err := e2e.BuildCommand(ctx, c.name, bin); err != nil {
+		if err := kit.BuildCommand(ctx, c.name, bin); err != nil {
 			t.Fatal(err)
 		}
 		img, err := cluster.ComponentImage(c.ref, bin, "/usr/bin/"+c.name)
@@ -173,7 +173,7 @@ func componentImages(ctx context.Context, t *testing.T, bins cluster.Binaries) [
 	images = append(images, img)
 	// hpp-mounter with the XFS tools inside (pvcTemplate pools).
 	mounter := filepath.Join(dir, "hpp-mounter")
-	if err := e2e.BuildCommand(ctx, "hpp-mounter", mounter); err != nil {
+	if err := kit.BuildCommand(ctx, "hpp-mounter", mounter); err != nil {
 		t.Fatal(err)
 	}
 	if img, err = cluster.MounterImage(ctx, mounterImage, mounter); err != nil {

@@ -21,10 +21,11 @@ import (
 
 	hppv1 "github.com/hostpath-provisioner/hpp/internal/api/v1beta1"
 	"github.com/hostpath-provisioner/hpp/internal/contract"
+	"github.com/hostpath-provisioner/hpp/internal/grpctest"
 	"github.com/hostpath-provisioner/hpp/internal/poolmarker"
 	"github.com/hostpath-provisioner/hpp/internal/testutil"
 	"github.com/hostpath-provisioner/hpp/test/csitest"
-	"github.com/hostpath-provisioner/hpp/test/e2e"
+	"github.com/hostpath-provisioner/hpp/test/e2e/kit"
 )
 
 // mounterImage is the overlay's name for hpp-mounter (MOUNTER_IMAGE).
@@ -116,7 +117,7 @@ func (e *env) testPVCPools(t *testing.T) {
 	e.waitRegistered(ctx, t)
 	for _, p := range pools {
 		e.checkPoolMounted(ctx, t, p)
-		e.createClass(ctx, t, e2e.StorageClass("onnode-pool-"+p.name, p.name))
+		e.createClass(ctx, t, kit.StorageClass("onnode-pool-"+p.name, p.name))
 		e.writeThroughClaim(ctx, t, "onnode-pool-"+p.name, func(pv *corev1.PersistentVolume) string {
 			dir := e.inNode(filepath.Join(p.path, "csi", pv.Spec.CSI.VolumeHandle))
 			e.wantOnDevice(t, filepath.Join(dir, "file"), p.dev)
@@ -182,11 +183,11 @@ func (e *env) waitPoolReason(ctx context.Context, t *testing.T, pool, want strin
 	t.Helper()
 	node := e.c.RealNode().Name
 	var reason string
-	err := e2e.Poll(ctx, 2*time.Minute, "status of pool "+pool+" on "+node+" saying "+want, func(ctx context.Context) (bool, string, error) {
+	err := kit.Poll(ctx, 2*time.Minute, "status of pool "+pool+" on "+node+" saying "+want, func(ctx context.Context) (bool, string, error) {
 		out, err := e.kubectl(ctx, "", "get", "hostpathprovisioner/"+crName, "-o",
 			`jsonpath={.status.storagePoolStatuses[?(@.name=="`+pool+`")].nodes[?(@.name=="`+node+`")].reason}`)
 		if err != nil {
-			return false, "", e2e.Retry(err)
+			return false, "", kit.Retry(err)
 		}
 		reason = out
 		return strings.Contains(out, want), out, nil
@@ -246,7 +247,7 @@ func (e *env) nodeFilesystem(ctx context.Context, t *testing.T, name string) (de
 // data).
 func (e *env) localPV(ctx context.Context, t *testing.T, p *templatePool, path string) {
 	t.Helper()
-	pv := e2e.LocalPV(p.pv, diskClass, path, e.c.RealNode().Name, "300Mi", p.mode)
+	pv := kit.LocalPV(p.pv, diskClass, path, e.c.RealNode().Name, "300Mi", p.mode)
 	if _, err := e.c.Client.CoreV1().PersistentVolumes().Create(ctx, pv, metav1.CreateOptions{}); err != nil {
 		t.Fatal(err)
 	}
@@ -273,7 +274,7 @@ func (e *env) checkPoolMounted(ctx context.Context, t *testing.T, p *templatePoo
 	}
 	pod := e.mounterPod(ctx, t, p)
 	if !podReady(pod) {
-		t.Fatalf("mounter pod %s not Ready: %s", pod.Name, e2e.PodSummary(pod))
+		t.Fatalf("mounter pod %s not Ready: %s", pod.Name, kit.PodSummary(pod))
 	}
 	e.wantPoolMount(t, p)
 	if err := poolmarker.Check(e.inNode(filepath.Join(p.path, "csi")), p.name); err != nil {
@@ -404,11 +405,11 @@ func (e *env) mounterDeleted(ctx context.Context, t *testing.T, p *templatePool)
 	t.Logf("mounter Deployment %s deleted with the operator scaled to 0: %s stayed mounted; unmounted by hand", p.mounter(node), target)
 
 	csi := e.nodeDriver(t)
-	err := e2e.Poll(ctx, time.Minute, "hpp-csi offers no capacity in "+p.name, func(ctx context.Context) (bool, string, error) {
+	err := kit.Poll(ctx, time.Minute, "hpp-csi offers no capacity in "+p.name, func(ctx context.Context) (bool, string, error) {
 		resp, err := csi.GetCapacity(ctx, &csipb.GetCapacityRequest{Parameters: csitest.PoolParams(p.name),
 			AccessibleTopology: csitest.Segment(node)})
 		if err != nil {
-			return false, "", e2e.Retry(err)
+			return false, "", kit.Retry(err)
 		}
 		return resp.GetAvailableCapacity() == 0, fmt.Sprintf("capacity %d", resp.GetAvailableCapacity()), nil
 	})
@@ -417,7 +418,7 @@ func (e *env) mounterDeleted(ctx context.Context, t *testing.T, p *templatePool)
 	}
 	why := fmt.Sprintf(`storage pool %q is not ready: it is not mounted: marker`, p.name)
 	_, err = csi.CreateVolume(csitest.Ctx(t), csitest.CreateRequest("onnode-unmounted", node, 1<<20, csitest.PoolParams(p.name)))
-	csitest.WantCode(t, err, codes.Unavailable, why, poolmarker.Name+" is missing")
+	grpctest.WantCode(t, err, codes.Unavailable, why, poolmarker.Name+" is missing")
 	t.Logf("hpp-csi: capacity 0 in %s, CreateVolume refused: %v", p.name, err)
 
 	class := "onnode-pool-" + p.name
@@ -428,14 +429,14 @@ func (e *env) mounterDeleted(ctx context.Context, t *testing.T, p *templatePool)
 	// scheduler would never pick the node, and csi-provisioner would not
 	// ask hpp-csi at all.
 	ns := e.testNamespace(ctx, t)
-	claim := e2e.PVC(ns, "data", class, "10Mi")
+	claim := kit.PVC(ns, "data", class, "10Mi")
 	claim.Annotations = map[string]string{contract.AnnSelectedNode: node}
 	if _, err := e.c.Client.CoreV1().PersistentVolumeClaims(ns).Create(ctx, claim, metav1.CreateOptions{}); err != nil {
 		t.Fatal(err)
 	}
 	var event string
-	err = e2e.Poll(ctx, 2*time.Minute, "csi-provisioner's event on the claim", func(ctx context.Context) (bool, string, error) {
-		event = e2e.Events(ctx, e.c.Client, ns, "PersistentVolumeClaim", "data")
+	err = kit.Poll(ctx, 2*time.Minute, "csi-provisioner's event on the claim", func(ctx context.Context) (bool, string, error) {
+		event = kit.Events(ctx, e.c.Client, ns, "PersistentVolumeClaim", "data")
 		return strings.Contains(event, why), event, nil
 	})
 	if err != nil {
@@ -453,16 +454,16 @@ func (e *env) mounterDeleted(ctx context.Context, t *testing.T, p *templatePool)
 	e.waitDeploymentAvailable(ctx, t, p.mounter(node))
 	e.wantPoolMount(t, p)
 	// csi-provisioner retries the claim with its backoff.
-	if _, err := e2e.WaitPVCBound(ctx, e.c.Client, ns, "data", 3*time.Minute); err != nil {
-		t.Fatalf("%v\nclaim events: %s", err, e2e.Events(ctx, e.c.Client, ns, "PersistentVolumeClaim", "data"))
+	if _, err := kit.WaitPVCBound(ctx, e.c.Client, ns, "data", 3*time.Minute); err != nil {
+		t.Fatalf("%v\nclaim events: %s", err, kit.Events(ctx, e.c.Client, ns, "PersistentVolumeClaim", "data"))
 	}
 	const line = "written once the pool was back"
-	pod := e2e.Pod(ns, "writer", "echo '"+line+"' > /data/file && sync", e2e.PodVolume{Name: "data", Claim: "data", Path: "/data"})
+	pod := kit.Pod(ns, "writer", "echo '"+line+"' > /data/file && sync", kit.PodVolume{Name: "data", Claim: "data", Path: "/data"})
 	if _, err := e.c.Client.CoreV1().Pods(ns).Create(ctx, pod, metav1.CreateOptions{}); err != nil {
 		t.Fatal(err)
 	}
-	if _, err := e2e.WaitPodPhase(ctx, e.c.Client, ns, "writer", corev1.PodSucceeded, 3*time.Minute); err != nil {
-		t.Fatalf("%v\nclaim events: %s", err, e2e.Events(ctx, e.c.Client, ns, "PersistentVolumeClaim", "data"))
+	if _, err := kit.WaitPodPhase(ctx, e.c.Client, ns, "writer", corev1.PodSucceeded, 3*time.Minute); err != nil {
+		t.Fatalf("%v\nclaim events: %s", err, kit.Events(ctx, e.c.Client, ns, "PersistentVolumeClaim", "data"))
 	}
 	pvc, err := e.c.Client.CoreV1().PersistentVolumeClaims(ns).Get(ctx, "data", metav1.GetOptions{})
 	if err != nil {
@@ -480,7 +481,7 @@ func (e *env) mounterDeleted(ctx context.Context, t *testing.T, p *templatePool)
 	if err := e.c.Client.CoreV1().PersistentVolumeClaims(ns).Delete(ctx, "data", metav1.DeleteOptions{}); err != nil {
 		t.Fatal(err)
 	}
-	if err := e2e.WaitGone(ctx, "PV "+pv.Name, 2*time.Minute, func(ctx context.Context) error {
+	if err := kit.WaitGone(ctx, "PV "+pv.Name, 2*time.Minute, func(ctx context.Context) error {
 		_, err := e.c.Client.CoreV1().PersistentVolumes().Get(ctx, pv.Name, metav1.GetOptions{})
 		return err
 	}); err != nil {
@@ -514,10 +515,10 @@ func (e *env) scaleOperator(ctx context.Context, t *testing.T, replicas int) {
 func (e *env) waitNoStorageCapacity(ctx context.Context, t *testing.T, class string) {
 	t.Helper()
 	node := e.c.RealNode().Name
-	err := e2e.Poll(ctx, 2*time.Minute, "CSIStorageCapacity of "+class+" on "+node+" zero", func(ctx context.Context) (bool, string, error) {
+	err := kit.Poll(ctx, 2*time.Minute, "CSIStorageCapacity of "+class+" on "+node+" zero", func(ctx context.Context) (bool, string, error) {
 		l, err := e.c.Client.StorageV1().CSIStorageCapacities(namespace).List(ctx, metav1.ListOptions{})
 		if err != nil {
-			return false, "", e2e.Retry(err)
+			return false, "", kit.Retry(err)
 		}
 		for _, c := range l.Items {
 			if c.StorageClassName != class || c.NodeTopology == nil || c.NodeTopology.MatchLabels[contract.TopologyKey] != node {
@@ -564,8 +565,8 @@ func (e *env) deleteTemplateCR(ctx context.Context, t *testing.T, pools []*templ
 	e.deleteCR(ctx, t, keep...)
 	for _, p := range pools {
 		job := p.cleanupJob(node)
-		err := e2e.Poll(ctx, time.Minute, "cleanup Job "+job+" completed", func(ctx context.Context) (bool, string, error) {
-			ev := e2e.Events(ctx, e.c.Client, namespace, "Job", job)
+		err := kit.Poll(ctx, time.Minute, "cleanup Job "+job+" completed", func(ctx context.Context) (bool, string, error) {
+			ev := kit.Events(ctx, e.c.Client, namespace, "Job", job)
 			return strings.Contains(ev, "Completed"), ev, nil
 		})
 		if err != nil {

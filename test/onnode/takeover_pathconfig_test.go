@@ -17,7 +17,7 @@ import (
 	"sigs.k8s.io/yaml"
 
 	"github.com/hostpath-provisioner/hpp/internal/contract"
-	"github.com/hostpath-provisioner/hpp/test/e2e"
+	"github.com/hostpath-provisioner/hpp/test/e2e/kit"
 )
 
 // The takeover tier on the legacy form of upstream's CR (issue 21): older
@@ -256,10 +256,10 @@ func (r *pathConfigRun) checkDaemonSetsKept(ctx context.Context, t *testing.T, p
 // Ready pod, on that image, and no pod of another image left.
 func (r *pathConfigRun) waitDaemonSetImages(ctx context.Context, t *testing.T, phase string, want map[string]string) {
 	t.Helper()
-	err := e2e.Poll(ctx, 4*time.Minute, fmt.Sprintf("%s: DaemonSets on %v", phase, want), func(ctx context.Context) (bool, string, error) {
+	err := kit.Poll(ctx, 4*time.Minute, fmt.Sprintf("%s: DaemonSets on %v", phase, want), func(ctx context.Context) (bool, string, error) {
 		pods, err := r.c.Client.CoreV1().Pods(namespace).List(ctx, metav1.ListOptions{})
 		if err != nil {
-			return false, "", e2e.Retry(err)
+			return false, "", kit.Retry(err)
 		}
 		ready := map[string]int{}
 		var state []string
@@ -271,7 +271,7 @@ func (r *pathConfigRun) waitDaemonSetImages(ctx context.Context, t *testing.T, p
 				continue
 			}
 			images := podImages(p)
-			state = append(state, p.Name+" "+strings.Join(images, ",")+" "+e2e.PodSummary(p))
+			state = append(state, p.Name+" "+strings.Join(images, ",")+" "+kit.PodSummary(p))
 			switch {
 			case !slices.Contains(images, want[owner.Name]):
 				done = false

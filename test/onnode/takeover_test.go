@@ -20,7 +20,7 @@ import (
 	"github.com/hostpath-provisioner/hpp/internal/testutil"
 	"github.com/hostpath-provisioner/hpp/test/cluster"
 	"github.com/hostpath-provisioner/hpp/test/csitest"
-	"github.com/hostpath-provisioner/hpp/test/e2e"
+	"github.com/hostpath-provisioner/hpp/test/e2e/kit"
 )
 
 // The takeover tier (issue 21): upstream's real operator, driver, mounter
@@ -329,12 +329,12 @@ func (r *takeoverRun) checkUpstreamBlockMount(t *testing.T) {
 	}
 }
 
-// offerDisk creates the local PV (Retain, as e2e.LocalPV makes them) of a
+// offerDisk creates the local PV (Retain, as kit.LocalPV makes them) of a
 // pvcTemplate pool's disk at path, in the disk's own class, and writes the
 // pool's pvcTemplate into the CR's spec.
 func (r *takeoverRun) offerDisk(ctx context.Context, t *testing.T, spec *strings.Builder, p *tkPool, class, path string, mode corev1.PersistentVolumeMode) {
 	t.Helper()
-	pv := e2e.LocalPV("takeover-disk-"+p.disk, class, path, r.c.RealNode().Name, "300Mi", mode)
+	pv := kit.LocalPV("takeover-disk-"+p.disk, class, path, r.c.RealNode().Name, "300Mi", mode)
 	if _, err := r.c.Client.CoreV1().PersistentVolumes().Create(ctx, pv, metav1.CreateOptions{}); err != nil {
 		t.Fatal(err)
 	}
@@ -360,7 +360,7 @@ func (r *takeoverRun) waitUpstreamMounts(ctx context.Context, t *testing.T) {
 		if !p.template() {
 			continue
 		}
-		err := e2e.Poll(ctx, 3*time.Minute, "upstream's mounter mounts "+p.path, func(context.Context) (bool, string, error) {
+		err := kit.Poll(ctx, 3*time.Minute, "upstream's mounter mounts "+p.path, func(context.Context) (bool, string, error) {
 			m, err := r.mountsUnder(p.path)
 			return len(m) > 0, "nothing mounted under it yet", err
 		})
@@ -402,10 +402,10 @@ func (r *takeoverRun) restartUpstreamPlugin(ctx context.Context, t *testing.T) {
 			}
 		}
 	}
-	err = e2e.Poll(ctx, 3*time.Minute, "upstream's CSI plugin pod restarted and Ready", func(ctx context.Context) (bool, string, error) {
+	err = kit.Poll(ctx, 3*time.Minute, "upstream's CSI plugin pod restarted and Ready", func(ctx context.Context) (bool, string, error) {
 		pods, err := c.List(ctx, metav1.ListOptions{})
 		if err != nil {
-			return false, "", e2e.Retry(err)
+			return false, "", kit.Retry(err)
 		}
 		for i := range pods.Items {
 			p := &pods.Items[i]
@@ -426,10 +426,10 @@ func (r *takeoverRun) restartUpstreamPlugin(ctx context.Context, t *testing.T) {
 // retrying while the webhook the install starts is not serving yet.
 func (r *takeoverRun) create(ctx context.Context, t *testing.T, what, manifests string, args ...string) {
 	t.Helper()
-	err := e2e.Poll(ctx, 2*time.Minute, "create "+what, func(ctx context.Context) (bool, string, error) {
+	err := kit.Poll(ctx, 2*time.Minute, "create "+what, func(ctx context.Context) (bool, string, error) {
 		out, err := r.kubectl(ctx, manifests, append([]string{"create", "-f", "-"}, args...)...)
 		if err != nil && !strings.Contains(out, "AlreadyExists") && !strings.Contains(out, "already exists") {
-			return false, "", e2e.Retry(err)
+			return false, "", kit.Retry(err)
 		}
 		return true, "", nil
 	})
@@ -472,8 +472,8 @@ func (r *takeoverRun) writeClaimAtRest(ctx context.Context, t *testing.T, p *tkP
 	}
 	c := &claimAtRest{pool: p, name: "at-rest-" + p.class, data: data}
 	r.atRest = append(r.atRest, c)
-	pod := e2e.Pod(appNamespace, "write-"+c.name, "echo '"+c.data+"' > /data/file && sync", e2e.PodVolume{Name: "data", Claim: c.name, Path: "/data"})
-	r.runClaimPod(ctx, t, e2e.PVC(appNamespace, c.name, p.class, "10Mi"), pod)
+	pod := kit.Pod(appNamespace, "write-"+c.name, "echo '"+c.data+"' > /data/file && sync", kit.PodVolume{Name: "data", Claim: c.name, Path: "/data"})
+	r.runClaimPod(ctx, t, kit.PVC(appNamespace, c.name, p.class, "10Mi"), pod)
 	pvc, err := r.c.Client.CoreV1().PersistentVolumeClaims(appNamespace).Get(ctx, c.name, metav1.GetOptions{})
 	if err != nil {
 		t.Fatal(err)
@@ -499,11 +499,11 @@ func (r *takeoverRun) runClaimPod(ctx context.Context, t *testing.T, claim *core
 	if _, err := c.CoreV1().Pods(pod.Namespace).Create(ctx, pod, metav1.CreateOptions{}); err != nil {
 		t.Fatal(err)
 	}
-	if _, err := e2e.WaitPodPhase(ctx, c, pod.Namespace, pod.Name, corev1.PodSucceeded, 3*time.Minute); err != nil {
-		log, _ := e2e.PodLogs(ctx, c, pod.Namespace, pod.Name)
-		t.Fatalf("%v\npod's log: %s\nevents: %s\ninstall: %s\nlogs:\n%s", err, log, e2e.Events(ctx, c, pod.Namespace, "Pod", pod.Name), r.podStates(ctx), r.podLogs(ctx))
+	if _, err := kit.WaitPodPhase(ctx, c, pod.Namespace, pod.Name, corev1.PodSucceeded, 3*time.Minute); err != nil {
+		log, _ := kit.PodLogs(ctx, c, pod.Namespace, pod.Name)
+		t.Fatalf("%v\npod's log: %s\nevents: %s\ninstall: %s\nlogs:\n%s", err, log, kit.Events(ctx, c, pod.Namespace, "Pod", pod.Name), r.podStates(ctx), r.podLogs(ctx))
 	}
-	log, err := e2e.PodLogs(ctx, c, pod.Namespace, pod.Name)
+	log, err := kit.PodLogs(ctx, c, pod.Namespace, pod.Name)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -574,7 +574,7 @@ func (r *takeoverRun) checkPhase(ctx context.Context, t *testing.T, phase string
 	r.checkIdentities(ctx, t, phase)
 	slug := strings.ReplaceAll(phase, " ", "-")
 	for _, c := range r.atRest {
-		pod := e2e.Pod(appNamespace, "read-"+slug+"-"+c.pool.class, "cat /data/file", e2e.PodVolume{Name: "data", Claim: c.name, Path: "/data"})
+		pod := kit.Pod(appNamespace, "read-"+slug+"-"+c.pool.class, "cat /data/file", kit.PodVolume{Name: "data", Claim: c.name, Path: "/data"})
 		if got := strings.TrimSpace(r.runClaimPod(ctx, t, nil, pod)); got != c.data {
 			t.Fatalf("%s: claim %s read %q in a new pod, want %q", phase, c.name, got, c.data)
 		}
@@ -582,8 +582,8 @@ func (r *takeoverRun) checkPhase(ctx context.Context, t *testing.T, phase string
 	r.tl.mark(fmt.Sprintf("%s: %d claims at rest mounted in new pods, data intact", phase, len(r.atRest)))
 	for _, p := range r.pools {
 		name := "new-" + slug + "-" + p.class
-		pod := e2e.Pod(appNamespace, name, "echo new > /data/file && cat /data/file", e2e.PodVolume{Name: "data", Claim: name, Path: "/data"})
-		if got := strings.TrimSpace(r.runClaimPod(ctx, t, e2e.PVC(appNamespace, name, p.class, "10Mi"), pod)); got != "new" {
+		pod := kit.Pod(appNamespace, name, "echo new > /data/file && cat /data/file", kit.PodVolume{Name: "data", Claim: name, Path: "/data"})
+		if got := strings.TrimSpace(r.runClaimPod(ctx, t, kit.PVC(appNamespace, name, p.class, "10Mi"), pod)); got != "new" {
 			t.Fatalf("%s: new claim in pool %s: pod read %q", phase, p.name, got)
 		}
 		if err := r.c.Client.CoreV1().PersistentVolumeClaims(appNamespace).Delete(ctx, name, metav1.DeleteOptions{}); err != nil {
@@ -634,17 +634,17 @@ func uidOf(o metav1.Object) types.UID {
 // run the given images on all their pods (rolled out).
 func (r *takeoverRun) waitNodePods(ctx context.Context, t *testing.T, phase, driverImage, mounterImg string) {
 	t.Helper()
-	err := e2e.Poll(ctx, 4*time.Minute, phase+": node pods on "+driverImage+" and "+mounterImg, func(ctx context.Context) (bool, string, error) {
+	err := kit.Poll(ctx, 4*time.Minute, phase+": node pods on "+driverImage+" and "+mounterImg, func(ctx context.Context) (bool, string, error) {
 		pods, err := r.c.Client.CoreV1().Pods(namespace).List(ctx, metav1.ListOptions{})
 		if err != nil {
-			return false, "", e2e.Retry(err)
+			return false, "", kit.Retry(err)
 		}
 		var driver, mounters int
 		var state []string
 		for i := range pods.Items {
 			p := &pods.Items[i]
 			images := podImages(p)
-			state = append(state, p.Name+" "+strings.Join(images, ",")+" "+e2e.PodSummary(p))
+			state = append(state, p.Name+" "+strings.Join(images, ",")+" "+kit.PodSummary(p))
 			if p.DeletionTimestamp != nil || !podReady(p) {
 				continue
 			}
@@ -728,7 +728,7 @@ func (r *takeoverRun) checkNoOrphans(ctx context.Context, t *testing.T, phase st
 // waitGone waits until the pod is gone.
 func (r *takeoverRun) waitPodGone(ctx context.Context, t *testing.T, ns, name string) {
 	t.Helper()
-	if err := e2e.WaitGone(ctx, "pod "+name, 2*time.Minute, func(ctx context.Context) error {
+	if err := kit.WaitGone(ctx, "pod "+name, 2*time.Minute, func(ctx context.Context) error {
 		_, err := r.c.Client.CoreV1().Pods(ns).Get(ctx, name, metav1.GetOptions{})
 		return err
 	}); err != nil {

@@ -22,7 +22,7 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 
 	"github.com/hostpath-provisioner/hpp/internal/contract"
-	"github.com/hostpath-provisioner/hpp/test/e2e"
+	"github.com/hostpath-provisioner/hpp/test/e2e/kit"
 )
 
 // timeline collects what happened when, printed at the end of the test.
@@ -296,14 +296,14 @@ func (r *takeoverRun) startWriter(ctx context.Context, t *testing.T) {
 	t.Helper()
 	p := r.pools[2]
 	c := r.c.Client
-	if _, err := c.CoreV1().PersistentVolumeClaims(appNamespace).Create(ctx, e2e.PVC(appNamespace, "live", p.class, "10Mi"), metav1.CreateOptions{}); err != nil {
+	if _, err := c.CoreV1().PersistentVolumeClaims(appNamespace).Create(ctx, kit.PVC(appNamespace, "live", p.class, "10Mi"), metav1.CreateOptions{}); err != nil {
 		t.Fatal(err)
 	}
-	pod := e2e.Pod(appNamespace, "writer", writerScript, e2e.PodVolume{Name: "data", Claim: "live", Path: "/data"})
+	pod := kit.Pod(appNamespace, "writer", writerScript, kit.PodVolume{Name: "data", Claim: "live", Path: "/data"})
 	if _, err := c.CoreV1().Pods(appNamespace).Create(ctx, pod, metav1.CreateOptions{}); err != nil {
 		t.Fatal(err)
 	}
-	if _, err := e2e.WaitPodPhase(ctx, c, appNamespace, "writer", corev1.PodRunning, 3*time.Minute); err != nil {
+	if _, err := kit.WaitPodPhase(ctx, c, appNamespace, "writer", corev1.PodRunning, 3*time.Minute); err != nil {
 		t.Fatal(err)
 	}
 	pvc, err := c.CoreV1().PersistentVolumeClaims(appNamespace).Get(ctx, "live", metav1.GetOptions{})
@@ -321,9 +321,9 @@ func (r *takeoverRun) startWriter(ctx context.Context, t *testing.T) {
 			return "", err
 		}
 		if pod.Status.Phase != corev1.PodRunning || len(pod.Status.ContainerStatuses) != 1 || pod.Status.ContainerStatuses[0].RestartCount != 0 {
-			return "", fmt.Errorf("writer pod: %s; want Running, never restarted", e2e.PodSummary(pod))
+			return "", fmt.Errorf("writer pod: %s; want Running, never restarted", kit.PodSummary(pod))
 		}
-		out, err := e2e.PodLogs(context.WithoutCancel(ctx), c, appNamespace, "writer")
+		out, err := kit.PodLogs(context.WithoutCancel(ctx), c, appNamespace, "writer")
 		if err != nil {
 			return "", err
 		}
@@ -352,7 +352,7 @@ func (r *takeoverRun) stopWriter(ctx context.Context, t *testing.T) {
 func (r *takeoverRun) commandDir(ctx context.Context, t *testing.T) string {
 	t.Helper()
 	dir := t.TempDir()
-	if err := e2e.BuildCommand(ctx, "hpp-migrate", filepath.Join(dir, "hpp-migrate")); err != nil {
+	if err := kit.BuildCommand(ctx, "hpp-migrate", filepath.Join(dir, "hpp-migrate")); err != nil {
 		t.Fatal(err)
 	}
 	if err := os.Symlink(r.bins.Kubectl, filepath.Join(dir, "kubectl")); err != nil {

@@ -7,7 +7,7 @@ import (
 
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 
-	"github.com/hostpath-provisioner/hpp/test/e2e"
+	"github.com/hostpath-provisioner/hpp/test/e2e/kit"
 )
 
 // stopWorkloads deletes the install's DaemonSets and Deployments and
@@ -32,10 +32,10 @@ func (e *env) stopWorkloads(ctx context.Context, t *testing.T) {
 // label selector ("": any pod).
 func (e *env) waitPodsGone(ctx context.Context, t *testing.T, what, selector string) {
 	t.Helper()
-	err := e2e.Poll(ctx, 2*time.Minute, what+" gone", func(ctx context.Context) (bool, string, error) {
+	err := kit.Poll(ctx, 2*time.Minute, what+" gone", func(ctx context.Context) (bool, string, error) {
 		pods, err := e.c.Client.CoreV1().Pods(namespace).List(ctx, metav1.ListOptions{LabelSelector: selector})
 		if err != nil {
-			return false, "", e2e.Retry(err)
+			return false, "", kit.Retry(err)
 		}
 		return len(pods.Items) == 0, e.podStates(ctx), nil
 	})

@@ -12,6 +12,7 @@ import (
 
 	"github.com/hostpath-provisioner/hpp/internal/contract"
 	"github.com/hostpath-provisioner/hpp/internal/dirvol"
+	"github.com/hostpath-provisioner/hpp/internal/grpctest"
 	"github.com/hostpath-provisioner/hpp/internal/pool"
 )
 
@@ -64,7 +65,7 @@ func TestCreateVolumeRefusesBadRequests(t *testing.T) {
 	for _, tc := range cases {
 		t.Run(tc.name, func(t *testing.T) {
 			_, err := h.d.CreateVolume(context.Background(), tc.req)
-			wantCode(t, err, tc.code, tc.parts...)
+			grpctest.WantCode(t, err, tc.code, tc.parts...)
 			entries, _ := os.ReadDir(h.pools["fast"])
 			for _, e := range entries {
 				if e.Name()[0] != '.' {
@@ -106,10 +107,10 @@ func TestCreateVolumeCreatesDirectoryAndIsIdempotent(t *testing.T) {
 	}
 	// Same name, incompatible capacity.
 	_, err = h.d.CreateVolume(ctx, createReq("pvc-1", "fast", 128<<20))
-	wantCode(t, err, codes.AlreadyExists, `volume "pvc-1" already exists with capacity 67108864 bytes`)
+	grpctest.WantCode(t, err, codes.AlreadyExists, `volume "pvc-1" already exists with capacity 67108864 bytes`)
 	// Same name in another pool.
 	_, err = h.d.CreateVolume(ctx, createReq("pvc-1", "slow", 1<<20))
-	wantCode(t, err, codes.AlreadyExists, `already exists in storage pool "fast", not in the requested pool "slow"`)
+	grpctest.WantCode(t, err, codes.AlreadyExists, `already exists in storage pool "fast", not in the requested pool "slow"`)
 }
 
 // Upstream's csi-provisioner runs with --default-fstype=xfs, and upstream's
@@ -137,9 +138,9 @@ func TestCreateVolumeCapacityChecks(t *testing.T) {
 	h := newHarness(t)
 	ctx := context.Background()
 	_, err := h.d.CreateVolume(ctx, createReq("pvc-big", "fast", 2<<30))
-	wantCode(t, err, codes.OutOfRange, "exceeds the total size 1073741824 bytes", `"fast"`)
+	grpctest.WantCode(t, err, codes.OutOfRange, "exceeds the total size 1073741824 bytes", `"fast"`)
 	_, err = h.d.CreateVolume(ctx, createReq("pvc-big", "fast", 600<<20))
-	wantCode(t, err, codes.ResourceExhausted, "can offer 536870912 bytes now", "less than the requested 629145600")
+	grpctest.WantCode(t, err, codes.ResourceExhausted, "can offer 536870912 bytes now", "less than the requested 629145600")
 	if _, err := os.Stat(filepath.Join(h.pools["fast"], "pvc-big")); !os.IsNotExist(err) {
 		t.Fatalf("refused volume exists on disk: %v", err)
 	}
@@ -152,7 +153,7 @@ func TestCreateVolumeConcurrentSameNameIsAborted(t *testing.T) {
 		t.Fatal(err)
 	}
 	_, err = h.d.CreateVolume(context.Background(), createReq("pvc-1", "fast", 1))
-	wantCode(t, err, codes.Aborted, `an operation on volume "pvc-1" is already in progress`)
+	grpctest.WantCode(t, err, codes.Aborted, `an operation on volume "pvc-1" is already in progress`)
 	release()
 	if _, err := h.d.CreateVolume(context.Background(), createReq("pvc-1", "fast", 1)); err != nil {
 		t.Fatalf("after release: %v", err)
@@ -164,7 +165,7 @@ func TestDefaultPoolSelection(t *testing.T) {
 	req := createReq("pvc-1", "", 1)
 	delete(req.Parameters, contract.ParamStoragePool)
 	_, err := h.d.CreateVolume(context.Background(), req)
-	wantCode(t, err, codes.InvalidArgument, "parameters."+contract.ParamStoragePool, `"fast"`, `"slow"`)
+	grpctest.WantCode(t, err, codes.InvalidArgument, "parameters."+contract.ParamStoragePool, `"fast"`, `"slow"`)
 }
 
 func TestDeleteVolume(t *testing.T) {
@@ -182,9 +183,9 @@ func TestDeleteVolume(t *testing.T) {
 		t.Fatalf("directory still there: %v", err)
 	}
 	_, err := h.d.DeleteVolume(ctx, &csi.DeleteVolumeRequest{VolumeId: "../../etc"})
-	wantCode(t, err, codes.InvalidArgument, "volume_id")
+	grpctest.WantCode(t, err, codes.InvalidArgument, "volume_id")
 	_, err = h.d.DeleteVolume(ctx, &csi.DeleteVolumeRequest{})
-	wantCode(t, err, codes.InvalidArgument, "volume_id: required")
+	grpctest.WantCode(t, err, codes.InvalidArgument, "volume_id: required")
 }
 
 func TestListVolumesPaginationRoundTrips(t *testing.T) {
@@ -225,9 +226,9 @@ func TestListVolumesPaginationRoundTrips(t *testing.T) {
 		t.Fatalf("pages gave %v, want every volume once in order", got)
 	}
 	_, err := h.d.ListVolumes(ctx, &csi.ListVolumesRequest{StartingToken: "bogus"})
-	wantCode(t, err, codes.Aborted, "was not issued by this driver")
+	grpctest.WantCode(t, err, codes.Aborted, "was not issued by this driver")
 	_, err = h.d.ListVolumes(ctx, &csi.ListVolumesRequest{MaxEntries: -1})
-	wantCode(t, err, codes.InvalidArgument, "max_entries")
+	grpctest.WantCode(t, err, codes.InvalidArgument, "max_entries")
 }
 
 func TestGetCapacity(t *testing.T) {
@@ -328,7 +329,7 @@ func TestCreateVolumeRefusesImmediateStorageClass(t *testing.T) {
 	req.Parameters[paramPVCNamespace], req.Parameters[paramPVCName] = "ns", "claim"
 	h.d.deps.Binding = fakeBinding{immediate: true}
 	_, err := h.d.CreateVolume(ctx, req)
-	wantCode(t, err, codes.InvalidArgument, `StorageClass "local" of claim ns/claim uses volumeBindingMode Immediate`, "WaitForFirstConsumer")
+	grpctest.WantCode(t, err, codes.InvalidArgument, `StorageClass "local" of claim ns/claim uses volumeBindingMode Immediate`, "WaitForFirstConsumer")
 	if _, err := os.Stat(filepath.Join(h.pools["fast"], "pvc-1")); !os.IsNotExist(err) {
 		t.Fatalf("refused Immediate claim created a directory: %v", err)
 	}

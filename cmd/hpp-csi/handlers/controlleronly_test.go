@@ -16,6 +16,7 @@ import (
 	"github.com/hostpath-provisioner/hpp/cmd/hpp-csi/pools"
 	"github.com/hostpath-provisioner/hpp/cmd/hpp-csi/pools/poolstest"
 	"github.com/hostpath-provisioner/hpp/internal/contract"
+	"github.com/hostpath-provisioner/hpp/internal/grpctest"
 )
 
 // serveControllerOnly serves a --controller-only driver on a real unix
@@ -114,17 +115,17 @@ func TestControllerOnlyServesExpansionOnly(t *testing.T) {
 		}
 	}
 	_, err = ctl.ControllerExpandVolume(ctx, &csi.ControllerExpandVolumeRequest{VolumeId: "pvc-1"})
-	wantCode(t, err, codes.InvalidArgument, "capacity_range: required")
+	grpctest.WantCode(t, err, codes.InvalidArgument, "capacity_range: required")
 	_, err = ctl.ControllerExpandVolume(ctx, expandReq("../x", 1<<20))
-	wantCode(t, err, codes.InvalidArgument, "volume_id")
+	grpctest.WantCode(t, err, codes.InvalidArgument, "volume_id")
 
 	// Nothing else is served: no provisioning, no node.
 	_, err = ctl.CreateVolume(ctx, createReq("pvc-2", "fast", 1<<20))
-	wantCode(t, err, codes.Unimplemented)
+	grpctest.WantCode(t, err, codes.Unimplemented)
 	_, err = ctl.GetCapacity(ctx, &csi.GetCapacityRequest{})
-	wantCode(t, err, codes.Unimplemented)
+	grpctest.WantCode(t, err, codes.Unimplemented)
 	_, err = node.NodeGetInfo(ctx, &csi.NodeGetInfoRequest{})
-	wantCode(t, err, codes.Unimplemented)
+	grpctest.WantCode(t, err, codes.Unimplemented)
 }
 
 func TestControllerOnlyNeedsNoNodeOrPools(t *testing.T) {

@@ -10,6 +10,7 @@ import (
 	"google.golang.org/grpc/codes"
 
 	"github.com/hostpath-provisioner/hpp/internal/dirvol"
+	"github.com/hostpath-provisioner/hpp/internal/grpctest"
 )
 
 func expandReq(id string, size int64) *csi.ControllerExpandVolumeRequest {
@@ -70,16 +71,16 @@ func TestControllerExpandVolumeRefusals(t *testing.T) {
 		t.Fatal(err)
 	}
 	_, err := h.d.ControllerExpandVolume(ctx, &csi.ControllerExpandVolumeRequest{VolumeId: "pvc-1"})
-	wantCode(t, err, codes.InvalidArgument, "capacity_range: required")
+	grpctest.WantCode(t, err, codes.InvalidArgument, "capacity_range: required")
 	_, err = h.d.ControllerExpandVolume(ctx, expandReq("", 1))
-	wantCode(t, err, codes.InvalidArgument, "volume_id: required")
+	grpctest.WantCode(t, err, codes.InvalidArgument, "volume_id: required")
 	_, err = h.d.ControllerExpandVolume(ctx, expandReq("pvc-none", 1<<20))
-	wantCode(t, err, codes.NotFound, `volume "pvc-none" does not exist on node node-a`)
+	grpctest.WantCode(t, err, codes.NotFound, `volume "pvc-none" does not exist on node node-a`)
 	_, err = h.d.ControllerExpandVolume(ctx, expandReq("pvc-1", 2<<30))
-	wantCode(t, err, codes.OutOfRange, "requested 2147483648 bytes exceeds the total size 1073741824 bytes", `"fast"`)
+	grpctest.WantCode(t, err, codes.OutOfRange, "requested 2147483648 bytes exceeds the total size 1073741824 bytes", `"fast"`)
 	// 512 MiB free: growing 64 MiB by 600 MiB does not fit.
 	_, err = h.d.ControllerExpandVolume(ctx, expandReq("pvc-1", 664<<20))
-	wantCode(t, err, codes.ResourceExhausted, "can offer 536870912 bytes now", "less than the 629145600 bytes this expansion adds")
+	grpctest.WantCode(t, err, codes.ResourceExhausted, "can offer 536870912 bytes now", "less than the 629145600 bytes this expansion adds")
 	if got := recordedCapacity(t, h.pools["fast"], "pvc-1"); got != 64<<20 {
 		t.Fatalf("refused expansion changed the record to %d bytes", got)
 	}
@@ -89,7 +90,7 @@ func TestControllerExpandVolumeRefusals(t *testing.T) {
 	}
 	defer release()
 	_, err = h.d.ControllerExpandVolume(ctx, expandReq("pvc-1", 65<<20))
-	wantCode(t, err, codes.Aborted, `an operation on volume "pvc-1" is already in progress`)
+	grpctest.WantCode(t, err, codes.Aborted, `an operation on volume "pvc-1" is already in progress`)
 }
 
 // A directory made by the KubeVirt driver has no record: expansion gives it

@@ -4,12 +4,9 @@ import (
 	"context"
 	"os"
 	"path/filepath"
-	"strings"
 	"testing"
 
 	"github.com/container-storage-interface/spec/lib/go/csi"
-	"google.golang.org/grpc/codes"
-	"google.golang.org/grpc/status"
 
 	"github.com/hostpath-provisioner/hpp/cmd/hpp-csi/pools"
 	"github.com/hostpath-provisioner/hpp/cmd/hpp-csi/pools/poolstest"
@@ -127,22 +124,5 @@ func createReq(name, poolName string, size int64) *csi.CreateVolumeRequest {
 		VolumeCapabilities:        []*csi.VolumeCapability{mountCap()},
 		Parameters:                map[string]string{contract.ParamStoragePool: poolName},
 		AccessibilityRequirements: onNode(testNode),
-	}
-}
-
-// wantCode asserts the gRPC code and that the message contains every part.
-func wantCode(t *testing.T, err error, code codes.Code, parts ...string) {
-	t.Helper()
-	st, ok := status.FromError(err)
-	if !ok {
-		t.Fatalf("error %v is not a gRPC status", err)
-	}
-	if st.Code() != code {
-		t.Fatalf("code = %s, want %s (message %q)", st.Code(), code, st.Message())
-	}
-	for _, p := range parts {
-		if !strings.Contains(st.Message(), p) {
-			t.Fatalf("message %q does not contain %q", st.Message(), p)
-		}
 	}
 }

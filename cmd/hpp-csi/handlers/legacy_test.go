@@ -14,6 +14,7 @@ import (
 	"github.com/hostpath-provisioner/hpp/cmd/hpp-csi/pools"
 	"github.com/hostpath-provisioner/hpp/internal/contract"
 	"github.com/hostpath-provisioner/hpp/internal/dirvol"
+	"github.com/hostpath-provisioner/hpp/internal/grpctest"
 	"github.com/hostpath-provisioner/hpp/internal/pool"
 )
 
@@ -128,7 +129,7 @@ func TestLegacyPublish(t *testing.T) {
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			_, err := h.d.NodePublishVolume(ctx, tc.req)
-			wantCode(t, err, tc.code, tc.msg)
+			grpctest.WantCode(t, err, tc.code, tc.msg)
 			if _, err := os.Lstat(filepath.Join(h.dir, "fast", "pvc-gone")); !os.IsNotExist(err) {
 				t.Fatalf("publish created a legacy directory: %v", err)
 			}
@@ -137,7 +138,7 @@ func TestLegacyPublish(t *testing.T) {
 
 	// Without the layout the PV names a volume of the pool's own directory.
 	_, err := h.d.NodePublishVolume(ctx, publishReq("pvc-old", target))
-	wantCode(t, err, codes.NotFound, `volume "pvc-old" does not exist on node node-a`)
+	grpctest.WantCode(t, err, codes.NotFound, `volume "pvc-old" does not exist on node node-a`)
 
 	// A volume hpp-csi made keeps refusing multi-node modes.
 	if _, err := h.d.CreateVolume(ctx, createReq("pvc-new", "fast", 1)); err != nil {
@@ -146,7 +147,7 @@ func TestLegacyPublish(t *testing.T) {
 	req := publishReq("pvc-new", target)
 	req.VolumeCapability.AccessMode.Mode = csi.VolumeCapability_AccessMode_MULTI_NODE_MULTI_WRITER
 	_, err = h.d.NodePublishVolume(ctx, req)
-	wantCode(t, err, codes.InvalidArgument, "access mode MULTI_NODE_MULTI_WRITER is not supported")
+	grpctest.WantCode(t, err, codes.InvalidArgument, "access mode MULTI_NODE_MULTI_WRITER is not supported")
 }
 
 func TestLegacyStatsAndDelete(t *testing.T) {
@@ -196,7 +197,7 @@ func TestLegacyStatsAndDelete(t *testing.T) {
 	// Nothing that holds configured storage is ever taken for a legacy
 	// volume: "csi" is refused as an id, and it is the pool.
 	_, err = h.d.DeleteVolume(ctx, &csi.DeleteVolumeRequest{VolumeId: "csi"})
-	wantCode(t, err, codes.InvalidArgument, `"csi" is reserved`)
+	grpctest.WantCode(t, err, codes.InvalidArgument, `"csi" is reserved`)
 }
 
 func TestLegacyAmbiguousRefused(t *testing.T) {
@@ -207,11 +208,11 @@ func TestLegacyAmbiguousRefused(t *testing.T) {
 		`); hpp-csi does not guess which one the PV means: move the stray copy out of the legacy directories`
 
 	_, err := h.d.DeleteVolume(ctx, &csi.DeleteVolumeRequest{VolumeId: "pvc-twice"})
-	wantCode(t, err, codes.FailedPrecondition, want)
+	grpctest.WantCode(t, err, codes.FailedPrecondition, want)
 	_, err = h.d.NodeGetVolumeStats(ctx, &csi.NodeGetVolumeStatsRequest{VolumeId: "pvc-twice", VolumePath: a})
-	wantCode(t, err, codes.FailedPrecondition, want)
+	grpctest.WantCode(t, err, codes.FailedPrecondition, want)
 	_, err = h.d.ControllerGetVolumeHealth(ctx, &csi.ControllerGetVolumeHealthRequest{VolumeId: "pvc-twice"})
-	wantCode(t, err, codes.FailedPrecondition, want)
+	grpctest.WantCode(t, err, codes.FailedPrecondition, want)
 	for _, d := range []string{a, b} {
 		if _, err := os.Stat(filepath.Join(d, "data")); err != nil {
 			t.Fatalf("an ambiguous volume was touched: %v", err)
@@ -247,7 +248,7 @@ func TestLegacyDirectoryMissingOrLost(t *testing.T) {
 	// read: Unavailable, so csi-provisioner retries instead of dropping
 	// the PV as deleted.
 	_, err = h.d.DeleteVolume(ctx, &csi.DeleteVolumeRequest{VolumeId: "pvc-old"})
-	wantCode(t, err, codes.Unavailable, "legacy directory "+legacy+" does not exist")
+	grpctest.WantCode(t, err, codes.Unavailable, "legacy directory "+legacy+" does not exist")
 
 	if err := os.Mkdir(legacy, 0o755); err != nil {
 		t.Fatal(err)

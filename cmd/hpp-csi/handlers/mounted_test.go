@@ -10,6 +10,7 @@ import (
 	"google.golang.org/grpc/codes"
 
 	"github.com/hostpath-provisioner/hpp/internal/contract"
+	"github.com/hostpath-provisioner/hpp/internal/grpctest"
 	"github.com/hostpath-provisioner/hpp/internal/pool"
 	"github.com/hostpath-provisioner/hpp/internal/poolmarker"
 )
@@ -60,7 +61,7 @@ func TestMountedPoolNeedsTheMarker(t *testing.T) {
 		t.Errorf("GetCapacity of the unmounted pool = %v, %v; want zero", capResp, err)
 	}
 	_, err := h.d.CreateVolume(ctx, createReq("pvc-1", "fast", 1<<20))
-	wantCode(t, err, codes.Unavailable, want)
+	grpctest.WantCode(t, err, codes.Unavailable, want)
 
 	if err := poolmarker.Ensure(fast, poolmarker.Marker{Pool: "fast"}); err != nil {
 		t.Fatal(err)
@@ -75,5 +76,5 @@ func TestMountedPoolNeedsTheMarker(t *testing.T) {
 		t.Fatal(err)
 	}
 	_, err = h.d.CreateVolume(ctx, createReq("pvc-2", "fast", 1<<20))
-	wantCode(t, err, codes.Unavailable, want)
+	grpctest.WantCode(t, err, codes.Unavailable, want)
 }

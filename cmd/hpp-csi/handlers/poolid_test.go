@@ -11,6 +11,7 @@ import (
 	"google.golang.org/grpc/codes"
 
 	"github.com/hostpath-provisioner/hpp/internal/contract"
+	"github.com/hostpath-provisioner/hpp/internal/grpctest"
 	"github.com/hostpath-provisioner/hpp/internal/poolmarker"
 )
 
@@ -56,7 +57,7 @@ func TestPoolIdentityRecordedAndChecked(t *testing.T) {
 		"hpp-csi does not publish an empty directory in its place. Mount the original disk back, or delete the claim so a new volume is made",
 		"pvc-1", "fast", old.ID, h.pools["fast"], testNode, fresh.ID)
 	err = publish("b", volCtx)
-	wantCode(t, err, codes.FailedPrecondition, want)
+	grpctest.WantCode(t, err, codes.FailedPrecondition, want)
 	health, err := h.d.NodeGetVolumeHealth(ctx, &csi.NodeGetVolumeHealthRequest{VolumeId: "pvc-1"})
 	if err != nil {
 		t.Fatal(err)

@@ -12,6 +12,7 @@ import (
 
 	"github.com/hostpath-provisioner/hpp/cmd/hpp-csi/pools"
 	"github.com/hostpath-provisioner/hpp/internal/contract"
+	"github.com/hostpath-provisioner/hpp/internal/grpctest"
 	"github.com/hostpath-provisioner/hpp/internal/pool"
 	"github.com/hostpath-provisioner/hpp/internal/prjquota"
 )
@@ -87,10 +88,10 @@ func TestEnforcedCreateStatsExpandDelete(t *testing.T) {
 	}
 	nexp.CapacityRange.RequiredBytes = 200 * MiB
 	_, err = h.d.NodeExpandVolume(ctx, nexp)
-	wantCode(t, err, codes.OutOfRange, `volume "pvc-1" is 314572800 bytes; shrinking it to 209715200 bytes is refused (volumes only grow)`)
+	grpctest.WantCode(t, err, codes.OutOfRange, `volume "pvc-1" is 314572800 bytes; shrinking it to 209715200 bytes is refused (volumes only grow)`)
 	nexp.CapacityRange.RequiredBytes = 900 * MiB
 	_, err = h.d.NodeExpandVolume(ctx, nexp)
-	wantCode(t, err, codes.ResourceExhausted, `storage pool "fast" on node node-a can offer`, "less than the 629145600 bytes this expansion adds")
+	grpctest.WantCode(t, err, codes.ResourceExhausted, `storage pool "fast" on node node-a can offer`, "less than the 629145600 bytes this expansion adds")
 	if fake.Limit(id) != 300*MiB || recordedCapacity(t, h.pools["fast"], "pvc-1") != 300*MiB {
 		t.Fatalf("a refused expansion changed the volume: limit %d", fake.Limit(id))
 	}
@@ -128,12 +129,12 @@ func TestEnforcingPoolRefusals(t *testing.T) {
 	h := newQuotaHarness(t, fake, pool.IDRange{First: 1, Last: 1})
 	ctx := context.Background()
 	_, err := h.d.CreateVolume(ctx, createReq("pvc-0", "fast", 0))
-	wantCode(t, err, codes.InvalidArgument, `storage pool "fast" enforces volume sizes (enforceSize): capacity_range: required_bytes or limit_bytes must be set`)
+	grpctest.WantCode(t, err, codes.InvalidArgument, `storage pool "fast" enforces volume sizes (enforceSize): capacity_range: required_bytes or limit_bytes must be set`)
 	if _, err := h.d.CreateVolume(ctx, createReq("pvc-1", "fast", MiB)); err != nil {
 		t.Fatal(err)
 	}
 	_, err = h.d.CreateVolume(ctx, createReq("pvc-2", "fast", MiB))
-	wantCode(t, err, codes.ResourceExhausted, "all 1 project IDs of the pool's range 1-1 are held or in use on the filesystem; widen projectIDs in --datadir")
+	grpctest.WantCode(t, err, codes.ResourceExhausted, "all 1 project IDs of the pool's range 1-1 are held or in use on the filesystem; widen projectIDs in --datadir")
 	if _, err := os.Stat(filepath.Join(h.pools["fast"], "pvc-2")); !os.IsNotExist(err) {
 		t.Fatalf("a refused create left its directory: %v", err)
 	}
@@ -153,7 +154,7 @@ func TestEnforcingPoolNotReadyOnPlainFilesystem(t *testing.T) {
 		t.Fatalf("OpenPools = %v\nwant it to say %q", err, want)
 	}
 	_, err = h.d.CreateVolume(context.Background(), createReq("pvc-1", "fast", MiB))
-	wantCode(t, err, codes.Unavailable, "mount it with the prjquota option")
+	grpctest.WantCode(t, err, codes.Unavailable, "mount it with the prjquota option")
 	if _, err := h.d.CreateVolume(context.Background(), createReq("pvc-1", "slow", MiB)); err != nil {
 		t.Fatalf("the pool that does not enforce is still usable: %v", err)
 	}

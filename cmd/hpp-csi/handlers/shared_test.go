@@ -11,6 +11,7 @@ import (
 	"google.golang.org/grpc/codes"
 
 	"github.com/hostpath-provisioner/hpp/internal/contract"
+	"github.com/hostpath-provisioner/hpp/internal/grpctest"
 	"github.com/hostpath-provisioner/hpp/internal/pool"
 )
 
@@ -52,11 +53,11 @@ func TestSharedPoolCreateHasNoTopology(t *testing.T) {
 	}
 	// The node-local pool keeps its rules.
 	_, err := h.d.CreateVolume(ctx, withMode(createReq("pvc-rwx", "fast", 1), csi.VolumeCapability_AccessMode_MULTI_NODE_MULTI_WRITER))
-	wantCode(t, err, codes.InvalidArgument, "MULTI_NODE_MULTI_WRITER is not supported", `"shared": true`)
+	grpctest.WantCode(t, err, codes.InvalidArgument, "MULTI_NODE_MULTI_WRITER is not supported", `"shared": true`)
 	req := createReq("pvc-imm", "fast", 1)
 	req.Parameters[paramPVCNamespace], req.Parameters[paramPVCName] = "ns", "claim"
 	_, err = h.d.CreateVolume(ctx, req)
-	wantCode(t, err, codes.InvalidArgument, "uses volumeBindingMode Immediate")
+	grpctest.WantCode(t, err, codes.InvalidArgument, "uses volumeBindingMode Immediate")
 	resp, err := h.d.ListVolumes(ctx, &csi.ListVolumesRequest{})
 	if err != nil {
 		t.Fatal(err)
@@ -102,7 +103,7 @@ func TestSharedPoolPublishMultiNode(t *testing.T) {
 		t.Fatal("MULTI_NODE_READER_ONLY publish is writable")
 	}
 	err := publish("pvc-fast", filepath.Join(h.dir, "pods", "b", "mount"))
-	wantCode(t, err, codes.InvalidArgument, "volume_capability: access mode MULTI_NODE_MULTI_WRITER is not supported")
+	grpctest.WantCode(t, err, codes.InvalidArgument, "volume_capability: access mode MULTI_NODE_MULTI_WRITER is not supported")
 	v, err := h.d.ValidateVolumeCapabilities(ctx, &csi.ValidateVolumeCapabilitiesRequest{VolumeId: "pvc-slow",
 		VolumeCapabilities: []*csi.VolumeCapability{withMode(createReq("x", "slow", 1), csi.VolumeCapability_AccessMode_MULTI_NODE_READER_ONLY).VolumeCapabilities[0]}})
 	if err != nil || v.GetConfirmed() == nil {
@@ -115,7 +116,7 @@ func TestOverlayCSIParameterMustBeBoolean(t *testing.T) {
 	req := createReq("pvc-1", "slow", 1)
 	req.Parameters[contract.ParamOverlayCSI] = "yes"
 	_, err := h.d.CreateVolume(context.Background(), req)
-	wantCode(t, err, codes.InvalidArgument, `parameters.`+contract.ParamOverlayCSI+`: "yes" must be "true" or "false"`)
+	grpctest.WantCode(t, err, codes.InvalidArgument, `parameters.`+contract.ParamOverlayCSI+`: "yes" must be "true" or "false"`)
 }
 
 // A volume that cannot be labelled is removed again, for CreateVolume and
@@ -125,11 +126,11 @@ func TestProvisionUndoesUnlabelledVolume(t *testing.T) {
 	h.labeler.Err = errors.New("setxattr: operation not permitted")
 	ctx := context.Background()
 	_, err := h.d.CreateVolume(ctx, createReq("pvc-1", "fast", 1))
-	wantCode(t, err, codes.Internal, "labelling volume for SELinux: setxattr: operation not permitted")
+	grpctest.WantCode(t, err, codes.Internal, "labelling volume for SELinux: setxattr: operation not permitted")
 	eph := &csi.NodePublishVolumeRequest{VolumeId: "csi-abc", TargetPath: filepath.Join(h.dir, "pods", "e", "mount"), VolumeCapability: mountCap(),
 		VolumeContext: map[string]string{ephemeralContextKey: "true", contract.ParamStoragePool: "fast"}}
 	_, err = h.d.NodePublishVolume(ctx, eph)
-	wantCode(t, err, codes.Internal, "labelling ephemeral volume for SELinux: setxattr: operation not permitted")
+	grpctest.WantCode(t, err, codes.Internal, "labelling ephemeral volume for SELinux: setxattr: operation not permitted")
 	for _, id := range []string{"pvc-1", "csi-abc"} {
 		if _, err := os.Stat(filepath.Join(h.pools["fast"], id)); !os.IsNotExist(err) {
 			t.Fatalf("unlabelled %s left in the pool: %v", id, err)

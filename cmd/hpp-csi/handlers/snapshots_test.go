@@ -9,6 +9,7 @@ import (
 	"github.com/container-storage-interface/spec/lib/go/csi"
 	"google.golang.org/grpc/codes"
 
+	"github.com/hostpath-provisioner/hpp/internal/grpctest"
 	"github.com/hostpath-provisioner/hpp/internal/pool"
 )
 
@@ -85,7 +86,7 @@ func TestSnapshotRestoreAndClone(t *testing.T) {
 	clone.VolumeContentSource = &csi.VolumeContentSource{Type: &csi.VolumeContentSource_Volume{
 		Volume: &csi.VolumeContentSource_VolumeSource{VolumeId: "pvc-1"}}}
 	_, err = h.d.CreateVolume(ctx, clone)
-	wantCode(t, err, codes.AlreadyExists, `volume "pvc-2" already exists with content source "snapshot:snap-1", not "volume:pvc-1"`)
+	grpctest.WantCode(t, err, codes.AlreadyExists, `volume "pvc-2" already exists with content source "snapshot:snap-1", not "volume:pvc-1"`)
 
 	clone.Name = "pvc-3"
 	if _, err := h.d.CreateVolume(ctx, clone); err != nil {
@@ -97,16 +98,16 @@ func TestSnapshotRestoreAndClone(t *testing.T) {
 	// A source larger than the request.
 	clone.Name, clone.CapacityRange = "pvc-4", &csi.CapacityRange{RequiredBytes: 1 << 20}
 	_, err = h.d.CreateVolume(ctx, clone)
-	wantCode(t, err, codes.OutOfRange, "volume:pvc-1 is 8388608 bytes, more than the requested 1048576 bytes")
+	grpctest.WantCode(t, err, codes.OutOfRange, "volume:pvc-1 is 8388608 bytes, more than the requested 1048576 bytes")
 	// Sources this node does not hold.
 	clone.Name, clone.CapacityRange = "pvc-4", nil
 	clone.VolumeContentSource.GetVolume().VolumeId = "pvc-elsewhere"
 	_, err = h.d.CreateVolume(ctx, clone)
-	wantCode(t, err, codes.NotFound, `volume "pvc-elsewhere" does not exist on node node-a (a clone is made on the node that holds its source)`)
+	grpctest.WantCode(t, err, codes.NotFound, `volume "pvc-elsewhere" does not exist on node node-a (a clone is made on the node that holds its source)`)
 	restore.Name = "pvc-5"
 	restore.VolumeContentSource.GetSnapshot().SnapshotId = "snap-none"
 	_, err = h.d.CreateVolume(ctx, restore)
-	wantCode(t, err, codes.NotFound, `snapshot "snap-none" does not exist on node node-a`)
+	grpctest.WantCode(t, err, codes.NotFound, `snapshot "snap-none" does not exist on node node-a`)
 	for _, id := range []string{"pvc-4", "pvc-5"} {
 		if _, err := os.Stat(filepath.Join(h.pools["slow"], id)); !os.IsNotExist(err) {
 			t.Fatalf("refused volume %s exists: %v", id, err)
@@ -121,15 +122,15 @@ func TestSnapshotRefusals(t *testing.T) {
 		t.Fatal(err)
 	}
 	_, err := h.d.CreateSnapshot(ctx, snapReq("snap-1", "pvc-elsewhere"))
-	wantCode(t, err, codes.NotFound, `volume "pvc-elsewhere" is not on node node-a: snapshots are node-local`, "--node-deployment")
+	grpctest.WantCode(t, err, codes.NotFound, `volume "pvc-elsewhere" is not on node node-a: snapshots are node-local`, "--node-deployment")
 	_, err = h.d.CreateSnapshot(ctx, snapReq("snap-1", "pvc-slow"))
-	wantCode(t, err, codes.FailedPrecondition, `storage pool "slow" on node node-a takes no snapshots: set its snapshotProvider`)
+	grpctest.WantCode(t, err, codes.FailedPrecondition, `storage pool "slow" on node node-a takes no snapshots: set its snapshotProvider`)
 	_, err = h.d.CreateSnapshot(ctx, snapReq("", "pvc-slow"))
-	wantCode(t, err, codes.InvalidArgument, "name: required")
+	grpctest.WantCode(t, err, codes.InvalidArgument, "name: required")
 	_, err = h.d.CreateSnapshot(ctx, snapReq("snap-1", ""))
-	wantCode(t, err, codes.InvalidArgument, "source_volume_id: required")
+	grpctest.WantCode(t, err, codes.InvalidArgument, "source_volume_id: required")
 	_, err = h.d.GetSnapshot(ctx, &csi.GetSnapshotRequest{SnapshotId: "snap-none"})
-	wantCode(t, err, codes.NotFound, `snapshot "snap-none" does not exist on node node-a`)
+	grpctest.WantCode(t, err, codes.NotFound, `snapshot "snap-none" does not exist on node node-a`)
 	if _, err := h.d.DeleteSnapshot(ctx, &csi.DeleteSnapshotRequest{SnapshotId: "snap-none"}); err != nil {
 		t.Fatalf("DeleteSnapshot of a missing snapshot = %v", err)
 	}
@@ -170,7 +171,7 @@ func TestListSnapshotsPages(t *testing.T) {
 		t.Fatalf("by source = %v, %v", resp, err)
 	}
 	_, err = h.d.ListSnapshots(ctx, &csi.ListSnapshotsRequest{StartingToken: "bogus"})
-	wantCode(t, err, codes.Aborted, "was not issued by this driver")
+	grpctest.WantCode(t, err, codes.Aborted, "was not issued by this driver")
 
 	// "slow" keeps its snapshots in <pool>/snapshots, as the KubeVirt
 	// operator lays it out: never a volume.
@@ -187,10 +188,10 @@ func TestListSnapshotsPages(t *testing.T) {
 		t.Fatalf("snapshot not where snapshotPath says: %v", err)
 	}
 	_, err = h.d.DeleteVolume(ctx, &csi.DeleteVolumeRequest{VolumeId: "snapshots"})
-	wantCode(t, err, codes.InvalidArgument, `"snapshots" is not a volume: it is hpp's snapshot area in this pool`)
+	grpctest.WantCode(t, err, codes.InvalidArgument, `"snapshots" is not a volume: it is hpp's snapshot area in this pool`)
 	if _, err := os.Stat(filepath.Join(h.pools["slow"], "snapshots", "snap-3")); err != nil {
 		t.Fatalf("snapshot area touched by DeleteVolume: %v", err)
 	}
 	_, err = h.d.CreateVolume(ctx, createReq("snapshots", "slow", 1))
-	wantCode(t, err, codes.InvalidArgument, "is not a volume")
+	grpctest.WantCode(t, err, codes.InvalidArgument, "is not a volume")
 }

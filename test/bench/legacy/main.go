@@ -32,7 +32,7 @@ import (
 
 	"github.com/hostpath-provisioner/hpp/internal/contract"
 	"github.com/hostpath-provisioner/hpp/test/cluster"
-	"github.com/hostpath-provisioner/hpp/test/e2e"
+	"github.com/hostpath-provisioner/hpp/test/e2e/kit"
 )
 
 type config struct {
@@ -116,7 +116,7 @@ func run(cfg config) (err error) {
 	ctx := context.Background()
 	if cfg.legacy == "" {
 		cfg.legacy = filepath.Join(os.TempDir(), fmt.Sprintf("hpp-legacy-bench-%d", os.Getpid()))
-		if err := e2e.BuildCommand(ctx, "hpp-legacy", cfg.legacy); err != nil {
+		if err := kit.BuildCommand(ctx, "hpp-legacy", cfg.legacy); err != nil {
 			return err
 		}
 	}
@@ -124,7 +124,7 @@ func run(cfg config) (err error) {
 	if cache == "" {
 		cache, _ = cluster.DefaultCacheDir()
 	}
-	env, err := e2e.Setup(ctx, e2e.SetupOptions{Binaries: cluster.BinariesFromCache(cache), HPPCSI: cfg.hppcsi, Logf: logf, HandleSignals: true, MaxPods: 1000, ControlPlaneQPS: cfg.cpQPS})
+	env, err := kit.Setup(ctx, kit.SetupOptions{Binaries: cluster.BinariesFromCache(cache), HPPCSI: cfg.hppcsi, Logf: logf, HandleSignals: true, MaxPods: 1000, ControlPlaneQPS: cfg.cpQPS})
 	if err != nil {
 		return err
 	}
@@ -137,7 +137,7 @@ func run(cfg config) (err error) {
 	if err := env.AddSimulatedNodes(ctx, cfg.simNodes, 1000, !cfg.skipCSI); err != nil {
 		return err
 	}
-	rep := report{Machine: e2e.Machine(), ControlPlaneQPS: cfg.cpQPS, K8sVersion: cluster.K8sVersion, StartedAt: time.Now().UTC()}
+	rep := report{Machine: kit.Machine(), ControlPlaneQPS: cfg.cpQPS, K8sVersion: cluster.K8sVersion, StartedAt: time.Now().UTC()}
 	for _, name := range []string{"default", "tuned"} {
 		if err := startLegacyEverywhere(ctx, c, cfg.legacy, legacyFlags()[name]); err != nil {
 			return err
@@ -199,14 +199,14 @@ func measure(ctx context.Context, c *cluster.Cluster, driver, mode, flags string
 		_ = c.Client.StorageV1().StorageClasses().Delete(context.Background(), sc.Name, metav1.DeleteOptions{})
 	}()
 	if driver == "csi" {
-		if err := e2e.WaitCapacity(ctx, c, sc.Name, len(nodes)); err != nil {
+		if err := kit.WaitCapacity(ctx, c, sc.Name, len(nodes)); err != nil {
 			return res, err
 		}
 	}
 	start := time.Now()
-	err := e2e.Parallel(n, 16, func(i int) error {
+	err := kit.Parallel(n, 16, func(i int) error {
 		name := fmt.Sprintf("v-%04d", i)
-		pvc := e2e.PVC(ns, name, sc.Name, "1Mi")
+		pvc := kit.PVC(ns, name, sc.Name, "1Mi")
 		if mode == "pinned" {
 			pvc.Annotations = map[string]string{contract.AnnProvisionOnNode: nodes[i%len(nodes)].Name}
 		}
@@ -216,18 +216,18 @@ func measure(ctx context.Context, c *cluster.Cluster, driver, mode, flags string
 		if mode != "pods" {
 			return nil
 		}
-		_, err := c.Client.CoreV1().Pods(ns).Create(ctx, e2e.Pod(ns, name, "sleep 3600", e2e.PodVolume{Name: "v", Claim: name, Path: "/data"}), metav1.CreateOptions{})
+		_, err := c.Client.CoreV1().Pods(ns).Create(ctx, kit.Pod(ns, name, "sleep 3600", kit.PodVolume{Name: "v", Claim: name, Path: "/data"}), metav1.CreateOptions{})
 		return err
 	})
 	if err != nil {
 		return res, err
 	}
 	var pvsDone time.Duration
-	err = e2e.Poll(ctx, 20*time.Minute, fmt.Sprintf("%d claims Bound", n), func(ctx context.Context) (bool, string, error) {
+	err = kit.Poll(ctx, 20*time.Minute, fmt.Sprintf("%d claims Bound", n), func(ctx context.Context) (bool, string, error) {
 		if pvsDone == 0 {
 			pvs, err := c.Client.CoreV1().PersistentVolumes().List(ctx, metav1.ListOptions{})
 			if err != nil {
-				return false, "", e2e.Retry(err)
+				return false, "", kit.Retry(err)
 			}
 			made := 0
 			for _, pv := range pvs.Items {
@@ -241,7 +241,7 @@ func measure(ctx context.Context, c *cluster.Cluster, driver, mode, flags string
 		}
 		pvcs, err := c.Client.CoreV1().PersistentVolumeClaims(ns).List(ctx, metav1.ListOptions{})
 		if err != nil {
-			return false, "", e2e.Retry(err)
+			return false, "", kit.Retry(err)
 		}
 		bound := 0
 		for _, p := range pvcs.Items {
@@ -262,7 +262,7 @@ func measure(ctx context.Context, c *cluster.Cluster, driver, mode, flags string
 	}
 	logf("%s/%s %s N=%d: all PVs created in %.1fs, all Bound in %.1fs (%.1f PVC/s), per node %v", driver, mode, flags, n, res.PVsSeconds, res.BoundSeconds, res.PVCsPerSec, res.PerNode)
 
-	took, err := e2e.DeleteClaimsAndWait(ctx, c.Client, ns, 20*time.Minute)
+	took, err := kit.DeleteClaimsAndWait(ctx, c.Client, ns, 20*time.Minute)
 	res.DeleteSeconds = took.Seconds()
 	if err != nil {
 		return res, err
@@ -274,7 +274,7 @@ func measure(ctx context.Context, c *cluster.Cluster, driver, mode, flags string
 
 func storageClass(name, driver, mode string) *storagev1.StorageClass {
 	if driver == "csi" {
-		return e2e.StorageClass(name, e2e.PoolLocal)
+		return kit.StorageClass(name, kit.PoolLocal)
 	}
 	binding := storagev1.VolumeBindingWaitForFirstConsumer
 	if mode == "pinned" {

@@ -26,7 +26,7 @@ import (
 	"k8s.io/apimachinery/pkg/watch"
 
 	"github.com/hostpath-provisioner/hpp/test/cluster"
-	"github.com/hostpath-provisioner/hpp/test/e2e"
+	"github.com/hostpath-provisioner/hpp/test/e2e/kit"
 )
 
 // flagSet is one csi-provisioner configuration under test.
@@ -118,8 +118,8 @@ func logf(format string, args ...any) {
 
 func run(bins cluster.Binaries, hppcsi string, sizes []int, simNodes, samples, cpQPS int) (err error) {
 	ctx := context.Background()
-	rep := report{Machine: e2e.Machine(), StartedAt: time.Now().UTC(), K8sVersion: cluster.K8sVersion, Nodes: 1 + simNodes, ControlPlaneQPS: cpQPS}
-	env, err := e2e.Setup(ctx, e2e.SetupOptions{Binaries: bins, HPPCSI: hppcsi, Logf: logf, HandleSignals: true, MaxPods: 1000, ControlPlaneQPS: cpQPS})
+	rep := report{Machine: kit.Machine(), StartedAt: time.Now().UTC(), K8sVersion: cluster.K8sVersion, Nodes: 1 + simNodes, ControlPlaneQPS: cpQPS}
+	env, err := kit.Setup(ctx, kit.SetupOptions{Binaries: bins, HPPCSI: hppcsi, Logf: logf, HandleSignals: true, MaxPods: 1000, ControlPlaneQPS: cpQPS})
 	if err != nil {
 		return err
 	}
@@ -132,13 +132,13 @@ func run(bins cluster.Binaries, hppcsi string, sizes []int, simNodes, samples, c
 	if err := env.AddSimulatedNodes(ctx, simNodes, 1000, true); err != nil {
 		return err
 	}
-	sc := e2e.StorageClass("bench", e2e.PoolLocal)
+	sc := kit.StorageClass("bench", kit.PoolLocal)
 	if _, err := c.Client.StorageV1().StorageClasses().Create(ctx, sc, metav1.CreateOptions{}); err != nil {
 		return err
 	}
 	// Capacity objects for every node before the first claim, or the
 	// scheduler sees no room and the first run measures the poll interval.
-	if err := e2e.WaitCapacity(ctx, c, sc.Name, 1+simNodes); err != nil {
+	if err := kit.WaitCapacity(ctx, c, sc.Name, 1+simNodes); err != nil {
 		return err
 	}
 	for _, set := range flagSets() {
@@ -182,7 +182,7 @@ func restartProvisioners(ctx context.Context, c *cluster.Cluster, args []string)
 }
 
 // provision creates n claims with a pod each, all at once, and times them.
-func provision(ctx context.Context, env *e2e.Env, set string, n int) (provisionResult, error) {
+func provision(ctx context.Context, env *kit.Env, set string, n int) (provisionResult, error) {
 	c := env.C
 	ns := fmt.Sprintf("bench-%s-%d", set, n)
 	if err := c.CreateNamespace(ctx, ns); err != nil {
@@ -190,22 +190,22 @@ func provision(ctx context.Context, env *e2e.Env, set string, n int) (provisionR
 	}
 	res := provisionResult{Flags: set, N: n}
 	start := time.Now()
-	if err := e2e.Parallel(n, 16, func(i int) error {
+	if err := kit.Parallel(n, 16, func(i int) error {
 		name := fmt.Sprintf("v-%04d", i)
-		if _, err := c.Client.CoreV1().PersistentVolumeClaims(ns).Create(ctx, e2e.PVC(ns, name, "bench", "1Mi"), metav1.CreateOptions{}); err != nil {
+		if _, err := c.Client.CoreV1().PersistentVolumeClaims(ns).Create(ctx, kit.PVC(ns, name, "bench", "1Mi"), metav1.CreateOptions{}); err != nil {
 			return err
 		}
-		_, err := c.Client.CoreV1().Pods(ns).Create(ctx, e2e.Pod(ns, name, "sleep 3600", e2e.PodVolume{Name: "v", Claim: name, Path: "/data"}), metav1.CreateOptions{})
+		_, err := c.Client.CoreV1().Pods(ns).Create(ctx, kit.Pod(ns, name, "sleep 3600", kit.PodVolume{Name: "v", Claim: name, Path: "/data"}), metav1.CreateOptions{})
 		return err
 	}); err != nil {
 		return res, err
 	}
 	realNode := c.RealNode().Name
 	var bound, running time.Duration
-	err := e2e.Poll(ctx, 15*time.Minute, fmt.Sprintf("%d claims Bound and real-node pods Running", n), func(ctx context.Context) (bool, string, error) {
+	err := kit.Poll(ctx, 15*time.Minute, fmt.Sprintf("%d claims Bound and real-node pods Running", n), func(ctx context.Context) (bool, string, error) {
 		pvcs, err := c.Client.CoreV1().PersistentVolumeClaims(ns).List(ctx, metav1.ListOptions{})
 		if err != nil {
-			return false, "", e2e.Retry(err)
+			return false, "", kit.Retry(err)
 		}
 		nb := 0
 		for _, p := range pvcs.Items {
@@ -218,7 +218,7 @@ func provision(ctx context.Context, env *e2e.Env, set string, n int) (provisionR
 		}
 		pods, err := c.Client.CoreV1().Pods(ns).List(ctx, metav1.ListOptions{})
 		if err != nil {
-			return false, "", e2e.Retry(err)
+			return false, "", kit.Retry(err)
 		}
 		onReal, runningOnReal, unscheduled := 0, 0, 0
 		for _, p := range pods.Items {
@@ -245,7 +245,7 @@ func provision(ctx context.Context, env *e2e.Env, set string, n int) (provisionR
 	res.PVCsPerSec = float64(n) / bound.Seconds()
 	res.RunningSeconds = running.Seconds()
 
-	took, err := e2e.DeleteClaimsAndWait(ctx, c.Client, ns, 15*time.Minute)
+	took, err := kit.DeleteClaimsAndWait(ctx, c.Client, ns, 15*time.Minute)
 	res.DeleteSeconds = took.Seconds()
 	if err != nil {
 		return res, err
@@ -256,7 +256,7 @@ func provision(ctx context.Context, env *e2e.Env, set string, n int) (provisionR
 
 // podStartLatency starts pods one after another on the real node and
 // measures creation to the Running status update (seen through a watch).
-func podStartLatency(ctx context.Context, env *e2e.Env, kind string, samples int) (latencyResult, error) {
+func podStartLatency(ctx context.Context, env *kit.Env, kind string, samples int) (latencyResult, error) {
 	c := env.C
 	ns := "latency-" + strings.ToLower(kind)
 	if err := c.CreateNamespace(ctx, ns); err != nil {
@@ -266,10 +266,10 @@ func podStartLatency(ctx context.Context, env *e2e.Env, kind string, samples int
 	node := c.RealNode().Name
 	for i := range samples {
 		name := fmt.Sprintf("p-%02d", i)
-		vol := e2e.PodVolume{Name: "v", Path: "/data", Claim: name}
+		vol := kit.PodVolume{Name: "v", Path: "/data", Claim: name}
 		if kind == "emptyDir" {
 			vol.Source = &corev1.VolumeSource{EmptyDir: &corev1.EmptyDirVolumeSource{}}
-		} else if _, err := c.Client.CoreV1().PersistentVolumeClaims(ns).Create(ctx, e2e.PVC(ns, name, "bench", "1Mi"), metav1.CreateOptions{}); err != nil {
+		} else if _, err := c.Client.CoreV1().PersistentVolumeClaims(ns).Create(ctx, kit.PVC(ns, name, "bench", "1Mi"), metav1.CreateOptions{}); err != nil {
 			return res, err
 		}
 		// A watch opened before the create sees the Running update as it
@@ -279,7 +279,7 @@ func podStartLatency(ctx context.Context, env *e2e.Env, kind string, samples int
 			return res, err
 		}
 		start := time.Now()
-		if _, err := c.Client.CoreV1().Pods(ns).Create(ctx, e2e.OnNode(e2e.Pod(ns, name, "sleep 3600", vol), node), metav1.CreateOptions{}); err != nil {
+		if _, err := c.Client.CoreV1().Pods(ns).Create(ctx, kit.OnNode(kit.Pod(ns, name, "sleep 3600", vol), node), metav1.CreateOptions{}); err != nil {
 			w.Stop()
 			return res, err
 		}

@@ -20,7 +20,7 @@ import (
 
 	"github.com/hostpath-provisioner/hpp/internal/contract"
 	"github.com/hostpath-provisioner/hpp/test/cluster"
-	"github.com/hostpath-provisioner/hpp/test/e2e"
+	"github.com/hostpath-provisioner/hpp/test/e2e/kit"
 )
 
 func main() {
@@ -46,7 +46,7 @@ func main() {
 
 // demo carries the running environment so a failed step can show logs.
 type demo struct {
-	env   *e2e.Env
+	env   *kit.Env
 	start time.Time
 }
 
@@ -58,7 +58,7 @@ func run(bins cluster.Binaries, hppcsi string) int {
 		fail("check the cluster binaries", err, nil)
 	}
 	step("starting the cluster (etcd, kube-apiserver, kube-controller-manager, kube-scheduler, containerd, kubelet)")
-	env, err := e2e.Setup(ctx, e2e.SetupOptions{
+	env, err := kit.Setup(ctx, kit.SetupOptions{
 		Binaries: bins, HPPCSI: hppcsi, HandleSignals: true,
 		Logf: func(format string, args ...any) { fmt.Printf("      "+format+"\n", args...) },
 	})
@@ -88,41 +88,41 @@ const (
 func (d *demo) walkthrough(ctx context.Context) int {
 	c := d.env.C
 	node := c.RealNode()
-	pool := d.env.Pools[e2e.PoolLocal]
+	pool := d.env.Pools[kit.PoolLocal]
 	if err := c.CreateNamespace(ctx, ns); err != nil {
 		return d.failed("create namespace "+ns, err, "kube-apiserver")
 	}
-	sc := e2e.StorageClass(scName, e2e.PoolLocal)
+	sc := kit.StorageClass(scName, kit.PoolLocal)
 	step("StorageClass %s: provisioner %s, "+contract.ParamStoragePool+"=%s (%s on the host), volumeBindingMode %s",
-		scName, sc.Provisioner, e2e.PoolLocal, pool, *sc.VolumeBindingMode)
+		scName, sc.Provisioner, kit.PoolLocal, pool, *sc.VolumeBindingMode)
 	if _, err := c.Client.StorageV1().StorageClasses().Create(ctx, sc, metav1.CreateOptions{}); err != nil {
 		return d.failed("create the StorageClass", err, "kube-apiserver")
 	}
 	step("PersistentVolumeClaim %s/%s: 100Mi, ReadWriteOnce", ns, claimName)
-	if _, err := c.Client.CoreV1().PersistentVolumeClaims(ns).Create(ctx, e2e.PVC(ns, claimName, scName, "100Mi"), metav1.CreateOptions{}); err != nil {
+	if _, err := c.Client.CoreV1().PersistentVolumeClaims(ns).Create(ctx, kit.PVC(ns, claimName, scName, "100Mi"), metav1.CreateOptions{}); err != nil {
 		return d.failed("create the claim", err, "kube-apiserver")
 	}
 	script := `echo "hello from pod $(hostname), written at $(date -u +%H:%M:%S) UTC" > /data/hello.txt && sleep 3600`
 	step("Pod %s/%s: writes /data/hello.txt into the claim", ns, podName)
-	pod := e2e.Pod(ns, podName, script, e2e.PodVolume{Name: "data", Claim: claimName, Path: "/data"})
+	pod := kit.Pod(ns, podName, script, kit.PodVolume{Name: "data", Claim: claimName, Path: "/data"})
 	if _, err := c.Client.CoreV1().Pods(ns).Create(ctx, pod, metav1.CreateOptions{}); err != nil {
 		return d.failed("create the pod", err, "kube-apiserver")
 	}
 
 	var scheduled string
-	if err := e2e.Poll(ctx, time.Minute, "pod scheduled", func(ctx context.Context) (bool, string, error) {
+	if err := kit.Poll(ctx, time.Minute, "pod scheduled", func(ctx context.Context) (bool, string, error) {
 		p, err := c.Client.CoreV1().Pods(ns).Get(ctx, podName, metav1.GetOptions{})
 		if err != nil {
-			return false, "", e2e.Retry(err)
+			return false, "", kit.Retry(err)
 		}
 		scheduled = p.Spec.NodeName
-		return scheduled != "", e2e.PodSummary(p), nil
+		return scheduled != "", kit.PodSummary(p), nil
 	}); err != nil {
 		return d.failed("schedule the pod", err, "kube-scheduler")
 	}
 	say("pod scheduled to node %s (the scheduler chose it; the claim waited for it: WaitForFirstConsumer)", scheduled)
 
-	pvc, err := e2e.WaitPVCBound(ctx, c.Client, ns, claimName, 2*time.Minute)
+	pvc, err := kit.WaitPVCBound(ctx, c.Client, ns, claimName, 2*time.Minute)
 	if err != nil {
 		return d.failed("provision the volume", err, "csi-provisioner@"+node.Name, "hpp-csi@"+node.Name)
 	}
@@ -138,13 +138,13 @@ func (d *demo) walkthrough(ctx context.Context) int {
 	say("directory %s created on the host", dir)
 	say("PersistentVolumeClaim %s/%s is %s", ns, claimName, pvc.Status.Phase)
 
-	if _, err := e2e.WaitPodPhase(ctx, c.Client, ns, podName, corev1.PodRunning, 2*time.Minute); err != nil {
+	if _, err := kit.WaitPodPhase(ctx, c.Client, ns, podName, corev1.PodRunning, 2*time.Minute); err != nil {
 		return d.failed("start the pod", err, "kubelet", "hpp-csi@"+node.Name)
 	}
 	say("pod %s is Running with the volume mounted at /data", podName)
 	file := filepath.Join(dir, "hello.txt")
 	var content []byte
-	if err := e2e.Poll(ctx, 30*time.Second, "the pod's file on the host", func(context.Context) (bool, string, error) {
+	if err := kit.Poll(ctx, 30*time.Second, "the pod's file on the host", func(context.Context) (bool, string, error) {
 		content, err = os.ReadFile(file)
 		return err == nil && len(content) > 0, fmt.Sprint(err), nil
 	}); err != nil {
@@ -157,7 +157,7 @@ func (d *demo) walkthrough(ctx context.Context) int {
 	if err := c.Client.CoreV1().Pods(ns).Delete(ctx, podName, metav1.DeleteOptions{GracePeriodSeconds: new(int64)}); err != nil {
 		return d.failed("delete the pod", err, "kube-apiserver")
 	}
-	if err := e2e.WaitGone(ctx, "pod", 2*time.Minute, func(ctx context.Context) error {
+	if err := kit.WaitGone(ctx, "pod", 2*time.Minute, func(ctx context.Context) error {
 		_, err := c.Client.CoreV1().Pods(ns).Get(ctx, podName, metav1.GetOptions{})
 		return err
 	}); err != nil {
@@ -167,7 +167,7 @@ func (d *demo) walkthrough(ctx context.Context) int {
 	if err := c.Client.CoreV1().PersistentVolumeClaims(ns).Delete(ctx, claimName, metav1.DeleteOptions{}); err != nil {
 		return d.failed("delete the claim", err, "kube-apiserver")
 	}
-	if err := e2e.WaitGone(ctx, "PersistentVolume "+pv.Name, 2*time.Minute, func(ctx context.Context) error {
+	if err := kit.WaitGone(ctx, "PersistentVolume "+pv.Name, 2*time.Minute, func(ctx context.Context) error {
 		_, err := c.Client.CoreV1().PersistentVolumes().Get(ctx, pv.Name, metav1.GetOptions{})
 		return err
 	}); err != nil {

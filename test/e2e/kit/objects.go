@@ -1,4 +1,4 @@
-package e2e
+package kit
 
 import (
 	corev1 "k8s.io/api/core/v1"

@@ -1,8 +1,9 @@
-// Package e2e holds hpp-csi's end-to-end scenarios on a local cluster
-// (test/cluster), and the helpers that `make demo` and the provisioning
-// benchmark share with them: a cluster with hpp-csi on the real node, and
-// builders and waits for StorageClasses, claims and pods.
-package e2e
+// Package kit is what test/e2e's scenarios share with `make demo`, the
+// cluster benchmarks, test/onnode and test/conformance: a local cluster
+// (test/cluster) with hpp-csi on the real node, builders and waits for
+// StorageClasses, claims and pods, and the benchmarks' helpers. It is a
+// package of its own so that test/e2e holds the scenarios only.
+package kit
 
 import (
 	"context"
@@ -162,15 +163,16 @@ func (e *Env) installDriver(ctx context.Context, opts SetupOptions) error {
 // Stop tears the cluster down.
 func (e *Env) Stop(ctx context.Context) error { return e.C.Stop(ctx) }
 
-// BuildCommand builds cmd/<name> (found from this source file: the tests
-// and benchmarks run from a checkout) into the file out.
+// BuildCommand builds cmd/<name> (found from this source file, three
+// directories below the repository root: the tests and benchmarks run from a
+// checkout) into the file out.
 func BuildCommand(ctx context.Context, name, out string) error {
 	_, self, _, ok := runtime.Caller(0)
 	if !ok {
 		return fmt.Errorf("build %s: cannot locate the source tree", name)
 	}
 	cmd := exec.CommandContext(ctx, "go", "build", "-o", out, ".")
-	cmd.Dir = filepath.Join(filepath.Dir(self), "..", "..", "cmd", name)
+	cmd.Dir = filepath.Join(filepath.Dir(self), "..", "..", "..", "cmd", name)
 	cmd.Env = append(os.Environ(), "CGO_ENABLED=0")
 	if b, err := cmd.CombinedOutput(); err != nil {
 		return fmt.Errorf("build %s in %s: %w: %s", name, cmd.Dir, err, strings.TrimSpace(string(b)))
