@@ -103,19 +103,41 @@ func (s *Server) TLSConfig() *tls.Config {
 func (s *Server) Handler() http.Handler {
 	mux := http.NewServeMux()
 	mux.HandleFunc("GET "+Path, s.serveSource)
+	mux.HandleFunc("/", func(w http.ResponseWriter, r *http.Request) {
+		node, err := requester(r)
+		if err != nil {
+			node = "(unverified)"
+		}
+		s.refused(w, Request{Node: node}, http.StatusNotFound, "no such endpoint: "+r.Method+" "+r.URL.Path)
+	})
 	return mux
+}
+
+// requester is the node named by the request's verified client
+// certificate.
+func requester(r *http.Request) (string, error) {
+	if r.TLS == nil || len(r.TLS.VerifiedChains) == 0 || len(r.TLS.VerifiedChains[0]) == 0 {
+		return "", errors.New("no verified client certificate")
+	}
+	return nodeOf(r.TLS.VerifiedChains[0][0])
 }
 
 // Serve serves on lis until ctx ends. Streams in flight when it ends are
 // cut: a clone is retried by its CreateVolume.
 func (s *Server) Serve(ctx context.Context, lis net.Listener) error {
+	// TLS handshakes refused (no certificate, another CA) are reported
+	// through ErrorLog, with the remote address.
+	errorLog, err := zap.NewStdLogAt(s.Log.With(zap.String("what", "peer transport")), zap.WarnLevel)
+	if err != nil {
+		return err
+	}
 	srv := &http.Server{
 		Handler:           s.Handler(),
 		TLSConfig:         s.TLSConfig(),
 		ReadHeaderTimeout: 10 * time.Second,
 		IdleTimeout:       2 * time.Minute,
 		// No WriteTimeout: a stream lasts as long as the tree takes.
-		ErrorLog: zap.NewStdLog(s.Log.With(zap.String("what", "peer transport"))),
+		ErrorLog: errorLog,
 	}
 	go func() {
 		<-ctx.Done()
@@ -169,11 +191,7 @@ func objectName(s string, maxLen int) error {
 
 func (s *Server) serveSource(w http.ResponseWriter, r *http.Request) {
 	req, err := parseRequest(r)
-	if r.TLS == nil || len(r.TLS.VerifiedChains) == 0 || len(r.TLS.VerifiedChains[0]) == 0 {
-		s.refused(w, req, http.StatusForbidden, "no verified client certificate")
-		return
-	}
-	node, nerr := nodeOf(r.TLS.VerifiedChains[0][0])
+	node, nerr := requester(r)
 	req.Node = node
 	if nerr != nil {
 		s.refused(w, req, http.StatusForbidden, nerr.Error())
@@ -203,7 +221,7 @@ func (s *Server) serveSource(w http.ResponseWriter, r *http.Request) {
 	}
 	defer func() { _ = src.Close() }()
 	log := s.fields(req)
-	s.Log.Info("streaming source to peer", log...)
+	s.Log.Info("streaming source to peer", append(log, zap.String("protocol", r.Proto))...)
 	w.Header().Set("Content-Type", "application/octet-stream")
 	w.WriteHeader(http.StatusOK)
 	n, err := io.Copy(w, src)
