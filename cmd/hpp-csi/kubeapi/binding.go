@@ -1,9 +1,11 @@
 // Package kubeapi is hpp-csi's only use of the Kubernetes API: telling an
-// Immediate StorageClass from a WaitForFirstConsumer one.
+// Immediate StorageClass from a WaitForFirstConsumer one (BindingModes),
+// and reading the claims, volumes and snapshots that decide whether another
+// node may stream a clone's source (Sources, for the peer transport).
 //
-// It issues two GETs with net/http and decodes into two small structs,
-// instead of importing client-go: its typed clientset registers every API
-// group at start (over 10 MiB of resident memory on every node for two
+// It issues GETs with net/http and decodes into small structs, instead of
+// importing client-go: its typed clientset registers every API group at
+// start (over 10 MiB of resident memory on every node for a handful of
 // reads), and even its rest and clientcmd packages cost about 4 MiB (see
 // config.go).
 package kubeapi
@@ -11,6 +13,7 @@ package kubeapi
 import (
 	"context"
 	"encoding/json"
+	"errors"
 	"fmt"
 	"io"
 	"net/http"
@@ -27,6 +30,16 @@ type BindingModes struct {
 
 // New connects with the kubeconfig file, or in-cluster when it is empty.
 func New(kubeconfig string) (*BindingModes, error) {
+	host, client, err := connect(kubeconfig)
+	if err != nil {
+		return nil, err
+	}
+	return NewForHost(host, client), nil
+}
+
+// connect is the API server's address and a client with the credentials of
+// the kubeconfig file, or of the pod's service account when it is empty.
+func connect(kubeconfig string) (string, *http.Client, error) {
 	var host string
 	var client *http.Client
 	var err error
@@ -36,9 +49,9 @@ func New(kubeconfig string) (*BindingModes, error) {
 		host, client, err = KubeconfigClient(kubeconfig)
 	}
 	if err != nil {
-		return nil, fmt.Errorf("--kubeconfig: %w", err)
+		return "", nil, fmt.Errorf("--kubeconfig: %w", err)
 	}
-	return NewForHost(host, client), nil
+	return host, client, nil
 }
 
 // NewForHost talks to the API server at host with client (tests).
@@ -75,13 +88,37 @@ func (b *BindingModes) ImmediateClass(ctx context.Context, namespace, name strin
 }
 
 func (b *BindingModes) get(ctx context.Context, path string, into any) error {
-	req, err := http.NewRequestWithContext(ctx, http.MethodGet, b.host+path, nil)
+	return get(ctx, b.client, b.host, path, into)
+}
+
+// StatusError is an API answer other than 200 OK.
+type StatusError struct {
+	Path   string
+	Status string
+	Code   int
+	Body   string
+}
+
+func (e *StatusError) Error() string {
+	return fmt.Sprintf("GET %s: %s: %s", e.Path, e.Status, e.Body)
+}
+
+// IsNotFound reports whether err is the API's 404: the object does not
+// exist.
+func IsNotFound(err error) bool {
+	var se *StatusError
+	return errors.As(err, &se) && se.Code == http.StatusNotFound
+}
+
+// get decodes the JSON object at path into into.
+func get(ctx context.Context, client *http.Client, host, path string, into any) error {
+	req, err := http.NewRequestWithContext(ctx, http.MethodGet, host+path, nil)
 	if err != nil {
 		return err
 	}
 	req.Header.Set("Accept", "application/json")
 	req.Header.Set("User-Agent", "hpp-csi")
-	resp, err := b.client.Do(req)
+	resp, err := client.Do(req)
 	if err != nil {
 		return err
 	}
@@ -91,7 +128,7 @@ func (b *BindingModes) get(ctx context.Context, path string, into any) error {
 		return err
 	}
 	if resp.StatusCode != http.StatusOK {
-		return fmt.Errorf("GET %s: %s: %s", path, resp.Status, strings.TrimSpace(string(body)))
+		return &StatusError{Path: path, Status: resp.Status, Code: resp.StatusCode, Body: strings.TrimSpace(string(body))}
 	}
 	return json.Unmarshal(body, into)
 }
