@@ -37,4 +37,7 @@ type Stats struct {
 	Bytes int64
 	// Reflinked counts the files whose data was shared, not copied.
 	Reflinked int64
+	// DataBytes is the file data read and written: the data ranges, not
+	// the holes, and nothing for a reflinked file.
+	DataBytes int64
 }
