@@ -17,4 +17,6 @@ bench: ## benchmarks: hpp-csi over its real socket (table + JSON on stdout; root
 	@echo "==> enforced sizes: create+delete with/without enforceSize, NodeGetVolumeStats of 100,000 files from quota vs walk (fake quota backend)"
 	@cd $(ROOT)/cmd/hpp-csi && go test -run '^$$' -bench 'EnforcedCreateDelete' -benchtime 300x ./handlers/ | grep -E '^Benchmark'
 	@cd $(ROOT)/cmd/hpp-csi && go test -run '^$$' -bench 'Stats100kFiles' -benchtime 3x -timeout 30m ./handlers/ | grep -E '^Benchmark'
+	@echo "==> tree stream (clones between nodes) against GNU tar, through a pipe on tmpfs (root)"
+	@cd $(ROOT) && go test -run '^$$' -bench 'StreamVsTar' -benchtime 3x ./internal/treecopy/ | grep -E '^Benchmark'
 	@$(foreach t,$(BENCH_MORE),$(MAKE) --no-print-directory $(t) &&) true

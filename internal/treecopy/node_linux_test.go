@@ -6,6 +6,8 @@ import (
 	"crypto/sha256"
 	"errors"
 	"fmt"
+	"io"
+	"math/rand/v2"
 	"os"
 	"path/filepath"
 	"syscall"
@@ -56,13 +58,15 @@ func copySuite(t *testing.T, base string, mode Mode, shared bool) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if stats.Files != 3 || stats.HardLinks != 1 || stats.Symlinks != 2 || stats.Nodes != 1 || stats.Dirs != 2 {
-		t.Fatalf("stats = %+v, want 3 files, 1 hard link, 2 symlinks, 1 node, 2 dirs", stats)
+	checkCounts(t, stats)
+	if shared && stats.Reflinked != 4 || !shared && stats.Reflinked != 0 {
+		t.Fatalf("reflinked %d files, want all 4 = %v", stats.Reflinked, shared)
 	}
-	if shared && stats.Reflinked != 3 || !shared && stats.Reflinked != 0 {
-		t.Fatalf("reflinked %d files, want all 3 = %v", stats.Reflinked, shared)
+	if !shared {
+		checkDataBytes(t, src, stats.DataBytes)
 	}
 	sameTree(t, want, dst)
+	sameHoles(t, src, dst)
 	// Holes stay holes: 64 MiB apparent, a few KiB allocated.
 	var st unix.Stat_t
 	if err := unix.Stat(filepath.Join(dst, "sparse"), &st); err != nil {
@@ -76,7 +80,20 @@ func copySuite(t *testing.T, base string, mode Mode, shared bool) {
 	}
 }
 
-func buildTree(t *testing.T, root string) {
+// checkCounts checks the stats of a copy of buildTree's tree.
+func checkCounts(t *testing.T, stats Stats) {
+	t.Helper()
+	if stats.Files != 4 || stats.HardLinks != 1 || stats.Symlinks != 2 || stats.Nodes != 1 || stats.Dirs != 2 ||
+		stats.Bytes != 100000*9+1+64<<20+imageSize {
+		t.Fatalf("stats = %+v, want 4 files of %d bytes, 1 hard link, 2 symlinks, 1 node, 2 dirs",
+			stats, 100000*9+1+64<<20+imageSize)
+	}
+}
+
+// buildTree makes, below root, an entry of every kind with owners, modes,
+// xattrs and old times, and two sparse files: "sparse" (64 MiB, a few
+// bytes written) and "image" (buildImage).
+func buildTree(t testing.TB, root string) {
 	t.Helper()
 	must := func(err error) {
 		t.Helper()
@@ -97,6 +114,7 @@ func buildTree(t *testing.T, root string) {
 	must(err)
 	must(f.Truncate(64 << 20))
 	must(f.Close())
+	buildImage(t, filepath.Join(root, "image"))
 	must(os.Symlink("dir/data", filepath.Join(root, "link")))
 	must(os.Symlink("/nonexistent/target", filepath.Join(root, "dangling")))
 	must(unix.Mkfifo(filepath.Join(root, "dir", "sub", "fifo"), 0o600))
@@ -121,9 +139,48 @@ func buildTree(t *testing.T, root string) {
 	})
 }
 
+// imageSize is the apparent size of buildImage's file.
+const imageSize = 1 << 30
+
+// buildImage writes a sparse disk image like a VM's: imageSize apparent,
+// 48 extents of random data (4 KiB to 1 MiB, some of them unaligned, one
+// at the very end) scattered over it, holes everywhere else.
+func buildImage(t testing.TB, p string) {
+	t.Helper()
+	f, err := os.OpenFile(p, os.O_WRONLY|os.O_CREATE|os.O_EXCL, 0o644)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer f.Close()
+	if err := f.Truncate(imageSize); err != nil {
+		t.Fatal(err)
+	}
+	src := rand.NewChaCha8([32]byte{'h', 'p', 'p'})
+	rng := rand.New(src)
+	buf := make([]byte, 1<<20)
+	for i := range 48 {
+		n := (1 + rng.Int64N(256)) << 12
+		off := rng.Int64N(imageSize/4096-256) << 12
+		switch {
+		case i == 0:
+			off = imageSize - n // data up to the end: no trailing hole
+		case i%8 == 1:
+			off, n = off+100, n-300 // unaligned both ends
+		}
+		b := buf[:n]
+		_, _ = src.Read(b) // never fails; a zero page in it is a 2^-32768 chance
+		if _, err := f.WriteAt(b, off); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if err := f.Close(); err != nil {
+		t.Fatal(err)
+	}
+}
+
 // walk calls fn on every entry below root, children before their
 // directory (so a directory's times are set last), and on root.
-func walk(t *testing.T, root string, fn func(string)) {
+func walk(t testing.TB, root string, fn func(string)) {
 	t.Helper()
 	entries, err := os.ReadDir(root)
 	if err != nil {
@@ -152,7 +209,7 @@ type entryInfo struct {
 // capture records every entry below root (and root) by relative path.
 // Taken before the copy: reading a file or a link moves its atime, which
 // the copy keeps as it was.
-func capture(t *testing.T, root string) map[string]entryInfo {
+func capture(t testing.TB, root string) map[string]entryInfo {
 	t.Helper()
 	out := map[string]entryInfo{}
 	walk(t, root, func(p string) {
@@ -165,8 +222,7 @@ func capture(t *testing.T, root string) map[string]entryInfo {
 			atime: st.Atim, mtime: st.Mtim, xattrs: fmt.Sprint(xattrs(t, p)), ino: st.Ino}
 		switch st.Mode & unix.S_IFMT {
 		case unix.S_IFREG:
-			data, _ := os.ReadFile(p)
-			e.content = fmt.Sprintf("sha256:%x", sha256.Sum256(data))
+			e.content = digest(t, p)
 		case unix.S_IFLNK:
 			e.link, _ = os.Readlink(p)
 		}
@@ -177,7 +233,7 @@ func capture(t *testing.T, root string) map[string]entryInfo {
 
 // sameTree compares the copy b with what a held before the copy: type,
 // mode, owner, times, xattrs, content or link target, and hard links.
-func sameTree(t *testing.T, want map[string]entryInfo, b string) {
+func sameTree(t testing.TB, want map[string]entryInfo, b string) {
 	t.Helper()
 	got := capture(t, b)
 	if len(got) != len(want) {
@@ -198,7 +254,7 @@ func sameTree(t *testing.T, want map[string]entryInfo, b string) {
 	}
 }
 
-func xattrs(t *testing.T, p string) map[string]string {
+func xattrs(t testing.TB, p string) map[string]string {
 	t.Helper()
 	names, err := listXattrs(p)
 	if err != nil && !errors.Is(err, unix.ENOTSUP) {
@@ -213,6 +269,108 @@ func xattrs(t *testing.T, p string) map[string]string {
 		out[n] = string(v)
 	}
 	return out
+}
+
+// digest is a sha256 of p's content that reads only its data ranges
+// (SEEK_DATA/SEEK_HOLE, asked here, not through the code under test): the
+// size, then each 4 KiB page that is not all zeros, with its offset. A hole
+// and zeros read the same, so two files with the same bytes have the same
+// digest however they are allocated, and a 1 GiB image costs what it holds.
+func digest(t testing.TB, p string) string {
+	t.Helper()
+	f, err := os.OpenFile(p, os.O_RDONLY|unix.O_NOATIME, 0)
+	if errors.Is(err, unix.EPERM) { // O_NOATIME: only for the owner or root
+		f, err = os.Open(p)
+	}
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer f.Close()
+	fi, err := f.Stat()
+	if err != nil {
+		t.Fatal(err)
+	}
+	h := sha256.New()
+	fmt.Fprintf(h, "size %d\n", fi.Size())
+	page, zero := make([]byte, 4096), make([]byte, 4096)
+	for off := int64(0); off < fi.Size(); {
+		start, err := unix.Seek(int(f.Fd()), off, unix.SEEK_DATA)
+		if errors.Is(err, unix.ENXIO) {
+			break
+		}
+		if err != nil {
+			t.Fatalf("SEEK_DATA %s: %v", p, err)
+		}
+		end, err := unix.Seek(int(f.Fd()), start, unix.SEEK_HOLE)
+		if err != nil {
+			t.Fatalf("SEEK_HOLE %s: %v", p, err)
+		}
+		for pos := start &^ 4095; pos < end; pos += 4096 {
+			n, err := f.ReadAt(page, pos)
+			if err != nil && !errors.Is(err, io.EOF) {
+				t.Fatal(err)
+			}
+			if !bytes.Equal(page[:n], zero[:n]) {
+				fmt.Fprintf(h, "page %d\n", pos)
+				h.Write(page[:n])
+			}
+		}
+		off = end
+	}
+	return fmt.Sprintf("sha256:%x", h.Sum(nil))
+}
+
+// allocated is the disk space p takes (st_blocks).
+func allocated(t testing.TB, p string) int64 {
+	t.Helper()
+	var st unix.Stat_t
+	if err := unix.Lstat(p, &st); err != nil {
+		t.Fatal(err)
+	}
+	return st.Blocks * 512
+}
+
+// sameHoles checks that every regular file of the copy dst takes the disk
+// space its source in src takes (within 5%, and 64 KiB for a small file's
+// rounding): holes stayed holes, and no data was dropped as one.
+func sameHoles(t testing.TB, src, dst string) {
+	t.Helper()
+	walk(t, src, func(p string) {
+		fi, err := os.Lstat(p)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if !fi.Mode().IsRegular() {
+			return
+		}
+		rel, _ := filepath.Rel(src, p)
+		a, b := allocated(t, p), allocated(t, filepath.Join(dst, rel))
+		if d := b - a; d > a/20+64<<10 || -d > a/20+64<<10 {
+			t.Errorf("%s: the copy takes %d bytes on disk, the source %d (apparent size %d)", rel, b, a, fi.Size())
+		}
+	})
+}
+
+// checkDataBytes checks that a copy moved about the data src holds: the
+// allocated bytes of its regular files, each inode once, within 5%.
+func checkDataBytes(t testing.TB, src string, dataBytes int64) {
+	t.Helper()
+	var want int64
+	seen := map[uint64]bool{}
+	walk(t, src, func(p string) {
+		var st unix.Stat_t
+		if err := unix.Lstat(p, &st); err != nil {
+			t.Fatal(err)
+		}
+		if st.Mode&unix.S_IFMT == unix.S_IFREG && !seen[st.Ino] {
+			seen[st.Ino] = true
+			want += st.Blocks * 512
+		}
+	})
+	if d := dataBytes - want; d > want/20 || -d > want/20 {
+		t.Fatalf("%d data bytes moved, but the source's files hold %d: not within 5%%", dataBytes, want)
+	}
+	t.Logf("%d data bytes moved for %d allocated in the source", dataBytes, want)
 }
 
 // fiemap is struct fiemap with room for extents (linux/fiemap.h).
@@ -263,7 +421,7 @@ func sharedExtents(t *testing.T, p string) bool {
 
 // noatime bind-mounts dir on itself without atime updates, so that reading
 // a tree (to copy it, to check it) leaves the atimes the copy must keep.
-func noatime(t *testing.T, dir string) {
+func noatime(t testing.TB, dir string) {
 	t.Helper()
 	if err := unix.Mount(dir, dir, "", unix.MS_BIND, ""); err != nil {
 		t.Fatalf("bind %s: %v", dir, err)
