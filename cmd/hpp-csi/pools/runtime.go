@@ -76,6 +76,9 @@ type Deps struct {
 	// layer (a crash test kills the process there).
 	Quota     prjquota.Backend
 	QuotaStep func(step string)
+	// Remote fetches clone and restore sources that live on other nodes
+	// (remote.go); nil keeps them node-local.
+	Remote RemoteSources
 }
 
 // Runtime is the node's pools at run time. Handlers only ask it; it is
