@@ -116,6 +116,10 @@ const (
 	// manifest or the object has changed since, so a switch run on a
 	// switched cluster writes nothing.
 	AnnTakeoverApplied = "hostpath.csi/takeover-applied"
+	// PeerSignerName is the signerName of the CertificateSigningRequests
+	// hpp-csi makes for its peer certificate (cross-node clones): the
+	// operator approves and signs exactly those, with its peer CA.
+	PeerSignerName = "hostpath.csi/peer"
 )
 
 // Labels the operators put on pool objects (claims, mounter Deployments,

@@ -29,6 +29,7 @@ var upstream = map[string]struct{ got, want string }{
 	"VolumeContextPoolID":     {VolumeContextPoolID, "hostpath.csi/pool-id"},
 	"AnnReleaseAfterNodeLoss": {AnnReleaseAfterNodeLoss, "hostpath.csi/release-after-node-loss"},
 	"PoolLabel":               {PoolLabel, "kubevirt.io.hostpath-provisioner/storagePool"},
+	"PeerSignerName":          {PeerSignerName, "hostpath.csi/peer"},
 }
 
 func TestUpstreamValues(t *testing.T) {

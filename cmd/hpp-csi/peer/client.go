@@ -119,12 +119,12 @@ func (c *Client) Fetch(ctx context.Context, p Peer, kind Kind, id, namespace, cl
 	_ = resp.Body.Close()
 	tr.CloseIdleConnections()
 	e := &FetchError{Peer: p, Status: resp.StatusCode, Reason: strings.TrimSpace(string(body))}
-	switch {
-	case resp.StatusCode == http.StatusForbidden:
+	switch resp.StatusCode {
+	case http.StatusForbidden:
 		e.Kind = ErrNotAuthorized
-	case resp.StatusCode == http.StatusNotFound:
+	case http.StatusNotFound:
 		e.Kind = ErrSourceNotFound
-	case resp.StatusCode == http.StatusBadRequest:
+	case http.StatusBadRequest:
 		e.Kind = ErrInvalid
 	default:
 		e.Kind = ErrUnavailable
