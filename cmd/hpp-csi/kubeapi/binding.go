@@ -93,6 +93,8 @@ func (b *BindingModes) get(ctx context.Context, path string, into any) error {
 
 // StatusError is an API answer other than 200 OK.
 type StatusError struct {
+	// Method is the request's ("" for GET).
+	Method string
 	Path   string
 	Status string
 	Code   int
@@ -100,7 +102,11 @@ type StatusError struct {
 }
 
 func (e *StatusError) Error() string {
-	return fmt.Sprintf("GET %s: %s: %s", e.Path, e.Status, e.Body)
+	m := e.Method
+	if m == "" {
+		m = http.MethodGet
+	}
+	return fmt.Sprintf("%s %s: %s: %s", m, e.Path, e.Status, e.Body)
 }
 
 // IsNotFound reports whether err is the API's 404: the object does not
