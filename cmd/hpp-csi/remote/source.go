@@ -44,8 +44,10 @@ func (s *Source) Open(ctx context.Context, kind peer.Kind, id string) (io.ReadCl
 	st := &sourceStream{PipeReader: pr, allocated: allocated, done: make(chan struct{})}
 	go func() {
 		defer close(st.done)
-		defer release()
 		stats, err := treecopy.Encode(ctx, dir, pw)
+		// Released before the reader sees the end: the pipe's writes
+		// return only once read, so the tree is no longer read here.
+		release()
 		if err != nil {
 			log.Warn("encoding source for peer failed", zap.String("kind", string(kind)), zap.String("source", id), zap.Error(err))
 			_ = pw.CloseWithError(err)
