@@ -10,9 +10,10 @@ import (
 
 // Sources reads the four kinds of object that decide whether a node may
 // stream a clone's source from another (cmd/hpp-csi/peer): claims,
-// PersistentVolumes, VolumeSnapshots and VolumeSnapshotContents. GETs only;
-// the service account needs get on persistentvolumeclaims,
-// persistentvolumes, volumesnapshots and volumesnapshotcontents
+// PersistentVolumes, VolumeSnapshots and VolumeSnapshotContents; and Nodes,
+// for the address of the node that holds a source (cmd/hpp-csi/remote).
+// GETs only; the service account needs get on persistentvolumeclaims,
+// persistentvolumes, nodes, volumesnapshots and volumesnapshotcontents
 // (snapshot.storage.k8s.io).
 type Sources struct {
 	host   string
