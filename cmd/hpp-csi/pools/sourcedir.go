@@ -2,13 +2,16 @@ package pools
 
 import (
 	"context"
+
+	"go.uber.org/zap"
 )
 
 // OpenSourceDir finds src on this node for another node to stream
 // (the serving side of cross-node clones, cmd/hpp-csi/remote): the
 // directory that holds its tree, and allocated, the bytes that tree
 // holds (st_blocks*512 summed over one walk, hard links once: data, not
-// holes; the size of the transfer). It holds src's lock, as a local clone
+// holes; the size of the transfer; 0 when the walk failed or took longer
+// than Config.StatsTimeout). It holds src's lock, as a local clone
 // does (resolveSource), so the source is not deleted while it is read;
 // release gives it back and must be called once. A source this node does
 // not hold is NotFound; one busy with another operation is Busy.
@@ -39,10 +42,22 @@ func (rt *Runtime) OpenSourceDir(ctx context.Context, src Source) (dir string, a
 		}
 		dir = l.Path
 	}
-	usage, err := rt.deps.FS.Usage(ctx, dir)
+	// One walk, bounded like a stats walk (--stats-timeout): the figure
+	// only informs the receiver, so a walk that fails or takes too long
+	// makes it 0 (unknown) rather than failing the clone.
+	wctx, cancel := ctx, context.CancelFunc(func() {})
+	if rt.cfg.StatsTimeout > 0 {
+		wctx, cancel = context.WithTimeout(ctx, rt.cfg.StatsTimeout)
+	}
+	defer cancel()
+	usage, err := rt.deps.FS.Usage(wctx, dir)
 	if err != nil {
-		release()
-		return "", 0, nil, wrap("measuring "+src.key(), err)
+		if ctx.Err() != nil {
+			release()
+			return "", 0, nil, wrap("measuring "+src.key(), ctx.Err())
+		}
+		rt.log.Warn("cannot measure a source served to a peer; its size is sent as unknown", zap.String("source", src.key()), zap.Error(err))
+		return dir, 0, release, nil
 	}
 	return dir, usage.Bytes, release, nil
 }
