@@ -3,8 +3,10 @@ package main
 import (
 	"errors"
 	"fmt"
+	"net"
 	"os"
 	"path/filepath"
+	"strconv"
 	"time"
 
 	"github.com/spf13/pflag"
@@ -44,6 +46,8 @@ type options struct {
 	checkBindingMode        bool
 	kubeconfig              string
 	controllerOnly          bool
+	peerAddress             string
+	peerCertDir             string
 
 	flags *pflag.FlagSet // what was given on the command line (Validate asks)
 
@@ -90,7 +94,10 @@ func (o *options) addFlags(fs *pflag.FlagSet) {
 	fs.StringVar(&o.metricsKeyFile, "metrics-key-file", "", "private key of --metrics-cert-file")
 	fs.StringVar(&o.metricsTLSVersion, "metrics-tls-version", "VersionTLS13", "minimum TLS version of /metrics when served over TLS: VersionTLS10, VersionTLS11, VersionTLS12 or VersionTLS13")
 	fs.BoolVar(&o.checkBindingMode, "check-binding-mode", false, "refuse claims of Immediate StorageClasses with a message saying so (reads claims and StorageClasses from the API; needs csi-provisioner's --extra-create-metadata)")
-	fs.StringVar(&o.kubeconfig, "kubeconfig", "", "kubeconfig for --check-binding-mode (empty: in-cluster)")
+	fs.StringVar(&o.kubeconfig, "kubeconfig", "", "kubeconfig for --check-binding-mode and --peer-address (empty: in-cluster)")
+	fs.StringVar(&o.peerAddress, "peer-address", "", "cross-node clones: listen here (host:port, e.g. :9443) for the other nodes' hpp-csi, and fetch sources held by other nodes from the same port of their Node address "+
+		"(mutual TLS with --peer-cert-dir; reads claims, PVs, VolumeSnapshots, VolumeSnapshotContents and Nodes from the API; needs csi-provisioner's --extra-create-metadata). Empty: off, a clone's source must be on the clone's node")
+	fs.StringVar(&o.peerCertDir, "peer-cert-dir", "", "directory with this node's peer certificate as a TLS Secret mounts it (tls.crt, tls.key, ca.crt; re-read when they change); required with --peer-address")
 	fs.BoolVar(&o.controllerOnly, "controller-only", false, "serve only Identity and ControllerExpandVolume, for csi-resizer (one Deployment per cluster): "+
 		"no pools are opened, an expansion is passed to the node that holds the volume (NodeExpansionRequired); --nodeid and --datadir are not needed, node-only flags are refused")
 }
@@ -98,7 +105,8 @@ func (o *options) addFlags(fs *pflag.FlagSet) {
 // nodeOnlyFlags do nothing with --controller-only; giving one there is a
 // mistake worth an error rather than silence.
 var nodeOnlyFlags = []string{"datadir", "max-volumes", "reservation-aware-capacity", "stats-cache-ttl", "stats-timeout",
-	"pool-retry-interval", "kubelet-registration-path", "plugin-registration-dir", "check-binding-mode", "kubeconfig"}
+	"pool-retry-interval", "kubelet-registration-path", "plugin-registration-dir", "check-binding-mode", "kubeconfig",
+	"peer-address", "peer-cert-dir"}
 
 // Validate checks everything, naming every problem in one error, and fills
 // the fields Run uses (socket path, pools, metrics TLS).
@@ -133,6 +141,9 @@ func (o *options) Validate() error {
 	if o.kubeletRegistrationPath != "" && !filepath.IsAbs(o.pluginRegistryDir) {
 		errs = append(errs, fmt.Errorf("--plugin-registration-dir: %q must be an absolute path", o.pluginRegistryDir))
 	}
+	if err := o.validatePeer(); err != nil {
+		errs = append(errs, err)
+	}
 	if o.poolRetry <= 0 {
 		errs = append(errs, fmt.Errorf("--pool-retry-interval: %v must be positive", o.poolRetry))
 	}
@@ -164,6 +175,32 @@ func (o *options) driverConfig() handlers.Config {
 			StatsTimeout:     o.statsTimeout,
 		},
 	}
+}
+
+// validatePeer checks --peer-address and --peer-cert-dir.
+func (o *options) validatePeer() error {
+	if o.peerAddress == "" {
+		if o.peerCertDir != "" {
+			return errors.New("--peer-cert-dir: only used with --peer-address (cross-node clones are off without it)")
+		}
+		return nil
+	}
+	var errs []error
+	if _, port, err := net.SplitHostPort(o.peerAddress); err != nil {
+		errs = append(errs, fmt.Errorf("--peer-address: %q is not host:port: %w", o.peerAddress, err))
+	} else if n, err := strconv.ParseUint(port, 10, 16); err != nil || n == 0 {
+		errs = append(errs, fmt.Errorf("--peer-address: port %q must be a number from 1 to 65535 (the other nodes dial the same port)", port))
+	}
+	if o.peerCertDir == "" {
+		errs = append(errs, errors.New("--peer-cert-dir: required with --peer-address (tls.crt, tls.key, ca.crt)"))
+	}
+	return errors.Join(errs...)
+}
+
+// peerPort is the port of --peer-address (validated).
+func (o *options) peerPort() string {
+	_, port, _ := net.SplitHostPort(o.peerAddress)
+	return port
 }
 
 // parsePools reads --datadir; relative paths are taken relative to the

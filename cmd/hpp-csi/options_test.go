@@ -151,3 +151,36 @@ func TestControllerOnlyFlags(t *testing.T) {
 		}
 	}
 }
+
+// --peer-address turns cross-node clones on and needs --peer-cert-dir;
+// errors name the flag.
+func TestPeerFlags(t *testing.T) {
+	base := []string{"--nodeid=n", `--datadir=[{"name":"a","path":"/a"}]`}
+	o, code, out := parse(t, append(base, "--peer-address=:9443", "--peer-cert-dir=/certs")...)
+	if code != 0 || o.peerPort() != "9443" || o.peerCertDir != "/certs" {
+		t.Fatalf("exit %d (%s), options %+v", code, out, o)
+	}
+	o, code, out = parse(t, base...)
+	if code != 0 || o.peerAddress != "" {
+		t.Fatalf("default: exit %d (%s), peer address %q: want off", code, out, o.peerAddress)
+	}
+	for _, tt := range []struct {
+		args []string
+		want string
+	}{
+		{[]string{"--peer-address=:9443"}, "--peer-cert-dir: required with --peer-address"},
+		{[]string{"--peer-cert-dir=/certs"}, "--peer-cert-dir: only used with --peer-address"},
+		{[]string{"--peer-address=9443", "--peer-cert-dir=/c"}, "--peer-address: \"9443\" is not host:port"},
+		{[]string{"--peer-address=:0", "--peer-cert-dir=/c"}, "--peer-address: port \"0\" must be a number"},
+		{[]string{"--peer-address=:https", "--peer-cert-dir=/c"}, "--peer-address: port \"https\" must be a number"},
+	} {
+		_, code, out := parse(t, append(append([]string{}, base...), tt.args...)...)
+		if code != 2 || !strings.Contains(out, tt.want) {
+			t.Errorf("%v: exit %d, %q; want exit 2 and %q", tt.args, code, out, tt.want)
+		}
+	}
+	_, code, out = parse(t, "--controller-only", "--peer-address=:9443")
+	if code != 2 || !strings.Contains(out, "--peer-address: not used with --controller-only") {
+		t.Errorf("--controller-only --peer-address: exit %d, %q", code, out)
+	}
+}

@@ -4,6 +4,7 @@ import (
 	"context"
 	"crypto/tls"
 	"fmt"
+	"net"
 
 	"go.uber.org/zap"
 	"golang.org/x/sync/errgroup"
@@ -11,7 +12,9 @@ import (
 	"github.com/hostpath-provisioner/hpp/cmd/hpp-csi/handlers"
 	"github.com/hostpath-provisioner/hpp/cmd/hpp-csi/host"
 	"github.com/hostpath-provisioner/hpp/cmd/hpp-csi/kubeapi"
+	"github.com/hostpath-provisioner/hpp/cmd/hpp-csi/peer"
 	"github.com/hostpath-provisioner/hpp/cmd/hpp-csi/pools"
+	"github.com/hostpath-provisioner/hpp/cmd/hpp-csi/remote"
 	"github.com/hostpath-provisioner/hpp/cmd/hpp-csi/serve"
 	"github.com/hostpath-provisioner/hpp/internal/prjquota"
 	"github.com/hostpath-provisioner/hpp/internal/selinux"
@@ -31,8 +34,18 @@ func (o *options) Run(ctx context.Context) error {
 
 	metrics := handlers.NewMetrics()
 	cfg := o.driverConfig()
+	peers, err := o.peerTransport(log)
+	if err != nil {
+		return err
+	}
+	if peers != nil {
+		// Closed by the server's shutdown too; this covers a Run that
+		// fails before it serves.
+		defer func() { _ = peers.lis.Close() }()
+	}
 	// The pool runtime gets the real OS adapters; the handlers only ask it.
 	rt, err := pools.New(cfg.Config, pools.Deps{
+		Remote:  peers.remote(),
 		Mounter: host.SyscallMounter{},
 		Labeler: selinux.New(log.Named("selinux")),
 		FS:      host.Filesystem{},
@@ -70,6 +83,10 @@ func (o *options) Run(ctx context.Context) error {
 		}
 		g.Go(func() error { rt.RetryPools(gctx, o.poolRetry); return nil })
 	}
+	if peers != nil {
+		peers.server.Source = &remote.Source{RT: rt, Log: log.Named("peer")}
+		g.Go(func() error { return peers.server.Serve(gctx, peers.lis) })
+	}
 	csiLog := log.With(zap.String("driver", o.driverName), zap.String("node", o.nodeID))
 	g.Go(func() error { return serve.CSI(gctx, csiLog, d.NewGRPCServer(), o.socketPath, o.shutdownGrace) })
 	var reg *serve.Registrar
@@ -99,4 +116,50 @@ func (o *options) Run(ctx context.Context) error {
 	err = g.Wait()
 	log.Info("stopped")
 	return err
+}
+
+// peers is the peer transport of cross-node clones (--peer-address): the
+// server, its listener, and the fetcher the pool runtime asks.
+type peers struct {
+	server  *peer.Server
+	lis     net.Listener
+	fetcher *remote.Fetcher
+}
+
+// remote is the pool runtime's RemoteSources: nil (sources node-local)
+// without --peer-address.
+func (p *peers) remote() pools.RemoteSources {
+	if p == nil {
+		return nil
+	}
+	return p.fetcher
+}
+
+// peerTransport loads the credentials, connects to the API and listens,
+// when --peer-address is set; nil otherwise. The server's Source is set
+// once the pool runtime exists.
+func (o *options) peerTransport(log *zap.Logger) (*peers, error) {
+	if o.peerAddress == "" {
+		return nil, nil
+	}
+	creds, err := peer.LoadCredentials(o.peerCertDir)
+	if err != nil {
+		return nil, fmt.Errorf("--peer-cert-dir: %w", err)
+	}
+	api, err := kubeapi.NewSources(o.kubeconfig)
+	if err != nil {
+		return nil, err
+	}
+	lis, err := net.Listen("tcp", o.peerAddress)
+	if err != nil {
+		return nil, fmt.Errorf("--peer-address: %w", err)
+	}
+	return &peers{
+		server: &peer.Server{Node: o.nodeID, Creds: creds, Auth: peer.NewClaimCheck(api, o.driverName), Log: log.Named("peer")},
+		lis:    lis,
+		fetcher: &remote.Fetcher{
+			Resolver: &remote.Resolver{API: api, Driver: o.driverName, Node: o.nodeID, Port: o.peerPort()},
+			Client:   &peer.Client{Creds: creds},
+		},
+	}, nil
 }

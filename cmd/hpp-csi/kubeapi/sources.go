@@ -10,9 +10,10 @@ import (
 
 // Sources reads the four kinds of object that decide whether a node may
 // stream a clone's source from another (cmd/hpp-csi/peer): claims,
-// PersistentVolumes, VolumeSnapshots and VolumeSnapshotContents. GETs only;
-// the service account needs get on persistentvolumeclaims,
-// persistentvolumes, volumesnapshots and volumesnapshotcontents
+// PersistentVolumes, VolumeSnapshots and VolumeSnapshotContents; and Nodes,
+// for the address of the node that holds a source (cmd/hpp-csi/remote).
+// GETs only; the service account needs get on persistentvolumeclaims,
+// persistentvolumes, nodes, volumesnapshots and volumesnapshotcontents
 // (snapshot.storage.k8s.io).
 type Sources struct {
 	host   string
@@ -63,6 +64,16 @@ type Volume struct {
 	Driver, Handle string
 	// ClaimNamespace, ClaimName and ClaimUID are spec.claimRef.
 	ClaimNamespace, ClaimName, ClaimUID string
+	// NodeTerms are spec.nodeAffinity.required.nodeSelectorTerms (ORed),
+	// each the list of its matchExpressions (ANDed).
+	NodeTerms [][]Requirement
+}
+
+// Requirement is one match expression of a node selector term.
+type Requirement struct {
+	Key      string   `json:"key"`
+	Operator string   `json:"operator"`
+	Values   []string `json:"values"`
 }
 
 // Snapshot is what the peer transport reads of a VolumeSnapshot.
@@ -81,6 +92,10 @@ type SnapshotContent struct {
 	// SnapshotNamespace, SnapshotName and SnapshotUID are
 	// spec.volumeSnapshotRef.
 	SnapshotNamespace, SnapshotName, SnapshotUID string
+	// SourceVolumeHandle is spec.source.volumeHandle: the volume a dynamic
+	// snapshot was taken of (empty for a pre-provisioned one).
+	SourceVolumeHandle string
+	Labels             map[string]string
 }
 
 type objectMeta struct {
@@ -88,6 +103,7 @@ type objectMeta struct {
 	Namespace   string            `json:"namespace"`
 	UID         string            `json:"uid"`
 	Annotations map[string]string `json:"annotations"`
+	Labels      map[string]string `json:"labels"`
 }
 
 type objectRef struct {
@@ -149,6 +165,13 @@ func (s *Sources) Volume(ctx context.Context, name string) (*Volume, error) {
 				Driver       string `json:"driver"`
 				VolumeHandle string `json:"volumeHandle"`
 			} `json:"csi"`
+			NodeAffinity *struct {
+				Required *struct {
+					Terms []struct {
+						MatchExpressions []Requirement `json:"matchExpressions"`
+					} `json:"nodeSelectorTerms"`
+				} `json:"required"`
+			} `json:"nodeAffinity"`
 		} `json:"spec"`
 	}
 	if err := s.get(ctx, "/api/v1/persistentvolumes/"+url.PathEscape(name), &pv); err != nil {
@@ -160,6 +183,11 @@ func (s *Sources) Volume(ctx context.Context, name string) (*Volume, error) {
 	}
 	if r := pv.Spec.ClaimRef; r != nil {
 		v.ClaimNamespace, v.ClaimName, v.ClaimUID = r.Namespace, r.Name, r.UID
+	}
+	if a := pv.Spec.NodeAffinity; a != nil && a.Required != nil {
+		for _, t := range a.Required.Terms {
+			v.NodeTerms = append(v.NodeTerms, t.MatchExpressions)
+		}
 	}
 	return v, nil
 }
@@ -193,6 +221,9 @@ func (s *Sources) SnapshotContent(ctx context.Context, name string) (*SnapshotCo
 		Spec     struct {
 			Driver            string    `json:"driver"`
 			VolumeSnapshotRef objectRef `json:"volumeSnapshotRef"`
+			Source            struct {
+				VolumeHandle *string `json:"volumeHandle"`
+			} `json:"source"`
 		} `json:"spec"`
 		Status *struct {
 			SnapshotHandle *string `json:"snapshotHandle"`
@@ -203,7 +234,10 @@ func (s *Sources) SnapshotContent(ctx context.Context, name string) (*SnapshotCo
 	}
 	out := &SnapshotContent{Name: c.Metadata.Name, Driver: c.Spec.Driver,
 		SnapshotNamespace: c.Spec.VolumeSnapshotRef.Namespace, SnapshotName: c.Spec.VolumeSnapshotRef.Name,
-		SnapshotUID: c.Spec.VolumeSnapshotRef.UID}
+		SnapshotUID: c.Spec.VolumeSnapshotRef.UID, Labels: c.Metadata.Labels}
+	if c.Spec.Source.VolumeHandle != nil {
+		out.SourceVolumeHandle = *c.Spec.Source.VolumeHandle
+	}
 	if c.Status != nil && c.Status.SnapshotHandle != nil {
 		out.Handle = *c.Status.SnapshotHandle
 	}

@@ -9,6 +9,7 @@ import (
 	"net"
 	"net/http"
 	"net/url"
+	"strconv"
 	"strings"
 	"time"
 )
@@ -71,7 +72,8 @@ type Client struct {
 // namespace/claim and returns the stream. The caller closes it. Each Fetch
 // makes its own connection with the credentials of the moment (a clone is
 // one long stream, there is nothing to pool), closed with the stream. A
-// stream that breaks off reads an error, never a clean short end.
+// stream that breaks off reads an error, never a clean short end. The
+// stream is a *Stream, which carries what the server said of its size.
 func (c *Client) Fetch(ctx context.Context, p Peer, kind Kind, id, namespace, claim string) (io.ReadCloser, error) {
 	cert, pool, err := c.Creds.current()
 	if err != nil {
@@ -113,7 +115,11 @@ func (c *Client) Fetch(ctx context.Context, p Peer, kind Kind, id, namespace, cl
 		return nil, &FetchError{Kind: ErrUnavailable, Peer: p, Reason: err.Error(), Err: err}
 	}
 	if resp.StatusCode == http.StatusOK {
-		return &stream{ReadCloser: resp.Body, tr: tr}, nil
+		st := &Stream{ReadCloser: resp.Body, tr: tr}
+		if n, err := strconv.ParseInt(resp.Header.Get(AllocatedHeader), 10, 64); err == nil && n > 0 {
+			st.AllocatedBytes = n
+		}
+		return st, nil
 	}
 	body, _ := io.ReadAll(io.LimitReader(resp.Body, 4096))
 	_ = resp.Body.Close()
@@ -135,13 +141,16 @@ func (c *Client) Fetch(ctx context.Context, p Peer, kind Kind, id, namespace, cl
 	return nil, e
 }
 
-// stream closes its connection with the body.
-type stream struct {
+// Stream is a fetched source: the answer's body, which closes its
+// connection with it.
+type Stream struct {
 	io.ReadCloser
-	tr *http.Transport
+	// AllocatedBytes is the server's AllocatedHeader; 0 when it sent none.
+	AllocatedBytes int64
+	tr             *http.Transport
 }
 
-func (s *stream) Close() error {
+func (s *Stream) Close() error {
 	err := s.ReadCloser.Close()
 	s.tr.CloseIdleConnections()
 	return err

@@ -16,7 +16,9 @@
 // the namespace and name of the claim being created, as csi-provisioner
 // passes them in CreateVolume's parameters csi.storage.k8s.io/pvc/namespace
 // and csi.storage.k8s.io/pvc/name (--extra-create-metadata). The answer is
-// 200 with the stream as application/octet-stream, or:
+// 200 with the stream as application/octet-stream (with the header
+// Hpp-Allocated-Bytes, the bytes the tree holds, when the source tells
+// it), or:
 //
 //   - 400: a malformed request; the body names the field (kind, id,
 //     namespace, claim).

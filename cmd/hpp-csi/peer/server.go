@@ -9,6 +9,7 @@ import (
 	"io/fs"
 	"net"
 	"net/http"
+	"strconv"
 	"strings"
 	"time"
 
@@ -36,6 +37,17 @@ type Request struct {
 	ID        string
 	Namespace string
 	Claim     string
+}
+
+// AllocatedHeader is the response header that carries, in decimal, the
+// bytes the source's tree holds (data, not holes): the size of the
+// transfer, as far as the sender knows it. Sent when the Source's reader
+// has an AllocatedBytes() int64 method.
+const AllocatedHeader = "Hpp-Allocated-Bytes"
+
+// Sized is what a Source's reader implements to have AllocatedHeader sent.
+type Sized interface {
+	AllocatedBytes() int64
 }
 
 // ErrNotFound is what a Source wraps when it does not hold the source
@@ -223,6 +235,9 @@ func (s *Server) serveSource(w http.ResponseWriter, r *http.Request) {
 	log := s.fields(req)
 	s.Log.Info("streaming source to peer", append(log, zap.String("protocol", r.Proto))...)
 	w.Header().Set("Content-Type", "application/octet-stream")
+	if sized, ok := src.(Sized); ok {
+		w.Header().Set(AllocatedHeader, strconv.FormatInt(sized.AllocatedBytes(), 10))
+	}
 	w.WriteHeader(http.StatusOK)
 	n, err := io.Copy(w, src)
 	if err != nil {
