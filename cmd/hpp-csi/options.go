@@ -48,6 +48,7 @@ type options struct {
 	controllerOnly          bool
 	peerAddress             string
 	peerCertDir             string
+	peerCABundle            string
 
 	flags *pflag.FlagSet // what was given on the command line (Validate asks)
 
@@ -98,6 +99,8 @@ func (o *options) addFlags(fs *pflag.FlagSet) {
 	fs.StringVar(&o.peerAddress, "peer-address", "", "cross-node clones: listen here (host:port, e.g. :9443) for the other nodes' hpp-csi, and fetch sources held by other nodes from the same port of their Node address "+
 		"(mutual TLS with --peer-cert-dir; reads claims, PVs, VolumeSnapshots, VolumeSnapshotContents and Nodes from the API; needs csi-provisioner's --extra-create-metadata). Empty: off, a clone's source must be on the clone's node")
 	fs.StringVar(&o.peerCertDir, "peer-cert-dir", "", "directory with this node's peer certificate as a TLS Secret mounts it (tls.crt, tls.key, ca.crt; re-read when they change); required with --peer-address")
+	fs.StringVar(&o.peerCABundle, "peer-ca-bundle", "", "the peer CA bundle hpp-operator publishes (its ConfigMap hpp-peer-ca-bundle, mounted): with it hpp-csi requests its own certificate into --peer-cert-dir "+
+		"(a CertificateSigningRequest of the signer "+contract.PeerSignerName+", which hpp-operator approves for the pod's own node), renews it and copies the bundle as ca.crt. Empty: the certificate files are provided (a Secret, cert-manager)")
 	fs.BoolVar(&o.controllerOnly, "controller-only", false, "serve only Identity and ControllerExpandVolume, for csi-resizer (one Deployment per cluster): "+
 		"no pools are opened, an expansion is passed to the node that holds the volume (NodeExpansionRequired); --nodeid and --datadir are not needed, node-only flags are refused")
 }
@@ -106,7 +109,7 @@ func (o *options) addFlags(fs *pflag.FlagSet) {
 // mistake worth an error rather than silence.
 var nodeOnlyFlags = []string{"datadir", "max-volumes", "reservation-aware-capacity", "stats-cache-ttl", "stats-timeout",
 	"pool-retry-interval", "kubelet-registration-path", "plugin-registration-dir", "check-binding-mode", "kubeconfig",
-	"peer-address", "peer-cert-dir"}
+	"peer-address", "peer-cert-dir", "peer-ca-bundle"}
 
 // Validate checks everything, naming every problem in one error, and fills
 // the fields Run uses (socket path, pools, metrics TLS).
@@ -177,11 +180,14 @@ func (o *options) driverConfig() handlers.Config {
 	}
 }
 
-// validatePeer checks --peer-address and --peer-cert-dir.
+// validatePeer checks --peer-address, --peer-cert-dir and --peer-ca-bundle.
 func (o *options) validatePeer() error {
 	if o.peerAddress == "" {
 		if o.peerCertDir != "" {
 			return errors.New("--peer-cert-dir: only used with --peer-address (cross-node clones are off without it)")
+		}
+		if o.peerCABundle != "" {
+			return errors.New("--peer-ca-bundle: only used with --peer-address (cross-node clones are off without it)")
 		}
 		return nil
 	}

@@ -170,6 +170,7 @@ func TestPeerFlags(t *testing.T) {
 	}{
 		{[]string{"--peer-address=:9443"}, "--peer-cert-dir: required with --peer-address"},
 		{[]string{"--peer-cert-dir=/certs"}, "--peer-cert-dir: only used with --peer-address"},
+		{[]string{"--peer-ca-bundle=/ca/ca.crt"}, "--peer-ca-bundle: only used with --peer-address"},
 		{[]string{"--peer-address=9443", "--peer-cert-dir=/c"}, "--peer-address: \"9443\" is not host:port"},
 		{[]string{"--peer-address=:0", "--peer-cert-dir=/c"}, "--peer-address: port \"0\" must be a number"},
 		{[]string{"--peer-address=:https", "--peer-cert-dir=/c"}, "--peer-address: port \"https\" must be a number"},

@@ -13,6 +13,7 @@ import (
 	"github.com/hostpath-provisioner/hpp/cmd/hpp-csi/host"
 	"github.com/hostpath-provisioner/hpp/cmd/hpp-csi/kubeapi"
 	"github.com/hostpath-provisioner/hpp/cmd/hpp-csi/peer"
+	"github.com/hostpath-provisioner/hpp/cmd/hpp-csi/peercert"
 	"github.com/hostpath-provisioner/hpp/cmd/hpp-csi/pools"
 	"github.com/hostpath-provisioner/hpp/cmd/hpp-csi/remote"
 	"github.com/hostpath-provisioner/hpp/cmd/hpp-csi/serve"
@@ -86,6 +87,9 @@ func (o *options) Run(ctx context.Context) error {
 	if peers != nil {
 		peers.server.Source = &remote.Source{RT: rt, Log: log.Named("peer")}
 		g.Go(func() error { return peers.server.Serve(gctx, peers.lis) })
+		if peers.keeper != nil {
+			g.Go(func() error { peers.keeper.Run(gctx); return nil })
+		}
 	}
 	csiLog := log.With(zap.String("driver", o.driverName), zap.String("node", o.nodeID))
 	g.Go(func() error { return serve.CSI(gctx, csiLog, d.NewGRPCServer(), o.socketPath, o.shutdownGrace) })
@@ -121,6 +125,8 @@ func (o *options) Run(ctx context.Context) error {
 // peers is the peer transport of cross-node clones (--peer-address): the
 // server, its listener, and the fetcher the pool runtime asks.
 type peers struct {
+	// keeper, with --peer-ca-bundle, keeps the certificate issued.
+	keeper  *peercert.Keeper
 	server  *peer.Server
 	lis     net.Listener
 	fetcher *remote.Fetcher
@@ -142,19 +148,31 @@ func (o *options) peerTransport(log *zap.Logger) (*peers, error) {
 	if o.peerAddress == "" {
 		return nil, nil
 	}
-	creds, err := peer.LoadCredentials(o.peerCertDir)
-	if err != nil {
-		return nil, fmt.Errorf("--peer-cert-dir: %w", err)
-	}
 	api, err := kubeapi.NewSources(o.kubeconfig)
 	if err != nil {
 		return nil, err
+	}
+	var creds *peer.Credentials
+	var keeper *peercert.Keeper
+	if o.peerCABundle != "" {
+		// The certificate is requested in the background: the driver
+		// serves its node's volumes meanwhile, and peers are refused
+		// with the reason until it is issued.
+		csrs, err := kubeapi.NewCSRs(o.kubeconfig)
+		if err != nil {
+			return nil, err
+		}
+		creds = peer.PendingCredentials(o.peerCertDir)
+		keeper = &peercert.Keeper{Node: o.nodeID, Dir: o.peerCertDir, BundleFile: o.peerCABundle, API: csrs, Log: log.Named("peercert")}
+	} else if creds, err = peer.LoadCredentials(o.peerCertDir); err != nil {
+		return nil, fmt.Errorf("--peer-cert-dir: %w", err)
 	}
 	lis, err := net.Listen("tcp", o.peerAddress)
 	if err != nil {
 		return nil, fmt.Errorf("--peer-address: %w", err)
 	}
 	return &peers{
+		keeper: keeper,
 		server: &peer.Server{Node: o.nodeID, Creds: creds, Auth: peer.NewClaimCheck(api, o.driverName), Log: log.Named("peer")},
 		lis:    lis,
 		fetcher: &remote.Fetcher{

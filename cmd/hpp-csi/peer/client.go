@@ -77,7 +77,9 @@ type Client struct {
 func (c *Client) Fetch(ctx context.Context, p Peer, kind Kind, id, namespace, claim string) (io.ReadCloser, error) {
 	cert, pool, err := c.Creds.current()
 	if err != nil {
-		return nil, err
+		// This node's own certificate is missing (still being issued):
+		// retried like a peer that cannot be reached.
+		return nil, &FetchError{Kind: ErrUnavailable, Peer: p, Reason: "this node has no usable peer certificate: " + err.Error(), Err: err}
 	}
 	wait := c.ResponseHeaderTimeout
 	if wait == 0 {

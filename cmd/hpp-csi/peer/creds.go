@@ -44,6 +44,11 @@ func LoadCredentials(dir string) (*Credentials, error) {
 	return c, nil
 }
 
+// PendingCredentials reads dir like LoadCredentials, but the files may
+// come later: until they do, every handshake fails with the reason (a
+// certificate still being issued, cmd/hpp-csi/peercert).
+func PendingCredentials(dir string) *Credentials { return &Credentials{dir: dir} }
+
 // current returns the certificate and CA pool to use now.
 func (c *Credentials) current() (*tls.Certificate, *x509.CertPool, error) {
 	c.mu.Lock()
