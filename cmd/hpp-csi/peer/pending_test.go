@@ -12,7 +12,7 @@ func TestPendingCredentials(t *testing.T) {
 	e := start(t)
 	dir := t.TempDir()
 	c := &Client{Creds: PendingCredentials(dir)}
-	_, err := fetchAll(t, c, e.nodeA(), KindVolume, "vol-1", "clone-on-b")
+	_, err := fetchAll(t, c, e.nodeA(), KindVolume, "vol-1", "clone-b")
 	if !errors.Is(err, ErrUnavailable) || !strings.Contains(err.Error(), "peer credentials in "+dir) {
 		t.Fatalf("fetch without a certificate yet: %v; want Unavailable naming the directory", err)
 	}
@@ -20,7 +20,7 @@ func TestPendingCredentials(t *testing.T) {
 		t.Fatalf("the source was opened %d times for a peer without a certificate", n)
 	}
 	writeCreds(t, dir, e.ca, e.ca.pem, "node-b")
-	got, err := fetchAll(t, c, e.nodeA(), KindVolume, "vol-1", "clone-on-b")
+	got, err := fetchAll(t, c, e.nodeA(), KindVolume, "vol-1", "clone-b")
 	if err != nil || len(got) != len(volumeData) {
 		t.Fatalf("fetch once the certificate is there: %d bytes, %v", len(got), err)
 	}
