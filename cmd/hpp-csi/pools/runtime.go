@@ -94,6 +94,11 @@ type Runtime struct {
 	// the record is in problem.go).
 	mismatches identityMismatches
 	reflink    *prometheus.GaugeVec
+	// copies are the running and failed copies from other nodes
+	// (copyjobs.go), and their figures.
+	copies        *copyJobs
+	remoteBytes   *prometheus.CounterVec
+	remoteResults *prometheus.CounterVec
 }
 
 // New builds the runtime; it touches no disk until Open. The configuration
@@ -111,7 +116,7 @@ func New(cfg Config, deps Deps) (*Runtime, error) {
 	if deps.Metrics == nil {
 		deps.Metrics = prometheus.NewRegistry()
 	}
-	rt := &Runtime{cfg: cfg, deps: deps, log: deps.Logger, locks: newVolumeLocks()}
+	rt := &Runtime{cfg: cfg, deps: deps, log: deps.Logger, locks: newVolumeLocks(), copies: newCopyJobs()}
 	rt.stats = newUsageCache(deps.FS.Usage, deps.Now, cfg.StatsCacheTTL, cfg.StatsTimeout)
 	for _, p := range cfg.Pools.All() {
 		rt.pools = append(rt.pools, newPoolState(p))
