@@ -23,6 +23,8 @@ import (
 	"github.com/hostpath-provisioner/hpp/cmd/hpp-csi/pools"
 	"github.com/hostpath-provisioner/hpp/internal/dirvol"
 	"github.com/hostpath-provisioner/hpp/internal/grpctest"
+	"github.com/hostpath-provisioner/hpp/internal/pool"
+	"github.com/hostpath-provisioner/hpp/internal/prjquota"
 	"github.com/hostpath-provisioner/hpp/internal/testutil"
 )
 
@@ -129,9 +131,9 @@ func sameTree(t *testing.T, want, got string) {
 }
 
 // newRemoteHarness is a harness whose runtime can fetch from node-b.
-func newRemoteHarness(t *testing.T, f *fakeRemote) *harness {
+func newRemoteHarness(t *testing.T, f *fakeRemote, mutate ...func(*Config)) *harness {
 	t.Helper()
-	h := newUnopenedHarness(t)
+	h := newUnopenedHarness(t, mutate...)
 	h.remote = f
 	h.d, h.rt = h.newDriver(t)
 	if err := h.rt.OpenPools(context.Background()); err != nil {
@@ -367,6 +369,19 @@ func TestRestartDropsUnfinishedRemoteCopy(t *testing.T) {
 	}
 }
 
+func TestStalledRemoteCopyIsUnavailable(t *testing.T) {
+	src := remoteTree(t)
+	gate := make(chan struct{})
+	defer close(gate)
+	f := &fakeRemote{dir: src, node: remoteNode, gate: gate, blockAfter: 1 << 20}
+	h := newRemoteHarness(t, f, func(c *Config) { c.CopyStallTimeout = 300 * time.Millisecond })
+	_, err := h.until(t, remoteCloneReq("pvc-copy", "pvc-src"))
+	grpctest.WantCode(t, err, codes.Unavailable, `copying volume:pvc-src from node node-b: no data received for 300ms`)
+	if s := h.stagedCreates(t, "fast"); len(s) != 0 {
+		t.Fatalf("a stalled copy left %v in staging", s)
+	}
+}
+
 func TestRemoteCloneNeedsTheClaim(t *testing.T) {
 	f := &fakeRemote{dir: t.TempDir(), node: remoteNode}
 	h := newRemoteHarness(t, f)
@@ -386,4 +401,32 @@ func gather(t *testing.T, h *harness) string {
 	rec := httptest.NewRecorder()
 	promhttp.HandlerFor(h.d.deps.Metrics.Registry, promhttp.HandlerOpts{}).ServeHTTP(rec, httptest.NewRequest(http.MethodGet, "/metrics", nil))
 	return rec.Body.String()
+}
+
+// A copy from another node into an enforcing pool gets its project quota
+// like any create, and a failed one gives its ID back: with one ID in the
+// range, the retry after a failure could not be made otherwise.
+func TestEnforcedRemoteCloneReleasesItsIDOnFailure(t *testing.T) {
+	src := remoteTree(t)
+	f := &fakeRemote{dir: src, node: remoteNode, failAfter: 1 << 20,
+		failErr: fmt.Errorf("node node-b: connection reset: %w", pools.ErrSourceUnavailable)}
+	fake := prjquota.NewFake()
+	h := newQuotaHarness(t, fake, pool.IDRange{First: 1, Last: 1})
+	h.remote = f
+	h.d, h.rt = h.newDriver(t)
+	if err := h.rt.OpenPools(context.Background()); err != nil {
+		t.Fatal(err)
+	}
+	req := remoteCloneReq("pvc-copy", "pvc-src")
+	_, err := h.until(t, req)
+	grpctest.WantCode(t, err, codes.Unavailable, "connection reset")
+	f.set(func(f *fakeRemote) { f.failAfter = 0 })
+	if _, err := h.until(t, req); err != nil {
+		t.Fatal(err)
+	}
+	dir := filepath.Join(h.pools["fast"], "pvc-copy")
+	if id := fake.ProjectOf(dir); id != 1 || fake.Limit(id) != 128<<20 {
+		t.Fatalf("clone project %d with limit %d; want 1 limited to 128 MiB", id, fake.Limit(id))
+	}
+	sameTree(t, src, dir)
 }

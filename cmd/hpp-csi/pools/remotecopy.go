@@ -21,6 +21,15 @@ import (
 // by default) travels with the call, and an answer after it is lost.
 const copyJoinWait = 5 * time.Second
 
+// defaultCopyStall is how long a copy from another node may receive
+// nothing before it is given up: the transport should notice a dead peer
+// itself, but a peer that hangs without breaking the connection would
+// otherwise keep the claim Pending for ever, answering "pending".
+const defaultCopyStall = 5 * time.Minute
+
+// errStalled is the cause of a copy's cancel by the stall watchdog.
+var errStalled = errors.New("no data received")
+
 // copyFromRemote makes c's volume from a source this node does not hold:
 // it checks room and quota as any create does, then starts a job that
 // fetches the source from its node and publishes it (copyjobs.go says how
@@ -130,9 +139,11 @@ func (rt *Runtime) awaitCopy(ctx context.Context, j *copyJob, store *dirvol.Stor
 // staged directory, which the store removes.
 func (rt *Runtime) remoteFill(ctx context.Context, j *copyJob, src Source, claim ClaimRef, capacity int64) func(dir string) error {
 	return func(dir string) error {
+		ctx, stop := rt.watchStall(ctx, j)
+		defer stop()
 		stream, err := rt.deps.Remote.Fetch(ctx, src, claim)
 		if err != nil {
-			return remoteFailed(fmt.Sprintf("volume %q: fetching %s from the node that holds it", j.id, j.key), err)
+			return remoteFailed(fmt.Sprintf("volume %q: fetching %s from the node that holds it", j.id, j.key), stalled(ctx, err))
 		}
 		defer stream.Close()
 		j.connected(stream.Node, stream.AllocatedBytes)
@@ -144,11 +155,7 @@ func (rt *Runtime) remoteFill(ctx context.Context, j *copyJob, src Source, claim
 		in := &countingReader{r: stream, n: &j.received, metric: rt.remoteBytes.WithLabelValues(j.pool.name())}
 		stats, err := treecopy.Decode(ctx, in, dir)
 		if err != nil {
-			if ctx.Err() != nil && !errors.Is(err, context.Canceled) {
-				// The transport's error for a canceled stream says less.
-				err = fmt.Errorf("%w (%v)", ctx.Err(), err)
-			}
-			return remoteFailed(what, err)
+			return remoteFailed(what, stalled(ctx, err))
 		}
 		if err := treecopy.Syncfs(dir); err != nil {
 			return copyFailed(what+": syncing", err)
@@ -158,6 +165,53 @@ func (rt *Runtime) remoteFill(ctx context.Context, j *copyJob, src Source, claim
 			zap.Int64("streamBytes", stats.StreamBytes), zap.Duration("took", time.Since(start)))
 		return nil
 	}
+}
+
+// watchStall returns ctx canceled (cause errStalled) once j has received
+// nothing for the configured stall timeout, and the watchdog's stop.
+func (rt *Runtime) watchStall(ctx context.Context, j *copyJob) (context.Context, func()) {
+	ctx, cancel := context.WithCancelCause(ctx)
+	limit := rt.cfg.CopyStallTimeout
+	done := make(chan struct{})
+	go func() {
+		tick := time.NewTicker(max(limit/10, time.Millisecond))
+		defer tick.Stop()
+		last, since := j.received.Load(), time.Now()
+		for {
+			select {
+			case <-done:
+				return
+			case <-ctx.Done():
+				return
+			case <-tick.C:
+			}
+			if n := j.received.Load(); n != last {
+				last, since = n, time.Now()
+			} else if time.Since(since) >= limit {
+				cancel(fmt.Errorf("%w for %s: %w", errStalled, limit, ErrSourceUnavailable))
+				return
+			}
+		}
+	}()
+	return ctx, func() {
+		close(done)
+		cancel(nil)
+	}
+}
+
+// stalled replaces err, when the stall watchdog or a cancel ended the copy,
+// by the reason: the transport's error for a canceled stream says less.
+func stalled(ctx context.Context, err error) error {
+	cause := context.Cause(ctx)
+	switch {
+	case cause == nil:
+		return err
+	case errors.Is(cause, errStalled):
+		return cause
+	case !errors.Is(err, context.Canceled):
+		return fmt.Errorf("%w (%v)", cause, err)
+	}
+	return err
 }
 
 // countingReader counts what the stream delivered, for the progress a

@@ -33,6 +33,9 @@ type Config struct {
 	// StatsTimeout bounds one directory walk.
 	StatsCacheTTL time.Duration
 	StatsTimeout  time.Duration
+	// CopyStallTimeout ends a copy from another node that has received
+	// nothing for this long (Unavailable); 0 is defaultCopyStall.
+	CopyStallTimeout time.Duration
 }
 
 // Mounter does the node's mount work; the Linux one uses mount syscalls.
@@ -112,6 +115,9 @@ func New(cfg Config, deps Deps) (*Runtime, error) {
 	}
 	if deps.Now == nil {
 		deps.Now = time.Now
+	}
+	if cfg.CopyStallTimeout <= 0 {
+		cfg.CopyStallTimeout = defaultCopyStall
 	}
 	if deps.Metrics == nil {
 		deps.Metrics = prometheus.NewRegistry()
