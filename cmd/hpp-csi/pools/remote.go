@@ -26,9 +26,13 @@ import (
 //     ErrNotAuthorized or ErrSourceInvalid; wrap with %w, or give the
 //     transport's error type an Is method. Any other error is Internal.
 //   - The error's message reaches the CO (kubectl describe pvc) after
-//     "copying volume "<id>" from node <node>: ": it should say the
-//     reason, and name the serving node when Fetch fails before a stream
-//     exists (the runtime does not know the node then).
+//     `volume "<new id>": copying volume:<id> from node <node>: ` (a Read
+//     error) or `volume "<new id>": fetching volume:<id> from the node that
+//     holds it: ` (a Fetch error): it should say the reason, and a Fetch
+//     error should name the node it asked, which the runtime does not know.
+//   - A stream that delivers nothing for Config.CopyStallTimeout is
+//     canceled and ends Unavailable; the transport need not time out reads
+//     itself, only notice a broken connection.
 type RemoteSources interface {
 	Fetch(ctx context.Context, src Source, claim ClaimRef) (*RemoteStream, error)
 }
