@@ -26,16 +26,17 @@ type fakeRemote struct {
 	failAfter  int64
 	failErr    error
 	claims     []pools.ClaimRef
+	sources    []pools.Source
 
 	fetches  atomic.Int32
 	sent     atomic.Int64
 	canceled atomic.Int32
 }
 
-func (f *fakeRemote) Fetch(ctx context.Context, _ pools.Source, claim pools.ClaimRef) (*pools.RemoteStream, error) {
+func (f *fakeRemote) Fetch(ctx context.Context, src pools.Source, claim pools.ClaimRef) (*pools.RemoteStream, error) {
 	f.fetches.Add(1)
 	f.mu.Lock()
-	f.claims = append(f.claims, claim)
+	f.claims, f.sources = append(f.claims, claim), append(f.sources, src)
 	fetchErr, gate, blockAfter, failAfter, failErr := f.fetchErr, f.gate, f.blockAfter, f.failAfter, f.failErr
 	f.mu.Unlock()
 	if fetchErr != nil {

@@ -33,10 +33,11 @@ type copyJob struct {
 	pool    *poolState
 	started time.Time
 	cancel  context.CancelFunc
-	// done is closed when the job has ended; err is its result, set
+	// done is closed when the job has ended; err and ended are set
 	// before.
 	done     chan struct{}
 	err      error
+	ended    time.Time
 	received atomic.Int64
 	canceled atomic.Bool
 
@@ -62,12 +63,22 @@ func (j *copyJob) finished() bool {
 	}
 }
 
+// failedCopyTTL is how long a failed copy's error waits for a retry to
+// collect it: a claim deleted meanwhile never retries.
+const failedCopyTTL = time.Hour
+
 // add registers j, which must not replace a job (the caller holds the id's
-// lock and collected any earlier one).
+// lock and collected any earlier one), and drops failed jobs nobody asked
+// about for failedCopyTTL.
 func (c *copyJobs) add(j *copyJob) {
 	c.mu.Lock()
+	defer c.mu.Unlock()
+	for id, old := range c.jobs {
+		if old.finished() && time.Since(old.ended) > failedCopyTTL {
+			delete(c.jobs, id)
+		}
+	}
 	c.jobs[j.id] = j
-	c.mu.Unlock()
 }
 
 func (c *copyJobs) get(id string) *copyJob {
@@ -131,7 +142,9 @@ func (j *copyJob) progress() error {
 	}
 	amount := humanBytes(got, got) + " received"
 	if total > 0 {
-		amount = humanBytes(got, total) + " of " + humanBytes(total, total)
+		// The stream's headers count too: the last of it may pass the
+		// data's size, which would read oddly.
+		amount = humanBytes(min(got, total), total) + " of " + humanBytes(total, total)
 	}
 	return refuse(Busy, "volume %q: copying from node %s: %s at %s/s; operation pending, retry later",
 		j.id, node, amount, humanBytes(rate, rate))

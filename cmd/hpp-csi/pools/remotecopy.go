@@ -81,7 +81,7 @@ func (rt *Runtime) runCopy(ctx context.Context, j *copyJob, p *poolState, store 
 		rt.log.Warn("copy from another node failed", zap.String("volume", j.id), zap.String("source", j.key), zap.Error(err))
 	}
 	rt.remoteResults.WithLabelValues(p.name(), result).Inc()
-	j.err = err
+	j.err, j.ended = err, time.Now()
 	close(j.done)
 	if err == nil {
 		// The volume is in place: the retry finds it, not the job.
