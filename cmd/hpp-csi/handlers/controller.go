@@ -58,7 +58,7 @@ func (d *Driver) CreateVolume(ctx context.Context, req *csi.CreateVolumeRequest)
 	}
 	defer release()
 	vol, err := d.pools.Create(ctx, pools.Creation{
-		Pool: cr.pool.Name, ID: cr.name, What: "volume", Source: cr.source,
+		Pool: cr.pool.Name, ID: cr.name, What: "volume", Source: cr.source, Claim: cr.params.claim,
 		Spec: dirvol.Spec{
 			Ownership:     cr.params.ownership,
 			CapacityBytes: cr.size,
@@ -119,6 +119,11 @@ func (d *Driver) DeleteVolume(ctx context.Context, req *csi.DeleteVolumeRequest)
 		return nil, toStatus("DeleteVolume", err)
 	}
 	defer release()
+	// A copy from another node into the volume stops first (leaving
+	// nothing), or has published by then and is deleted below.
+	if err := d.pools.StopCopy(ctx, id); err != nil {
+		return nil, toStatus("DeleteVolume", err)
+	}
 	vol, err := d.pools.Find(ctx, id)
 	if isNotFound(err) {
 		return &csi.DeleteVolumeResponse{}, nil

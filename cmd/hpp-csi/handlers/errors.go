@@ -57,6 +57,7 @@ var kindCodes = map[pools.Kind]codes.Code{
 	pools.Unavailable:  codes.Unavailable,
 	pools.Deadline:     codes.DeadlineExceeded,
 	pools.Canceled:     codes.Canceled,
+	pools.Denied:       codes.PermissionDenied,
 }
 
 // toStatus gives err a gRPC code if it does not have one yet: the pool

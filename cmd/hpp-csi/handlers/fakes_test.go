@@ -26,6 +26,8 @@ type harness struct {
 	dir     string
 	cfg     Config
 	quota   prjquota.Backend
+	// remote, when set before newDriver, serves sources of other nodes.
+	remote pools.RemoteSources
 }
 
 const testNode = "node-a"
@@ -87,7 +89,7 @@ func newUnopenedHarnessOver(t testing.TB, q prjquota.Backend, mutate ...func(*Co
 func (h *harness) newDriver(t testing.TB) (*Driver, *pools.Runtime) {
 	t.Helper()
 	metrics := NewMetrics()
-	rt, err := pools.New(h.cfg.Config, pools.Deps{Mounter: h.mounter, Labeler: h.labeler, FS: h.fs, Quota: h.quota, Metrics: metrics.Registry})
+	rt, err := pools.New(h.cfg.Config, pools.Deps{Mounter: h.mounter, Labeler: h.labeler, FS: h.fs, Quota: h.quota, Metrics: metrics.Registry, Remote: h.remote})
 	if err != nil {
 		t.Fatal(err)
 	}

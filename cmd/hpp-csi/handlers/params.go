@@ -7,6 +7,7 @@ import (
 	"strconv"
 	"strings"
 
+	"github.com/hostpath-provisioner/hpp/cmd/hpp-csi/pools"
 	"github.com/hostpath-provisioner/hpp/internal/contract"
 	"github.com/hostpath-provisioner/hpp/internal/dirvol"
 )
@@ -22,7 +23,9 @@ const (
 )
 
 // Keys with these prefixes are set by Kubernetes components (for example
-// csi-provisioner's --extra-create-metadata) and carry no meaning here.
+// csi-provisioner's --extra-create-metadata) and are no StorageClass
+// parameters; of them only the claim's namespace and name are read (a copy
+// from another node is served for a named claim).
 var ignoredParamPrefixes = []string{"csi.storage.k8s.io/", "kubevirt.io/", "hostpath.csi/"}
 
 const maxID = 1<<31 - 1
@@ -31,6 +34,9 @@ const maxID = 1<<31 - 1
 type volumeParams struct {
 	storagePool string
 	ownership   dirvol.Ownership
+	// claim is the PVC the volume is for; empty without
+	// --extra-create-metadata.
+	claim pools.ClaimRef
 }
 
 // parseParams validates every parameter and reports all problems at once.
@@ -73,6 +79,10 @@ func parseParams(params map[string]string) (volumeParams, error) {
 				problems = append(problems, fmt.Sprintf("parameters.%s: %v", k, err))
 			}
 			p.ownership.Mode = mode
+		case paramPVCNamespace:
+			p.claim.Namespace = v
+		case paramPVCName:
+			p.claim.Name = v
 		default:
 			if !hasIgnoredPrefix(k) {
 				problems = append(problems, fmt.Sprintf("parameters.%s: unknown parameter (known: %s, %s, %s, %s, %s)",

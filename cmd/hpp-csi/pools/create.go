@@ -26,6 +26,10 @@ type Creation struct {
 	Accept func(existing dirvol.Volume) error
 	// What names the volume in errors and logs ("volume", "ephemeral volume").
 	What string
+	// Claim is the PVC the volume is made for, when the request says
+	// (csi-provisioner's --extra-create-metadata); a source on another node
+	// is served only for a named claim (remote.go).
+	Claim ClaimRef
 }
 
 // Create makes the volume, or returns the one already there when Accept
@@ -53,6 +57,11 @@ func (rt *Runtime) Create(ctx context.Context, c Creation) (Volume, error) {
 	if err := rt.refuseSameNameElsewhere(ctx, c.ID, p); err != nil {
 		return Volume{}, err
 	}
+	// A copy from another node outlives the request that started it: the
+	// CO's retry asks here how it is going, or gets how it ended.
+	if err := rt.copies.collect(c.ID, p, c.Source.key()); err != nil {
+		return Volume{}, err
+	}
 	existing, err := store.Get(ctx, c.ID)
 	switch {
 	case err == nil:
@@ -64,6 +73,9 @@ func (rt *Runtime) Create(ctx context.Context, c Creation) (Volume, error) {
 	// finished clone was accepted above, even if the source is gone since.
 	if c.Source != nil {
 		release, err := rt.withSource(ctx, p, c.ID, *c.Source, &c.Spec)
+		if isNotFound(err) && rt.deps.Remote != nil {
+			return rt.copyFromRemote(ctx, p, store, c, accept)
+		}
 		if err != nil {
 			return Volume{}, err
 		}
@@ -76,29 +88,45 @@ func (rt *Runtime) Create(ctx context.Context, c Creation) (Volume, error) {
 	if err != nil {
 		return Volume{}, err
 	}
-	vol, created, err := store.Create(ctx, c.ID, c.Spec)
+	vol, created, err := rt.publish(ctx, p, store, c, undoQuota)
 	if err != nil {
-		undoQuota()
-		return Volume{}, wrap("creating "+c.What+" directory", err)
+		return Volume{}, err
 	}
-	rt.step("create.published")
 	if !created {
 		// Made between Get and Create by another process on a shared pool.
 		return accept(vol)
+	}
+	return Volume{pool: p, root: p.own, store: store, Volume: vol}, nil
+}
+
+// publish makes the volume c describes (its Spec filled, sized and
+// enforced) in store, labels it, and undoes the quota when it fails. A
+// volume found already there is returned with created false. A copy from
+// another node publishes through it too, in its job, so both kinds of
+// clone are made the same way.
+func (rt *Runtime) publish(ctx context.Context, p *poolState, store *dirvol.Store, c Creation, undoQuota func()) (dirvol.Volume, bool, error) {
+	vol, created, err := store.Create(ctx, c.ID, c.Spec)
+	if err != nil {
+		undoQuota()
+		return vol, false, wrap("creating "+c.What+" directory", err)
+	}
+	rt.step("create.published")
+	if !created {
+		return vol, false, nil
 	}
 	if err := rt.deps.Labeler.Relabel(ctx, vol.Path); err != nil {
 		// An unlabelled volume would fail in the pod on an SELinux host.
 		if derr := store.Delete(ctx, c.ID); derr != nil {
 			rt.log.Error("removing unlabelled volume failed", zap.String("volume", c.ID), zap.Error(derr))
-			return Volume{}, wrap("labelling "+c.What+" for SELinux", errors.Join(err,
+			return vol, false, wrap("labelling "+c.What+" for SELinux", errors.Join(err,
 				errors.New("removing the unlabelled directory also failed (a retry removes or reuses it): "+derr.Error())))
 		}
 		undoQuota()
-		return Volume{}, wrap("labelling "+c.What+" for SELinux", err)
+		return vol, false, wrap("labelling "+c.What+" for SELinux", err)
 	}
 	rt.log.Info("volume created", zap.String("volume", c.ID), zap.String("kind", string(c.Spec.Kind)), zap.String("pool", p.name()),
 		zap.String("path", vol.Path), zap.Int64("capacityBytes", c.Spec.CapacityBytes))
-	return Volume{pool: p, root: p.own, store: store, Volume: vol}, nil
+	return vol, true, nil
 }
 
 // refuseSameNameElsewhere keeps a name unique across the node's pools: the

@@ -37,6 +37,10 @@ const (
 	Unavailable
 	Deadline
 	Canceled
+	// Denied: another party (the node that holds a clone's source)
+	// refused this node the request; retrying does not help until its
+	// policy changes.
+	Denied
 )
 
 // Error is the runtime's answer to a request it cannot serve, with the

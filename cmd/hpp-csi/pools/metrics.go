@@ -28,7 +28,13 @@ func (rt *Runtime) registerMetrics(reg prometheus.Registerer) error {
 	rt.reflink = prometheus.NewGaugeVec(prometheus.GaugeOpts{
 		Name: "hpp_pool_reflink", Help: "1 when clones and snapshots in the pool share data by reflink, 0 when they copy it (probed when the pool is opened).",
 	}, []string{"pool"})
-	for _, c := range []prometheus.Collector{rt.reflink, &poolCollector{rt: rt}} {
+	rt.remoteBytes = prometheus.NewCounterVec(prometheus.CounterOpts{
+		Name: "hpp_pool_remote_copy_received_bytes_total", Help: "Bytes of treecopy stream received from other nodes for clones and restores whose source is there.",
+	}, []string{"pool"})
+	rt.remoteResults = prometheus.NewCounterVec(prometheus.CounterOpts{
+		Name: "hpp_pool_remote_copies_total", Help: "Clones and restores copied from other nodes, by result (succeeded, canceled, or the failure: not_found, unavailable, denied, invalid, no_room, failed).",
+	}, []string{"pool", "result"})
+	for _, c := range []prometheus.Collector{rt.reflink, rt.remoteBytes, rt.remoteResults, &poolCollector{rt: rt}} {
 		if err := reg.Register(c); err != nil {
 			return err
 		}

@@ -33,6 +33,9 @@ type Config struct {
 	// StatsTimeout bounds one directory walk.
 	StatsCacheTTL time.Duration
 	StatsTimeout  time.Duration
+	// CopyStallTimeout ends a copy from another node that has received
+	// nothing for this long (Unavailable); 0 is defaultCopyStall.
+	CopyStallTimeout time.Duration
 }
 
 // Mounter does the node's mount work; the Linux one uses mount syscalls.
@@ -94,6 +97,11 @@ type Runtime struct {
 	// the record is in problem.go).
 	mismatches identityMismatches
 	reflink    *prometheus.GaugeVec
+	// copies are the running and failed copies from other nodes
+	// (copyjobs.go), and their figures.
+	copies        *copyJobs
+	remoteBytes   *prometheus.CounterVec
+	remoteResults *prometheus.CounterVec
 }
 
 // New builds the runtime; it touches no disk until Open. The configuration
@@ -108,10 +116,13 @@ func New(cfg Config, deps Deps) (*Runtime, error) {
 	if deps.Now == nil {
 		deps.Now = time.Now
 	}
+	if cfg.CopyStallTimeout <= 0 {
+		cfg.CopyStallTimeout = defaultCopyStall
+	}
 	if deps.Metrics == nil {
 		deps.Metrics = prometheus.NewRegistry()
 	}
-	rt := &Runtime{cfg: cfg, deps: deps, log: deps.Logger, locks: newVolumeLocks()}
+	rt := &Runtime{cfg: cfg, deps: deps, log: deps.Logger, locks: newVolumeLocks(), copies: newCopyJobs()}
 	rt.stats = newUsageCache(deps.FS.Usage, deps.Now, cfg.StatsCacheTTL, cfg.StatsTimeout)
 	for _, p := range cfg.Pools.All() {
 		rt.pools = append(rt.pools, newPoolState(p))
