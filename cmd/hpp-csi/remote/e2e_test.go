@@ -212,13 +212,13 @@ func TestFetchErrors(t *testing.T) {
 	f := fetcherOnB(t, ca, a.port)
 	ctx := context.Background()
 	_, err := f.Fetch(ctx, vol("pvc-gone"), pools.ClaimRef{Namespace: ns, Name: "clone-gone"})
-	if !errors.Is(err, peer.ErrSourceNotFound) || !strings.Contains(err.Error(), "node node-a") || !strings.Contains(err.Error(), `"pvc-gone"`) {
+	if !errors.Is(err, peer.ErrSourceNotFound) || !errors.Is(err, pools.ErrSourceNotFound) || !strings.Contains(err.Error(), "node node-a") || !strings.Contains(err.Error(), `"pvc-gone"`) {
 		t.Errorf("volume not on its node: %v", err)
 	}
 	// node-c's certificate is valid, but the claim selected node-b: 403.
 	c := &Fetcher{Resolver: &Resolver{API: fakeAPI(t), Node: "node-c", Port: a.port}, Client: &peer.Client{Creds: ca.nodeCreds(t, "node-c")}}
 	_, err = c.Fetch(ctx, vol("pvc-src"), pools.ClaimRef{Namespace: ns, Name: "clone"})
-	if !errors.Is(err, peer.ErrNotAuthorized) || !strings.Contains(err.Error(), "node node-a") {
+	if !errors.Is(err, peer.ErrNotAuthorized) || !errors.Is(err, pools.ErrNotAuthorized) || !strings.Contains(err.Error(), "node node-a") {
 		t.Errorf("requester the claim did not select: %v", err)
 	}
 	// Nothing listens on the port any more: unavailable.
@@ -230,7 +230,7 @@ func TestFetchErrors(t *testing.T) {
 	_ = lis.Close()
 	d := fetcherOnB(t, ca, closedPort)
 	_, err = d.Fetch(ctx, vol("pvc-src"), pools.ClaimRef{Namespace: ns, Name: "clone"})
-	if !errors.Is(err, peer.ErrUnavailable) || !strings.Contains(err.Error(), "node node-a") {
+	if !errors.Is(err, peer.ErrUnavailable) || !errors.Is(err, pools.ErrSourceUnavailable) || !strings.Contains(err.Error(), "node node-a") {
 		t.Errorf("unreachable node: %v", err)
 	}
 }
@@ -324,5 +324,55 @@ func compareTrees(t *testing.T, src, dst string) {
 	_ = filepath.WalkDir(dst, func(string, fs.DirEntry, error) error { n++; return nil })
 	if n != count {
 		t.Errorf("the copy has %d entries, the source %d", n, count)
+	}
+}
+
+// node-b's pool runtime, with the Fetcher as its RemoteSources, makes a
+// volume from node-a's volume through Create as CreateVolume does: asked
+// again until the copy is done, it returns a volume equal to the source.
+func TestCreateFromAnotherNode(t *testing.T) {
+	ca := newCA(t)
+	a := startServingNode(t, ca)
+	ctx := context.Background()
+	dir := t.TempDir()
+	p := pool.Pool{Name: "b", Path: filepath.Join(dir, "b", "csi")}
+	if err := os.MkdirAll(filepath.Dir(p.Path), 0o755); err != nil {
+		t.Fatal(err)
+	}
+	set, err := pool.NewSet([]pool.Pool{p})
+	if err != nil {
+		t.Fatal(err)
+	}
+	mounter := poolstest.NewMounter()
+	rt, err := pools.New(pools.Config{NodeID: "node-b", Pools: set, StatsCacheTTL: time.Minute, StatsTimeout: 10 * time.Second},
+		pools.Deps{Mounter: mounter, Labeler: &poolstest.Labeler{}, FS: poolstest.NewFS(mounter), Remote: fetcherOnB(t, ca, a.port)})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := rt.OpenPools(ctx); err != nil {
+		t.Fatal(err)
+	}
+	create := func() (pools.Volume, error) {
+		release, err := rt.Lock("pvc-clone")
+		if err != nil {
+			return pools.Volume{}, err
+		}
+		defer release()
+		return rt.Create(ctx, pools.Creation{Pool: "b", ID: "pvc-clone", What: "volume",
+			Spec: dirvol.Spec{CapacityBytes: 64 << 20}, Source: &pools.Source{ID: "pvc-src"},
+			Claim:  pools.ClaimRef{Namespace: ns, Name: "clone"},
+			Accept: func(dirvol.Volume) error { return nil }})
+	}
+	deadline := time.Now().Add(30 * time.Second)
+	for {
+		vol, err := create()
+		if err == nil {
+			compareTrees(t, a.vol.Path, vol.Path)
+			return
+		}
+		if pools.KindOf(err) != pools.Busy || time.Now().After(deadline) {
+			t.Fatalf("Create from node-a's volume: %v (kind %v)", err, pools.KindOf(err))
+		}
+		time.Sleep(50 * time.Millisecond)
 	}
 }

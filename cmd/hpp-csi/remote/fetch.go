@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"io"
 
 	"github.com/hostpath-provisioner/hpp/cmd/hpp-csi/peer"
 	"github.com/hostpath-provisioner/hpp/cmd/hpp-csi/pools"
@@ -24,7 +25,7 @@ var _ pools.RemoteSources = (*Fetcher)(nil)
 func (f *Fetcher) Fetch(ctx context.Context, src pools.Source, claim pools.ClaimRef) (*pools.RemoteStream, error) {
 	p, err := f.Resolver.Locate(ctx, src, claim)
 	if err != nil {
-		return nil, err
+		return nil, forPools(err)
 	}
 	kind := peer.KindVolume
 	if src.Snapshot {
@@ -34,13 +35,51 @@ func (f *Fetcher) Fetch(ctx context.Context, src pools.Source, claim pools.Claim
 	if err != nil {
 		var fe *peer.FetchError
 		if errors.As(err, &fe) {
-			return nil, fmt.Errorf("fetching %s %q: %w", kind, src.ID, err) // names the node
+			return nil, forPools(fmt.Errorf("fetching %s %q: %w", kind, src.ID, err)) // names the node
 		}
-		return nil, fmt.Errorf("fetching %s %q from node %s: %w: %w", kind, src.ID, p.Node, peer.ErrUnavailable, err)
+		return nil, forPools(fmt.Errorf("fetching %s %q from node %s: %w: %w", kind, src.ID, p.Node, peer.ErrUnavailable, err))
 	}
-	out := &pools.RemoteStream{ReadCloser: rc, Node: p.Node}
+	out := &pools.RemoteStream{ReadCloser: brokenIsUnavailable{rc}, Node: p.Node}
 	if st, ok := rc.(*peer.Stream); ok {
 		out.AllocatedBytes = st.AllocatedBytes
 	}
 	return out, nil
+}
+
+// poolsKinds maps the peer transport's sentinels to the pool runtime's
+// (pools/remote.go), which decide the CSI code the user sees.
+var poolsKinds = []struct{ peer, pools error }{
+	{peer.ErrSourceNotFound, pools.ErrSourceNotFound},
+	{peer.ErrNotAuthorized, pools.ErrNotAuthorized},
+	{peer.ErrInvalid, pools.ErrSourceInvalid},
+	{peer.ErrUnavailable, pools.ErrSourceUnavailable},
+}
+
+// forPools keeps err's message and makes it match the pool runtime's
+// sentinel of its kind too.
+func forPools(err error) error {
+	for _, k := range poolsKinds {
+		if errors.Is(err, k.peer) {
+			return &kindError{err: err, kind: k.pools}
+		}
+	}
+	return err
+}
+
+type kindError struct{ err, kind error }
+
+func (e *kindError) Error() string   { return e.err.Error() }
+func (e *kindError) Unwrap() []error { return []error{e.err, e.kind} }
+
+// brokenIsUnavailable: a stream that breaks off (the connection cut, the
+// sender gone) is a source node that became unavailable: the copy is
+// retried.
+type brokenIsUnavailable struct{ io.ReadCloser }
+
+func (b brokenIsUnavailable) Read(p []byte) (int, error) {
+	n, err := b.ReadCloser.Read(p)
+	if err != nil && !errors.Is(err, io.EOF) && !errors.Is(err, context.Canceled) {
+		err = &kindError{err: err, kind: pools.ErrSourceUnavailable}
+	}
+	return n, err
 }
