@@ -46,6 +46,9 @@ type Cluster struct {
 	lock      *machineLock
 	before    hostState
 	pause     Image // the sandbox image; its binary is also node-init's
+	// peerCA signs the nodes' hpp-csi peer certificates (peer.go), made
+	// at first need.
+	peerCA *certAuthority
 
 	mu        sync.Mutex
 	procs     []*Process // control plane and real-node daemons, in start order

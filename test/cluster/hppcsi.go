@@ -5,6 +5,8 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"io"
+	"net/http"
 	"os"
 	"path/filepath"
 	"strconv"
@@ -165,11 +167,17 @@ func (n *Node) StartHPPCSI(ctx context.Context, cfg HPPCSIConfig) error {
 	if err != nil {
 		return err
 	}
+	metrics, err := n.c.ports.next()
+	if err != nil {
+		return err
+	}
+	n.metricsURL = fmt.Sprintf("http://127.0.0.1:%d/metrics", metrics)
 	args := []string{
 		"--endpoint=unix://" + sock,
 		"--nodeid=" + n.Name,
 		"--datadir=" + pools,
 		"--health-address=127.0.0.1:" + strconv.Itoa(health),
+		"--metrics-address=127.0.0.1:" + strconv.Itoa(metrics),
 		// Tests read kubelet's stats summary right after a pod wrote.
 		"--stats-cache-ttl=1s",
 		// Refuse Immediate StorageClasses with a clear event.
@@ -263,3 +271,27 @@ func (n *Node) waitCSINode(ctx context.Context) error {
 // WaitCSIRegistered waits until kubelet has (re-)registered hpp-csi on the
 // real node.
 func (n *Node) WaitCSIRegistered(ctx context.Context) error { return n.waitCSINode(ctx) }
+
+// HPPCSIMetrics is the text of the node's hpp-csi /metrics.
+func (n *Node) HPPCSIMetrics(ctx context.Context) (string, error) {
+	if n.metricsURL == "" {
+		return "", fmt.Errorf("node %s: hpp-csi not started by StartHPPCSI", n.Name)
+	}
+	req, err := http.NewRequestWithContext(ctx, http.MethodGet, n.metricsURL, nil)
+	if err != nil {
+		return "", err
+	}
+	resp, err := http.DefaultClient.Do(req)
+	if err != nil {
+		return "", err
+	}
+	defer func() { _ = resp.Body.Close() }()
+	body, err := io.ReadAll(resp.Body)
+	if err != nil {
+		return "", err
+	}
+	if resp.StatusCode != http.StatusOK {
+		return "", fmt.Errorf("hpp-csi /metrics on %s: %s", n.Name, resp.Status)
+	}
+	return string(body), nil
+}

@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"net"
 	"os"
 	"path/filepath"
 	"strings"
@@ -35,6 +36,12 @@ type Node struct {
 
 	c   *Cluster
 	dir string
+
+	// internalIP is a simulated node's address in its Node status (nil:
+	// none); hpp-csi's peers dial it.
+	internalIP net.IP
+	// metricsURL is the node's hpp-csi /metrics (StartHPPCSI).
+	metricsURL string
 
 	mu       sync.Mutex
 	procs    []*Process
@@ -174,6 +181,10 @@ type SimulatedNodeOptions struct {
 	CSIDrivers []CSINodeDriver
 	// Pods is the node's pod capacity; 500 when zero.
 	Pods int
+	// InternalIP is the address in the node's status (none when nil):
+	// a loopback address of its own (127.0.0.2, ...) lets each simulated
+	// node's hpp-csi listen for peers on the same port (peer.go).
+	InternalIP net.IP
 }
 
 // AddSimulatedNode creates a Ready node without kubelet: a Node object
@@ -207,7 +218,7 @@ func (c *Cluster) AddSimulatedNode(ctx context.Context, name string, opts Simula
 	if err != nil {
 		return nil, fmt.Errorf("simulated node %s: %w", name, err)
 	}
-	n := &Node{Name: name, Simulated: true, c: c, dir: filepath.Join(c.nodesDir(), name)}
+	n := &Node{Name: name, Simulated: true, c: c, dir: filepath.Join(c.nodesDir(), name), internalIP: opts.InternalIP}
 	if err := os.MkdirAll(n.dir, 0o755); err != nil {
 		return nil, err
 	}
@@ -260,6 +271,9 @@ func (n *Node) updateStatus(ctx context.Context, node *corev1.Node, pods int) er
 	}
 	node.Status.Capacity, node.Status.Allocatable = res, res
 	node.Status.Phase = corev1.NodeRunning
+	if n.internalIP != nil {
+		node.Status.Addresses = []corev1.NodeAddress{{Type: corev1.NodeInternalIP, Address: n.internalIP.String()}, {Type: corev1.NodeHostName, Address: n.Name}}
+	}
 	node.Status.Conditions = []corev1.NodeCondition{
 		{Type: corev1.NodeReady, Status: corev1.ConditionTrue, Reason: "KubeletReady", Message: "simulated by the hpp test harness", LastHeartbeatTime: now, LastTransitionTime: now},
 		{Type: corev1.NodeMemoryPressure, Status: corev1.ConditionFalse, Reason: "KubeletHasSufficientMemory", LastHeartbeatTime: now, LastTransitionTime: now},

@@ -39,6 +39,9 @@ type Env struct {
 	Pools map[string]string
 	// LegacyDir is the real node's legacy PV_DIR, PoolMigrated's legacyPath.
 	LegacyDir string
+	// Snapshotter is SetupOptions.Snapshotter, for the csi-snapshotter of
+	// other nodes.
+	Snapshotter *cluster.Snapshotter
 	// Snapshots says whether snapshots are installed (SetupOptions.Snapshotter).
 	Snapshots bool
 	// NoQuota says, by pool name, why each of SetupOptions.QuotaPools
@@ -144,7 +147,13 @@ func (e *Env) installDriver(ctx context.Context, opts SetupOptions) error {
 	for _, p := range pools {
 		e.Pools[p.Name] = p.Path
 	}
-	if err := node.StartHPPCSI(ctx, cluster.HPPCSIConfig{Binary: e.HPPCSI, Pools: pools, ProvisionerArgs: opts.ProvisionerArgs}); err != nil {
+	// The peer transport on: clones and restores of sources on other
+	// (simulated) nodes come over it (test/e2e/crossnode_test.go).
+	peerArgs, err := e.C.PeerArgs(node, e.C.NodeIP())
+	if err != nil {
+		return &cluster.StepError{Step: "peer certificate of the real node", Err: err}
+	}
+	if err := node.StartHPPCSI(ctx, cluster.HPPCSIConfig{Binary: e.HPPCSI, Pools: pools, ProvisionerArgs: opts.ProvisionerArgs, DriverArgs: peerArgs}); err != nil {
 		return err
 	}
 	if opts.Snapshotter == nil {
@@ -157,6 +166,7 @@ func (e *Env) installDriver(ctx context.Context, opts SetupOptions) error {
 		return err
 	}
 	e.Snapshots = true
+	e.Snapshotter = opts.Snapshotter
 	return nil
 }
 

@@ -47,7 +47,9 @@ func peerCSR(request []byte, user string, extra map[string]certv1.ExtraValue, us
 		Request: request, Username: user, Extra: extra, Usages: usages}}
 }
 
-func onNode(n string) map[string]certv1.ExtraValue { return map[string]certv1.ExtraValue{nodeNameKey: {n}} }
+func onNode(n string) map[string]certv1.ExtraValue {
+	return map[string]certv1.ExtraValue{nodeNameKey: {n}}
+}
 
 func TestCheck(t *testing.T) {
 	key := ecKey(t, elliptic.P256())
