@@ -106,7 +106,7 @@ func sameTree(t *testing.T, want, got string) {
 		wn, werr := unix.Lgetxattr(p, "user.hpp", buf)
 		gn, gerr := unix.Lgetxattr(filepath.Join(got, rel), "user.hpp", buf[32:])
 		if (werr == nil) != (gerr == nil) || werr == nil && string(buf[:wn]) != string(buf[32:32+gn]) {
-			return fmt.Errorf("%s: xattr user.hpp differs (%v, %v)", rel, werr, gerr)
+			return fmt.Errorf("%s: xattr user.hpp differs (%w, %w)", rel, werr, gerr)
 		}
 		return nil
 	})

@@ -80,7 +80,7 @@ func remoteFailed(what string, err error) error {
 	if errors.As(err, &decided) {
 		return err
 	}
-	kind := Internal
+	var kind Kind
 	switch {
 	case errors.Is(err, ErrSourceNotFound):
 		kind = NotFound

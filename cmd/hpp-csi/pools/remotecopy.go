@@ -145,7 +145,7 @@ func (rt *Runtime) remoteFill(ctx context.Context, j *copyJob, src Source, claim
 		if err != nil {
 			return remoteFailed(fmt.Sprintf("volume %q: fetching %s from the node that holds it", j.id, j.key), stalled(ctx, err))
 		}
-		defer stream.Close()
+		defer func() { _ = stream.Close() }()
 		j.connected(stream.Node, stream.AllocatedBytes)
 		what := fmt.Sprintf("volume %q: copying %s from node %s", j.id, j.key, stream.Node)
 		if capacity > 0 && stream.AllocatedBytes > capacity {
@@ -209,7 +209,7 @@ func stalled(ctx context.Context, err error) error {
 	case errors.Is(cause, errStalled):
 		return cause
 	case !errors.Is(err, context.Canceled):
-		return fmt.Errorf("%w (%v)", cause, err)
+		return fmt.Errorf("%w (%w)", cause, err)
 	}
 	return err
 }

@@ -70,9 +70,9 @@ func (r *Resolver) driver() string {
 // ErrSourceNotFound, anything else ErrUnavailable (retry).
 func apiError(err error) error {
 	if kubeapi.IsNotFound(err) {
-		return fmt.Errorf("%w: %v", peer.ErrSourceNotFound, err)
+		return fmt.Errorf("%w: %w", peer.ErrSourceNotFound, err)
 	}
-	return fmt.Errorf("%w: reading the API: %v", peer.ErrUnavailable, err)
+	return fmt.Errorf("%w: reading the API: %w", peer.ErrUnavailable, err)
 }
 
 // sourceNode follows the claim's data source to the node of src.
@@ -215,10 +215,10 @@ var addressOrder = []string{"InternalIP", "InternalDNS", "Hostname", "ExternalIP
 func (r *Resolver) address(ctx context.Context, node string) (string, error) {
 	n, err := r.API.Node(ctx, node)
 	if kubeapi.IsNotFound(err) {
-		return "", fmt.Errorf("%w: node %s, which holds the source, does not exist: %v", peer.ErrSourceNotFound, node, err)
+		return "", fmt.Errorf("%w: node %s, which holds the source, does not exist: %w", peer.ErrSourceNotFound, node, err)
 	}
 	if err != nil {
-		return "", fmt.Errorf("%w: node %s: reading its address: %v", peer.ErrUnavailable, node, err)
+		return "", fmt.Errorf("%w: node %s: reading its address: %w", peer.ErrUnavailable, node, err)
 	}
 	for _, t := range addressOrder {
 		for _, a := range n.Addresses {

@@ -32,7 +32,7 @@ func (s *Source) Open(ctx context.Context, kind peer.Kind, id string) (io.ReadCl
 	dir, allocated, release, err := s.RT.OpenSourceDir(ctx, src)
 	if err != nil {
 		if pools.KindOf(err) == pools.NotFound {
-			return nil, fmt.Errorf("%w: %v", peer.ErrNotFound, err)
+			return nil, fmt.Errorf("%w: %w", peer.ErrNotFound, err)
 		}
 		return nil, err
 	}
@@ -74,7 +74,7 @@ func (s *sourceStream) AllocatedBytes() int64 { return s.allocated }
 // Close stops the encoding if it still runs and waits for it to end, so
 // the source's lock is released when Close returns.
 func (s *sourceStream) Close() error {
-	s.once.Do(func() { _ = s.PipeReader.CloseWithError(errClosed) })
+	s.once.Do(func() { _ = s.CloseWithError(errClosed) })
 	<-s.done
 	return nil
 }

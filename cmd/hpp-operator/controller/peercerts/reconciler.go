@@ -135,7 +135,7 @@ func (r *Reconciler) ensureCA(ctx context.Context) (*CA, error) {
 		return nil, fmt.Errorf("reading Secret %s/%s: %w", r.Namespace, PeerCASecret, err)
 	default:
 		if ca, err = LoadCA(secret.Data); err != nil {
-			return nil, fmt.Errorf("Secret %s/%s: %w", r.Namespace, PeerCASecret, err)
+			return nil, fmt.Errorf("the Secret %s/%s: %w", r.Namespace, PeerCASecret, err)
 		}
 		next, changed, err := ca.Rotated(r.now())
 		if err != nil {
