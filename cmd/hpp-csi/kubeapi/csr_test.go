@@ -8,6 +8,8 @@ import (
 	"net/http/httptest"
 	"strings"
 	"testing"
+
+	"github.com/hostpath-provisioner/hpp/internal/contract"
 )
 
 // Create posts the request as the API expects it; Status reads the answer;
@@ -35,11 +37,11 @@ func TestCSRs(t *testing.T) {
 	defer srv.Close()
 	c := NewCSRsForHost(srv.URL, srv.Client())
 	ctx := context.Background()
-	if err := c.Create(ctx, "mine", CSRSpec{Request: []byte("pem"), SignerName: "hostpath.csi/peer", Usages: []string{"client auth"}}); err != nil {
+	if err := c.Create(ctx, "mine", CSRSpec{Request: []byte("pem"), SignerName: contract.PeerSignerName, Usages: []string{"client auth"}}); err != nil {
 		t.Fatal(err)
 	}
 	spec := posted["spec"].(map[string]any)
-	if posted["kind"] != "CertificateSigningRequest" || spec["signerName"] != "hostpath.csi/peer" || spec["request"] != "cGVt" {
+	if posted["kind"] != "CertificateSigningRequest" || spec["signerName"] != contract.PeerSignerName || spec["request"] != "cGVt" {
 		t.Errorf("posted %v", posted)
 	}
 	st, err := c.Status(ctx, "mine")
