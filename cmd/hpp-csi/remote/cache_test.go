@@ -11,6 +11,7 @@ import (
 
 	"github.com/hostpath-provisioner/hpp/cmd/hpp-csi/pools"
 	"github.com/hostpath-provisioner/hpp/cmd/hpp-csi/pools/poolstest"
+	"github.com/hostpath-provisioner/hpp/internal/capacity"
 	"github.com/hostpath-provisioner/hpp/internal/clonecache"
 	"github.com/hostpath-provisioner/hpp/internal/dirvol"
 	"github.com/hostpath-provisioner/hpp/internal/pool"
@@ -23,6 +24,7 @@ type receivingNode struct {
 	rt  *pools.Runtime
 	reg *prometheus.Registry
 	p   pool.Pool
+	fs  *poolstest.FS
 }
 
 func startReceivingNode(t *testing.T, ca *testCA, port string, cacheBytes int64) *receivingNode {
@@ -38,15 +40,16 @@ func startReceivingNode(t *testing.T, ca *testCA, port string, cacheBytes int64)
 	}
 	reg := prometheus.NewRegistry()
 	mounter := poolstest.NewMounter()
+	fsys := poolstest.NewFS(mounter)
 	rt, err := pools.New(pools.Config{NodeID: "node-b", Pools: set, StatsCacheTTL: time.Minute, StatsTimeout: 10 * time.Second},
-		pools.Deps{Mounter: mounter, Labeler: &poolstest.Labeler{}, FS: poolstest.NewFS(mounter), Remote: fetcherOnB(t, ca, port), Metrics: reg})
+		pools.Deps{Mounter: mounter, Labeler: &poolstest.Labeler{}, FS: fsys, Remote: fetcherOnB(t, ca, port), Metrics: reg})
 	if err != nil {
 		t.Fatal(err)
 	}
 	if err := rt.OpenPools(context.Background()); err != nil {
 		t.Fatal(err)
 	}
-	return &receivingNode{rt: rt, reg: reg, p: set.All()[0]}
+	return &receivingNode{rt: rt, reg: reg, p: set.All()[0], fs: fsys}
 }
 
 // create makes volume id from src for the claim, asked again (as
@@ -224,6 +227,41 @@ func TestCloneCacheTooSmall(t *testing.T) {
 	}
 	if n := len(cacheEntries(t, b)); n != 0 {
 		t.Errorf("%d cache entries, want none", n)
+	}
+}
+
+// A create that does not fit first evicts the cache: its bytes are on the
+// pool's disk, counted as used, and given back before a create is refused.
+func TestCloneCacheEvictedForRoom(t *testing.T) {
+	ca := newCA(t)
+	a := startServingNode(t, ca)
+	b := startReceivingNode(t, ca, a.port, 0)
+	b.create(t, "pvc-c1", pools.Source{ID: "pvc-src"}, "clone")
+	if n := len(cacheEntries(t, b)); n != 1 {
+		t.Fatalf("%d cache entries after a clone, want 1", n)
+	}
+	// The pool's filesystem has 1 MiB left (statfs answers so whatever
+	// is freed: the create is refused after all, but only after the
+	// cache was emptied).
+	b.fs.SetStats(b.p.Path, capacity.Stats{TotalBytes: 1 << 30, AvailableBytes: 1 << 20, UsedBytes: 1<<30 - 1<<20})
+	release, err := b.rt.Lock("pvc-plain")
+	if err != nil {
+		t.Fatal(err)
+	}
+	_, err = b.rt.Create(context.Background(), pools.Creation{Pool: "b", ID: "pvc-plain", What: "volume",
+		Spec: dirvol.Spec{CapacityBytes: 64 << 20}, Accept: func(dirvol.Volume) error { return nil }})
+	release()
+	if pools.KindOf(err) != pools.NoRoom {
+		t.Fatalf("create that does not fit: %v, want NoRoom", err)
+	}
+	if n := len(cacheEntries(t, b)); n != 0 {
+		t.Errorf("%d cache entries after a create short of room, want none", n)
+	}
+	if ev := b.metric(t, "hpp_pool_clone_cache_evictions_total"); ev != 1 {
+		t.Errorf("evictions: %v, want 1", ev)
+	}
+	if n := b.metric(t, "hpp_pool_clone_cache_bytes"); n != 0 {
+		t.Errorf("cache bytes: %v, want 0", n)
 	}
 }
 
