@@ -9,6 +9,7 @@ import (
 
 	"github.com/prometheus/client_golang/prometheus"
 
+	"github.com/hostpath-provisioner/hpp/cmd/hpp-csi/peer"
 	"github.com/hostpath-provisioner/hpp/cmd/hpp-csi/pools"
 	"github.com/hostpath-provisioner/hpp/cmd/hpp-csi/pools/poolstest"
 	"github.com/hostpath-provisioner/hpp/internal/capacity"
@@ -262,6 +263,14 @@ func TestCloneCacheEvictedForRoom(t *testing.T) {
 	}
 	if n := b.metric(t, "hpp_pool_clone_cache_bytes"); n != 0 {
 		t.Errorf("cache bytes: %v, want 0", n)
+	}
+}
+
+// The transport passes generations through as they are: both layers
+// must spell "may be changing now" alike.
+func TestGenerationLiveAgrees(t *testing.T) {
+	if peer.GenerationLive != pools.GenerationLive {
+		t.Fatalf("peer.GenerationLive %q, pools.GenerationLive %q", peer.GenerationLive, pools.GenerationLive)
 	}
 }
 

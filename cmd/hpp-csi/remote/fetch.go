@@ -19,10 +19,6 @@ type Fetcher struct {
 
 var _ pools.RemoteSources = (*Fetcher)(nil)
 
-// The two layers spell "may be changing now" alike: the generation passes
-// through unchanged.
-var _ = [1]struct{}{}[len(peer.GenerationLive)-len(pools.GenerationLive)]
-
 // Fetch streams src from the node that holds it. Errors wrap the peer
 // sentinels (see the package documentation) and name the node once it is
 // known.
