@@ -80,7 +80,7 @@ func (o *options) addFlags(fs *pflag.FlagSet) {
 	fs.StringVar(&o.datadir, "datadir", "", `storage pools as JSON: [{"name":"legacy","path":"/var/hpvolumes/csi"}] (required; env PV_DIR). `+
 		`"path" is the directory that holds the volumes (relative: from the working directory); optional per pool: "shared" (true: storage every node mounts, volumes get no node topology), `+
 		`"snapshotPath" and "snapshotProvider" ("reflink": snapshots of the pool's volumes, in snapshotPath), "reservedBytes", "reservedPercent", `+
-		`"enforceSize" (true: each volume gets a project quota equal to its size; XFS or ext4 mounted with prjquota), "projectIDs" ({"first":N,"last":M}, default 4000000-4999999)`)
+		`"enforceSize" (true: each volume gets a project quota equal to its size; XFS or ext4 mounted with prjquota), "projectIDs" ({"first":N,"last":M}, default 4000000-4999999), "cacheBytes" (the most the pool's cache of sources fetched from other nodes may hold; default 10% of the pool's filesystem)`)
 	fs.Int64Var(&o.maxVolumes, "max-volumes", 0, "volumes this node may hold, reported to the scheduler (0: no limit)")
 	fs.BoolVar(&o.reservationAware, "reservation-aware-capacity", false, "offered capacity also subtracts what live volumes requested but have not written yet")
 	fs.DurationVar(&o.statsCacheTTL, "stats-cache-ttl", time.Minute, "how long a volume's measured usage is reused by NodeGetVolumeStats")

@@ -28,6 +28,12 @@ type record struct {
 	UID           int               `json:"uid"`
 	GID           int               `json:"gid"`
 	Mode          string            `json:"mode"` // octal, for people reading it
+	// WriteGeneration changes (a new random token) whenever the volume is
+	// about to be published read-write (BumpWriteGeneration): a copy of the
+	// volume taken at one generation equals the volume while the
+	// generation is unchanged and the volume is not published. Empty until
+	// the first read-write publish.
+	WriteGeneration string `json:"writeGeneration,omitempty"`
 }
 
 func newRecord(id string, spec Spec, now time.Time) record {
@@ -46,7 +52,7 @@ func newRecord(id string, spec Spec, now time.Time) record {
 
 func (r record) volume(path string) Volume {
 	return Volume{ID: r.ID, Path: path, CapacityBytes: r.CapacityBytes, Kind: r.Kind,
-		Attributes: r.Attributes, Created: r.Created, HasMeta: true}
+		Attributes: r.Attributes, Created: r.Created, HasMeta: true, WriteGeneration: r.WriteGeneration}
 }
 
 func (r record) encode() ([]byte, error) { return json.Marshal(r) }

@@ -51,6 +51,9 @@ type Volume struct {
 	Attributes    map[string]string
 	Created       time.Time // zero when unknown
 	HasMeta       bool
+	// WriteGeneration is the record's write generation (see
+	// BumpWriteGeneration); empty until the first read-write publish.
+	WriteGeneration string
 }
 
 // Usage is what one volume occupies.

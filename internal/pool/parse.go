@@ -13,7 +13,7 @@ const docField = "datadir"
 // knownFields are the JSON keys of Pool. Keys are matched exactly: the
 // standard decoder's case-insensitive matching would let a typo such as
 // "Path" through silently.
-const knownFields = "name, path, snapshotPath, snapshotProvider, shared, reservedBytes, reservedPercent, legacyPath, mounted, enforceSize, projectIDs"
+const knownFields = "name, path, snapshotPath, snapshotProvider, shared, reservedBytes, reservedPercent, legacyPath, mounted, enforceSize, projectIDs, cacheBytes"
 
 // Parse reads the --datadir JSON array, e.g.
 // [{"name":"legacy","path":"/var/hpvolumes"}], and returns every problem at
@@ -110,6 +110,8 @@ func decodeEntry(i int, entry json.RawMessage, p *Pool) []error {
 			err = decodeValue(field, obj[k], &p.Mounted, "true or false")
 		case "enforceSize":
 			err = decodeValue(field, obj[k], &p.EnforceSize, "true or false")
+		case "cacheBytes":
+			err = decodeValue(field, obj[k], &p.CacheBytes, "a whole number of bytes")
 		case "projectIDs":
 			errs = append(errs, decodeIDRange(field, obj[k], &p.ProjectIDs)...)
 			continue

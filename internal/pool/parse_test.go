@@ -71,8 +71,8 @@ func TestParseErrors(t *testing.T) {
 			`datadir[0]: must be a JSON object with "name" and "path", got the number 42`,
 			`datadir[1]: must be a JSON object with "name" and "path", got null`}},
 		{"unknown and miscased fields", `[{"name":"a","path":"/a","Path":"/b","size":"1Gi"}]`, []string{
-			`datadir[0].Path: is not a known field; allowed fields are name, path, snapshotPath, snapshotProvider, shared, reservedBytes, reservedPercent, legacyPath, mounted, enforceSize, projectIDs`,
-			`datadir[0].size: is not a known field; allowed fields are name, path, snapshotPath, snapshotProvider, shared, reservedBytes, reservedPercent, legacyPath, mounted, enforceSize, projectIDs`}},
+			`datadir[0].Path: is not a known field; allowed fields are name, path, snapshotPath, snapshotProvider, shared, reservedBytes, reservedPercent, legacyPath, mounted, enforceSize, projectIDs, cacheBytes`,
+			`datadir[0].size: is not a known field; allowed fields are name, path, snapshotPath, snapshotProvider, shared, reservedBytes, reservedPercent, legacyPath, mounted, enforceSize, projectIDs, cacheBytes`}},
 		{"wrong types", `[{"name":1,"path":["/a"],"reservedBytes":"1Gi","reservedPercent":true,"mounted":"yes"}]`, []string{
 			`datadir[0].mounted: must be true or false, got a string`,
 			`datadir[0].name: must be a string, got the number 1`,
@@ -112,7 +112,7 @@ func TestParseErrors(t *testing.T) {
 			`datadir[0].reservedPercent: 100 must be at least 0 and less than 100`,
 			`datadir[1].reservedPercent: -0.5 must be at least 0 and less than 100`}},
 		{"decode and validation problems together", `[{"name":"a","path":"/a","extra":1},{"name":"a","path":"rel"}]`, []string{
-			`datadir[0].extra: is not a known field; allowed fields are name, path, snapshotPath, snapshotProvider, shared, reservedBytes, reservedPercent, legacyPath, mounted, enforceSize, projectIDs`,
+			`datadir[0].extra: is not a known field; allowed fields are name, path, snapshotPath, snapshotProvider, shared, reservedBytes, reservedPercent, legacyPath, mounted, enforceSize, projectIDs, cacheBytes`,
 			`datadir[1].path: "rel" must be an absolute path`}},
 	}
 	for _, tt := range tests {

@@ -70,6 +70,24 @@ type Pool struct {
 	// are skipped too). Zero: DefaultProjectIDs. Only with EnforceSize;
 	// enforcing pools on one filesystem need ranges that do not overlap.
 	ProjectIDs IDRange `json:"projectIDs,omitzero"`
+	// CacheBytes is ours: the most the pool's clone cache (copies of
+	// sources fetched from other nodes, kept in <path>/.hpp-cache so that
+	// later clones of the same unchanged source are local) may hold.
+	// Zero: DefaultCachePercent of the pool's filesystem.
+	CacheBytes int64 `json:"cacheBytes,omitempty"`
+}
+
+// DefaultCachePercent is the clone cache's limit, in percent of the pool's
+// filesystem size, for a pool that sets no cacheBytes.
+const DefaultCachePercent = 10
+
+// CacheLimit is the pool's clone cache limit for a filesystem of
+// totalBytes: CacheBytes, or DefaultCachePercent of totalBytes.
+func (p Pool) CacheLimit(totalBytes int64) int64 {
+	if p.CacheBytes > 0 {
+		return p.CacheBytes
+	}
+	return totalBytes / 100 * DefaultCachePercent
 }
 
 // IDRange is an inclusive range of project IDs, {"first":N,"last":M}.

@@ -39,6 +39,9 @@ func validateEntries(pools []Pool, skip map[int]bool) []error {
 		if p.ReservedBytes < 0 {
 			errs = append(errs, fieldErr(prefix+".reservedBytes", "%d must be zero or more", p.ReservedBytes))
 		}
+		if p.CacheBytes < 0 {
+			errs = append(errs, fieldErr(prefix+".cacheBytes", "%d must be zero (the default, %d%% of the pool's filesystem) or more", p.CacheBytes, DefaultCachePercent))
+		}
 		if !(p.ReservedPercent >= 0 && p.ReservedPercent < 100) {
 			errs = append(errs, fieldErr(prefix+".reservedPercent", "%v must be at least 0 and less than 100", p.ReservedPercent))
 		}

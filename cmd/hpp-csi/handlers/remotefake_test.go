@@ -33,7 +33,7 @@ type fakeRemote struct {
 	canceled atomic.Int32
 }
 
-func (f *fakeRemote) Fetch(ctx context.Context, src pools.Source, claim pools.ClaimRef) (*pools.RemoteStream, error) {
+func (f *fakeRemote) Fetch(ctx context.Context, src pools.Source, claim pools.ClaimRef, _ string) (*pools.RemoteStream, error) {
 	f.fetches.Add(1)
 	f.mu.Lock()
 	f.claims, f.sources = append(f.claims, claim), append(f.sources, src)

@@ -75,6 +75,15 @@ type Client struct {
 // stream that breaks off reads an error, never a clean short end. The
 // stream is a *Stream, which carries what the server said of its size.
 func (c *Client) Fetch(ctx context.Context, p Peer, kind Kind, id, namespace, claim string) (io.ReadCloser, error) {
+	return c.FetchIfChanged(ctx, p, kind, id, namespace, claim, "")
+}
+
+// FetchIfChanged is Fetch for a requester that holds a copy of the source
+// at generation cached (CachedGenerationHeader; "" is Fetch): when the
+// source is still at that generation the answer is a *Stream with
+// NotModified set and nothing to read. Otherwise it is Fetch's stream,
+// whose Generation is the source's as the server opened it.
+func (c *Client) FetchIfChanged(ctx context.Context, p Peer, kind Kind, id, namespace, claim, cached string) (io.ReadCloser, error) {
 	cert, pool, err := c.Creds.current()
 	if err != nil {
 		// This node's own certificate is missing (still being issued):
@@ -111,13 +120,19 @@ func (c *Client) Fetch(ctx context.Context, p Peer, kind Kind, id, namespace, cl
 		return nil, err
 	}
 	req.Header.Set("User-Agent", "hpp-csi")
+	if cached != "" {
+		req.Header.Set(CachedGenerationHeader, cached)
+	}
 	resp, err := tr.RoundTrip(req)
 	if err != nil {
 		tr.CloseIdleConnections()
 		return nil, &FetchError{Kind: ErrUnavailable, Peer: p, Reason: err.Error(), Err: err}
 	}
+	if resp.StatusCode == http.StatusNotModified && cached != "" {
+		return &Stream{ReadCloser: resp.Body, tr: tr, NotModified: true, Generation: resp.Header.Get(GenerationHeader)}, nil
+	}
 	if resp.StatusCode == http.StatusOK {
-		st := &Stream{ReadCloser: resp.Body, tr: tr}
+		st := &Stream{ReadCloser: resp.Body, tr: tr, Generation: resp.Header.Get(GenerationHeader)}
 		if n, err := strconv.ParseInt(resp.Header.Get(AllocatedHeader), 10, 64); err == nil && n > 0 {
 			st.AllocatedBytes = n
 		}
@@ -149,7 +164,12 @@ type Stream struct {
 	io.ReadCloser
 	// AllocatedBytes is the server's AllocatedHeader; 0 when it sent none.
 	AllocatedBytes int64
-	tr             *http.Transport
+	// Generation is the server's GenerationHeader; "" when it sent none.
+	Generation string
+	// NotModified: the source is at the generation the request named
+	// (FetchIfChanged); there is nothing to read.
+	NotModified bool
+	tr          *http.Transport
 }
 
 func (s *Stream) Close() error {

@@ -33,6 +33,32 @@
 //   - 503: authorization could not be decided (the API server did not
 //     answer); the caller retries.
 //
+// # Generations: sending nothing for an unchanged source
+//
+// A requester that keeps copies of sources (the pool's clone cache,
+// cmd/hpp-csi/pools/clonecache.go) names the generation of the copy it
+// holds in the request header Hpp-Cached-Generation (letters, digits, '.',
+// '_' and '-', at most 128 bytes; else 400 naming the header). After the
+// same authorization as the data (a refused request learns nothing, not
+// even the generation), a Source that implements Generations is asked the
+// source's generation now, without opening it; when it equals the named
+// one the answer is 304 Not Modified with no body, and the requester
+// fills the new volume from its copy. Otherwise the answer is the 200 and
+// its stream, as without the header.
+//
+// Every 200 and 304 carries Hpp-Generation when the Source knows it (its
+// reader implements Generationed): the source's generation as it was
+// opened, read under the lock that is held while it streams. A generation
+// is a token that changes whenever the source may have changed: for a
+// snapshot its creation time (snapshots never change), for a volume the
+// write generation its record carries, replaced before every read-write
+// publish. "live" (GenerationLive) is the answer for a volume published
+// now: it may be changing while it is read, is never answered 304, and
+// must not be kept. No header (unknown: a volume without a record) must
+// not be kept either. One request either way: the cheap question and the
+// data are the same GET, so an unchanged source costs one round trip and
+// the authorization, and a changed one nothing more than before.
+//
 // Nothing of the source is read before the request is authorized: the
 // Source is not even opened. Every refusal is logged (warn, "peer request
 // refused") with the requesting node, the claim, the source and the reason;

@@ -151,14 +151,22 @@ var (
 	snapshotData = []byte("snapshot tree")
 )
 
-func start(t *testing.T) *env {
+func start(t *testing.T) *env { return startWith(t, nil) }
+
+// startWith is start with the Source wrap makes of the fake (nil: the
+// fake itself).
+func startWith(t *testing.T, wrap func(*fakeSource) Source) *env {
 	t.Helper()
 	ca := newCA(t, "hpp peer CA")
 	creds, dir := nodeCreds(t, ca, "node-a")
 	core, logs := observer.New(zap.DebugLevel)
 	e := &env{ca: ca, dir: dir, logs: logs,
 		source: &fakeSource{data: map[string][]byte{"volume/vol-1": volumeData, "volume/vol-2": []byte("two"), "snapshot/snap-1": snapshotData}}}
-	srv := &Server{Node: "node-a", Creds: creds, Auth: NewClaimCheck(fakeAPI(t), ""), Source: e.source, Log: zap.New(core)}
+	var src Source = e.source
+	if wrap != nil {
+		src = wrap(e.source)
+	}
+	srv := &Server{Node: "node-a", Creds: creds, Auth: NewClaimCheck(fakeAPI(t), ""), Source: src, Log: zap.New(core)}
 	lis, err := net.Listen("tcp", "127.0.0.1:0")
 	if err != nil {
 		t.Fatal(err)

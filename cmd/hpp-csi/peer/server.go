@@ -37,6 +37,8 @@ type Request struct {
 	ID        string
 	Namespace string
 	Claim     string
+	// CachedGeneration is CachedGenerationHeader, "" when not sent.
+	CachedGeneration string
 }
 
 // AllocatedHeader is the response header that carries, in decimal, the
@@ -48,6 +50,50 @@ const AllocatedHeader = "Hpp-Allocated-Bytes"
 // Sized is what a Source's reader implements to have AllocatedHeader sent.
 type Sized interface {
 	AllocatedBytes() int64
+}
+
+// GenerationHeader is the response header that carries the source's
+// generation, as the Source opened it: a token that changes whenever the
+// source may have changed, GenerationLive for a source that may be
+// changing now (never to be cached), absent when the Source does not
+// know. Sent when the Source's reader has a Generation() string method.
+const GenerationHeader = "Hpp-Generation"
+
+// CachedGenerationHeader is the request header that names the generation
+// of the source the requester holds a copy of. When the source is still at
+// that generation the answer is 304 Not Modified, with no body (and
+// GenerationHeader), when the Source implements Generations.
+const CachedGenerationHeader = "Hpp-Cached-Generation"
+
+// GenerationLive is the generation of a source that may be changing now.
+const GenerationLive = "live"
+
+// Generationed is what a Source's reader implements to have
+// GenerationHeader sent.
+type Generationed interface {
+	Generation() string
+}
+
+// Generations is what a Source implements to answer CachedGenerationHeader
+// without opening the source: its generation now ("" when unknown; errors
+// as Open's).
+type Generations interface {
+	Generation(ctx context.Context, kind Kind, id string) (string, error)
+}
+
+// cacheable reports whether gen may be matched by a requester's copy.
+func cacheable(gen string) bool { return gen != "" && gen != GenerationLive }
+
+// validGeneration checks the form of a generation token: short, and only
+// letters, digits, '.', '_' and '-'.
+func validGeneration(g string) error {
+	if len(g) > 128 {
+		return fmt.Errorf("%d bytes long; at most 128 are allowed", len(g))
+	}
+	if strings.Trim(g, "abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOPQRSTUVWXYZ0123456789._-") != "" {
+		return fmt.Errorf("%q is not a generation token", g)
+	}
+	return nil
 }
 
 // ErrNotFound is what a Source wraps when it does not hold the source
@@ -182,6 +228,10 @@ func parseRequest(r *http.Request) (Request, error) {
 	if err := objectName(req.Claim, 253); err != nil {
 		return req, badRequest{"claim", err.Error()}
 	}
+	req.CachedGeneration = r.Header.Get(CachedGenerationHeader)
+	if err := validGeneration(req.CachedGeneration); err != nil {
+		return req, badRequest{CachedGenerationHeader, err.Error()}
+	}
 	return req, nil
 }
 
@@ -222,13 +272,22 @@ func (s *Server) serveSource(w http.ResponseWriter, r *http.Request) {
 		}
 		return
 	}
+	if gens, ok := s.Source.(Generations); ok && req.CachedGeneration != "" {
+		gen, err := gens.Generation(r.Context(), req.Kind, req.ID)
+		if err != nil {
+			s.openFailed(w, req, err)
+			return
+		}
+		if cacheable(gen) && gen == req.CachedGeneration {
+			s.Log.Info("source unchanged since the peer's copy; nothing sent", append(s.fields(req), zap.String("generation", gen))...)
+			w.Header().Set(GenerationHeader, gen)
+			w.WriteHeader(http.StatusNotModified)
+			return
+		}
+	}
 	src, err := s.Source.Open(r.Context(), req.Kind, req.ID)
 	if err != nil {
-		if errors.Is(err, ErrNotFound) || errors.Is(err, fs.ErrNotExist) {
-			s.refused(w, req, http.StatusNotFound, fmt.Sprintf("%s %s: %v", req.Kind, req.ID, err))
-		} else {
-			s.refused(w, req, http.StatusInternalServerError, fmt.Sprintf("opening %s %s: %v", req.Kind, req.ID, err))
-		}
+		s.openFailed(w, req, err)
 		return
 	}
 	defer func() { _ = src.Close() }()
@@ -237,6 +296,9 @@ func (s *Server) serveSource(w http.ResponseWriter, r *http.Request) {
 	w.Header().Set("Content-Type", "application/octet-stream")
 	if sized, ok := src.(Sized); ok {
 		w.Header().Set(AllocatedHeader, strconv.FormatInt(sized.AllocatedBytes(), 10))
+	}
+	if g, ok := src.(Generationed); ok && g.Generation() != "" {
+		w.Header().Set(GenerationHeader, g.Generation())
 	}
 	w.WriteHeader(http.StatusOK)
 	n, err := io.Copy(w, src)
@@ -247,6 +309,15 @@ func (s *Server) serveSource(w http.ResponseWriter, r *http.Request) {
 		panic(http.ErrAbortHandler)
 	}
 	s.Log.Info("streamed source to peer", append(log, zap.Int64("bytes", n))...)
+}
+
+// openFailed answers a Source's failure to find or open the source.
+func (s *Server) openFailed(w http.ResponseWriter, req Request, err error) {
+	if errors.Is(err, ErrNotFound) || errors.Is(err, fs.ErrNotExist) {
+		s.refused(w, req, http.StatusNotFound, fmt.Sprintf("%s %s: %v", req.Kind, req.ID, err))
+	} else {
+		s.refused(w, req, http.StatusInternalServerError, fmt.Sprintf("opening %s %s: %v", req.Kind, req.ID, err))
+	}
 }
 
 func (s *Server) fields(req Request) []zap.Field {

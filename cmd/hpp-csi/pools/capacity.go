@@ -99,6 +99,12 @@ func (rt *Runtime) checkRoom(ctx context.Context, p *poolState, store *dirvol.St
 		return refuse(TooLarge, "requested %d bytes exceeds the total size %d bytes of storage pool %q on node %s",
 			size, c.stats.TotalBytes, p.name(), rt.cfg.NodeID)
 	}
+	if extra > c.offered && rt.evictForRoom(p, extra-c.offered) {
+		// The clone cache gave back room: count again.
+		if c, err = rt.poolCapacity(ctx, p, store); err != nil {
+			return wrap("checking pool capacity", err)
+		}
+	}
 	if extra > c.offered {
 		return refuse(NoRoom, "storage pool %q on node %s can offer %d bytes now (free %d, headroom %d, reserved by volumes %d), less than %s",
 			p.name(), rt.cfg.NodeID, c.offered, c.stats.AvailableBytes, p.headroom.Reserved(c.stats.TotalBytes), c.reserved, need)

@@ -65,6 +65,7 @@ func (rt *Runtime) openCopies(ctx context.Context, p *poolState) (poolCopies, er
 	rt.setCopyMode(p.name(), c.mode)
 	rt.log.Info("storage pool copy mode", zap.String("pool", p.name()), zap.String("copy", c.mode.String()),
 		zap.Bool("snapshots", snapshotsOn(p.cfg)))
+	c.cache = rt.openCloneCache(p, c.mode)
 	if !snapshotsOn(p.cfg) {
 		return c, nil
 	}

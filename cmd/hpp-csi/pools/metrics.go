@@ -18,6 +18,8 @@ var (
 	poolHealthyDesc   = prometheus.NewDesc("hpp_pool_healthy", "1 when the pool has no known problem.", []string{"pool"}, nil)
 	// The KubeVirt driver's metric, under its name: its alert
 	// HPPSharingPoolPathWithOS and users' dashboards read it.
+	poolCacheBytesDesc       = prometheus.NewDesc("hpp_pool_clone_cache_bytes", "Bytes held by the pool's clone cache (copies of sources fetched from other nodes; on the pool's disk, so counted as used).", []string{"pool"}, nil)
+	poolCacheLimitDesc       = prometheus.NewDesc("hpp_pool_clone_cache_limit_bytes", "The most the pool's clone cache may hold (cacheBytes, or its default).", []string{"pool"}, nil)
 	upstreamSharedWithOSDesc = prometheus.NewDesc("kubevirt_hpp_pool_path_shared_with_os",
 		"HPP pool path sharing a filesystem with OS, fix to prevent HPP PVs from causing disk pressure and affecting node operation", nil, nil)
 )
@@ -34,7 +36,16 @@ func (rt *Runtime) registerMetrics(reg prometheus.Registerer) error {
 	rt.remoteResults = prometheus.NewCounterVec(prometheus.CounterOpts{
 		Name: "hpp_pool_remote_copies_total", Help: "Clones and restores copied from other nodes, by result (succeeded, canceled, or the failure: not_found, unavailable, denied, invalid, no_room, failed).",
 	}, []string{"pool", "result"})
-	for _, c := range []prometheus.Collector{rt.reflink, rt.remoteBytes, rt.remoteResults, &poolCollector{rt: rt}} {
+	rt.cacheHits = prometheus.NewCounterVec(prometheus.CounterOpts{
+		Name: "hpp_pool_clone_cache_hits_total", Help: "Clones and restores whose source is on another node filled from the pool's clone cache, with no data sent.",
+	}, []string{"pool"})
+	rt.cacheMisses = prometheus.NewCounterVec(prometheus.CounterOpts{
+		Name: "hpp_pool_clone_cache_misses_total", Help: "Clones and restores whose source is on another node fetched over the network by a pool with a clone cache.",
+	}, []string{"pool"})
+	rt.cacheEvictions = prometheus.NewCounterVec(prometheus.CounterOpts{
+		Name: "hpp_pool_clone_cache_evictions_total", Help: "Clone cache entries removed to stay within the limit or to make room for a volume.",
+	}, []string{"pool"})
+	for _, c := range []prometheus.Collector{rt.reflink, rt.remoteBytes, rt.remoteResults, rt.cacheHits, rt.cacheMisses, rt.cacheEvictions, &poolCollector{rt: rt}} {
 		if err := reg.Register(c); err != nil {
 			return err
 		}
@@ -55,7 +66,7 @@ func (rt *Runtime) setCopyMode(pool string, mode treecopy.Mode) {
 type poolCollector struct{ rt *Runtime }
 
 func (c *poolCollector) Describe(ch chan<- *prometheus.Desc) {
-	for _, d := range []*prometheus.Desc{poolCapacityDesc, poolUsedDesc, poolAvailableDesc, poolFreeDesc, poolSharesOSDesc, poolHealthyDesc, upstreamSharedWithOSDesc} {
+	for _, d := range []*prometheus.Desc{poolCapacityDesc, poolUsedDesc, poolAvailableDesc, poolFreeDesc, poolSharesOSDesc, poolHealthyDesc, poolCacheBytesDesc, poolCacheLimitDesc, upstreamSharedWithOSDesc} {
 		ch <- d
 	}
 }
@@ -68,6 +79,10 @@ func (c *poolCollector) Collect(ch chan<- prometheus.Metric) {
 			healthy = 0
 		}
 		ch <- prometheus.MustNewConstMetric(poolHealthyDesc, prometheus.GaugeValue, healthy, p.name())
+		if cache := p.cloneCache(); cache != nil {
+			ch <- prometheus.MustNewConstMetric(poolCacheBytesDesc, prometheus.GaugeValue, float64(cache.Bytes()), p.name())
+			ch <- prometheus.MustNewConstMetric(poolCacheLimitDesc, prometheus.GaugeValue, float64(cache.Limit()), p.name())
+		}
 		st, err := c.rt.deps.FS.Statfs(p.cfg.Path)
 		if err != nil {
 			continue

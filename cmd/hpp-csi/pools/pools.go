@@ -4,6 +4,7 @@ import (
 	"sync"
 
 	"github.com/hostpath-provisioner/hpp/internal/capacity"
+	"github.com/hostpath-provisioner/hpp/internal/clonecache"
 	"github.com/hostpath-provisioner/hpp/internal/dirvol"
 	"github.com/hostpath-provisioner/hpp/internal/pool"
 	"github.com/hostpath-provisioner/hpp/internal/prjquota"
@@ -60,6 +61,9 @@ func (p *poolState) roots() []*root {
 type poolCopies struct {
 	mode  treecopy.Mode
 	snaps *snapshot.Store
+	// cache keeps sources fetched from other nodes (clonecache.go); nil
+	// for a shared pool, or when it could not be opened.
+	cache *clonecache.Cache
 }
 
 // copyMode is how clones and snapshots copy data in this pool.
@@ -67,6 +71,14 @@ func (p *poolState) copyMode() treecopy.Mode {
 	p.mu.Lock()
 	defer p.mu.Unlock()
 	return p.copies.mode
+}
+
+// cloneCache is the pool's cache of sources fetched from other nodes, nil
+// when it has none.
+func (p *poolState) cloneCache() *clonecache.Cache {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	return p.copies.cache
 }
 
 // snapshots is the pool's snapshot area, nil when it takes none (or is

@@ -17,7 +17,8 @@ type Publication struct {
 }
 
 // Publish mounts vol at the target unless that exact volume is already
-// there. A different volume at the target is refused, never silently
+// there. A read-write publish first gives the volume a new write
+// generation (clonecache.go). A different volume at the target is refused, never silently
 // replaced. The caller holds the volume's lock.
 func (rt *Runtime) Publish(vol Volume, pub Publication) error {
 	target := pub.Target
@@ -42,6 +43,13 @@ func (rt *Runtime) Publish(vol Volume, pub Publication) error {
 	}
 	if err := rt.deps.FS.MkdirAll(target, 0o750); err != nil {
 		return failed("creating target_path", err)
+	}
+	if !pub.ReadOnly {
+		// Before the mount: from now on the volume may change, and no
+		// node's clone cache may serve the copy it has (clonecache.go).
+		if err := rt.bumpWriteGeneration(vol); err != nil {
+			return err
+		}
 	}
 	if err := rt.deps.Mounter.BindMount(vol.Path, target, pub.ReadOnly, pub.Flags); err != nil {
 		return failed(fmt.Sprintf("bind mounting %s at %s", vol.Path, target), err)

@@ -33,8 +33,14 @@ import (
 //   - A stream that delivers nothing for Config.CopyStallTimeout is
 //     canceled and ends Unavailable; the transport need not time out reads
 //     itself, only notice a broken connection.
+//   - cached is the generation of src this node's clone cache holds (""
+//     for none). When the source's node says src is still at that
+//     generation, Fetch sends no data: it answers a RemoteStream with
+//     NotModified set and no ReadCloser (clonecache.go). Otherwise the
+//     stream's Generation is src's generation as its node opened it
+//     (GenerationLive, or "" when unknown: then the copy is not cached).
 type RemoteSources interface {
-	Fetch(ctx context.Context, src Source, claim ClaimRef) (*RemoteStream, error)
+	Fetch(ctx context.Context, src Source, claim ClaimRef, cached string) (*RemoteStream, error)
 }
 
 // What a RemoteSources implementation's errors match, and the Kind (the
@@ -71,6 +77,12 @@ type RemoteStream struct {
 	// AllocatedBytes is what the source holds (data, not holes), the size
 	// of the transfer; 0 when the sender did not say.
 	AllocatedBytes int64
+	// Generation is the source's generation (clonecache.go) as its node
+	// opened it; "" when unknown.
+	Generation string
+	// NotModified: the source is still at the generation Fetch was given
+	// as cached; there is no data to read (ReadCloser is nil).
+	NotModified bool
 }
 
 // remoteFailed gives a failed cross-node copy its Kind by the contract

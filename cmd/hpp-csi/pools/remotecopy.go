@@ -135,36 +135,91 @@ func (rt *Runtime) awaitCopy(ctx context.Context, j *copyJob, store *dirvol.Stor
 
 // remoteFill is the Fill of a volume copied from another node: fetch the
 // source, recreate its tree in the staged directory and make it durable
-// before the store publishes it. A failure or a cancel leaves only the
-// staged directory, which the store removes.
+// before the store publishes it. When the pool's clone cache holds the
+// source and its node says it is unchanged since, the tree is copied from
+// the cache instead, with nothing sent; a fetched tree whose generation is
+// known is kept in the cache (clonecache.go). A failure or a cancel leaves
+// only the staged directory, which the store removes.
 func (rt *Runtime) remoteFill(ctx context.Context, j *copyJob, src Source, claim ClaimRef, capacity int64) func(dir string) error {
 	return func(dir string) error {
-		ctx, stop := rt.watchStall(ctx, j)
-		defer stop()
-		stream, err := rt.deps.Remote.Fetch(ctx, src, claim)
+		cache := j.pool.cloneCache()
+		cached, cachedSize := cachedGeneration(cache, j.key)
+		res, err := rt.fetchInto(ctx, j, src, claim, capacity, dir, cached)
 		if err != nil {
-			return remoteFailed(fmt.Sprintf("volume %q: fetching %s from the node that holds it", j.id, j.key), stalled(ctx, err))
+			return err
 		}
-		defer func() { _ = stream.Close() }()
-		j.connected(stream.Node, stream.AllocatedBytes)
-		what := fmt.Sprintf("volume %q: copying %s from node %s", j.id, j.key, stream.Node)
-		if capacity > 0 && stream.AllocatedBytes > capacity {
-			return refuse(TooLarge, "%s: the source holds %d bytes of data, more than the requested %d bytes", what, stream.AllocatedBytes, capacity)
+		if res.notModified {
+			if capacity > 0 && cachedSize > capacity {
+				return refuse(TooLarge, "volume %q: copying %s: the source holds %d bytes of data, more than the requested %d bytes", j.id, j.key, cachedSize, capacity)
+			}
+			done, err := rt.fillFromCache(ctx, j, cache, cached, dir)
+			if done || err != nil {
+				return err
+			}
+			// The entry went away since (evicted, or its copy failed):
+			// fetch after all.
+			if res, err = rt.fetchInto(ctx, j, src, claim, capacity, dir, ""); err != nil {
+				return err
+			}
 		}
-		start := time.Now()
-		in := &countingReader{r: stream, n: &j.received, metric: rt.remoteBytes.WithLabelValues(j.pool.name())}
-		stats, err := treecopy.Decode(ctx, in, dir)
-		if err != nil {
-			return remoteFailed(what, stalled(ctx, err))
+		if cache != nil {
+			rt.cacheMisses.WithLabelValues(j.pool.name()).Inc()
 		}
-		if err := treecopy.Syncfs(dir); err != nil {
-			return copyFailed(what+": syncing", err)
-		}
-		rt.log.Info("volume content copied from another node", zap.String("volume", j.id), zap.String("source", j.key), zap.String("node", stream.Node),
-			zap.Int64("files", stats.Files), zap.Int64("bytes", stats.Bytes), zap.Int64("dataBytes", stats.DataBytes),
-			zap.Int64("streamBytes", stats.StreamBytes), zap.Duration("took", time.Since(start)))
+		rt.keepInCache(ctx, j, cache, res.generation, dir, res.size)
 		return nil
 	}
+}
+
+// fetched is what fetchInto did.
+type fetched struct {
+	// notModified: the source is at the cached generation; nothing was
+	// written to the directory.
+	notModified bool
+	generation  string
+	// size is what the tree holds, as far as known: the sender's figure,
+	// else the data received.
+	size int64
+}
+
+// fetchInto fetches j's source into dir, under the stall watchdog, and
+// makes it durable; with cached set, the source's node may answer that it
+// is unchanged instead.
+func (rt *Runtime) fetchInto(ctx context.Context, j *copyJob, src Source, claim ClaimRef, capacity int64, dir, cached string) (fetched, error) {
+	ctx, stop := rt.watchStall(ctx, j)
+	defer stop()
+	stream, err := rt.deps.Remote.Fetch(ctx, src, claim, cached)
+	if err != nil {
+		return fetched{}, remoteFailed(fmt.Sprintf("volume %q: fetching %s from the node that holds it", j.id, j.key), stalled(ctx, err))
+	}
+	if stream.NotModified {
+		if stream.ReadCloser != nil {
+			_ = stream.Close()
+		}
+		if cached == "" {
+			return fetched{}, refuse(Internal, "volume %q: fetching %s from node %s: answered \"not modified\" to a request that named no cached generation", j.id, j.key, stream.Node)
+		}
+		j.connected(stream.Node, 0)
+		return fetched{notModified: true}, nil
+	}
+	defer func() { _ = stream.Close() }()
+	j.connected(stream.Node, stream.AllocatedBytes)
+	what := fmt.Sprintf("volume %q: copying %s from node %s", j.id, j.key, stream.Node)
+	if capacity > 0 && stream.AllocatedBytes > capacity {
+		return fetched{}, refuse(TooLarge, "%s: the source holds %d bytes of data, more than the requested %d bytes", what, stream.AllocatedBytes, capacity)
+	}
+	start := time.Now()
+	in := &countingReader{r: stream, n: &j.received, metric: rt.remoteBytes.WithLabelValues(j.pool.name())}
+	stats, err := treecopy.Decode(ctx, in, dir)
+	if err != nil {
+		return fetched{}, remoteFailed(what, stalled(ctx, err))
+	}
+	if err := treecopy.Syncfs(dir); err != nil {
+		return fetched{}, copyFailed(what+": syncing", err)
+	}
+	rt.log.Info("volume content copied from another node", zap.String("volume", j.id), zap.String("source", j.key), zap.String("node", stream.Node),
+		zap.Int64("files", stats.Files), zap.Int64("bytes", stats.Bytes), zap.Int64("dataBytes", stats.DataBytes),
+		zap.Int64("streamBytes", stats.StreamBytes), zap.String("generation", stream.Generation), zap.Duration("took", time.Since(start)))
+	return fetched{generation: stream.Generation, size: max(stream.AllocatedBytes, stats.DataBytes)}, nil
 }
 
 // watchStall returns ctx canceled (cause errStalled) once j has received

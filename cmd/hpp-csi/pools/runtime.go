@@ -102,6 +102,8 @@ type Runtime struct {
 	copies        *copyJobs
 	remoteBytes   *prometheus.CounterVec
 	remoteResults *prometheus.CounterVec
+	// The clone cache's figures (clonecache.go), by pool.
+	cacheHits, cacheMisses, cacheEvictions *prometheus.CounterVec
 }
 
 // New builds the runtime; it touches no disk until Open. The configuration

@@ -15,7 +15,16 @@ import (
 // does (resolveSource), so the source is not deleted while it is read;
 // release gives it back and must be called once. A source this node does
 // not hold is NotFound; one busy with another operation is Busy.
-func (rt *Runtime) OpenSourceDir(ctx context.Context, src Source) (dir string, allocated int64, release func(), err error) {
+//
+// generation is src's generation (clonecache.go), read under the lock: no
+// read-write publish can start while the lock is held, so the tree read
+// until release is the tree at that generation.
+func (rt *Runtime) OpenSourceDir(ctx context.Context, src Source) (dir string, allocated int64, generation string, release func(), err error) {
+	dir, allocated, release, err = rt.openSourceDir(ctx, src, &generation)
+	return dir, allocated, generation, release, err
+}
+
+func (rt *Runtime) openSourceDir(ctx context.Context, src Source, generation *string) (dir string, allocated int64, release func(), err error) {
 	if src.Snapshot {
 		release, err = rt.LockSnapshot(src.ID)
 		if err != nil {
@@ -27,6 +36,7 @@ func (rt *Runtime) OpenSourceDir(ctx context.Context, src Source) (dir string, a
 			return "", 0, nil, err
 		}
 		dir = snap.Data
+		*generation = snapshotGeneration(snap.Created.UnixNano())
 	} else {
 		release, err = rt.Lock(src.ID)
 		if err != nil {
@@ -41,6 +51,10 @@ func (rt *Runtime) OpenSourceDir(ctx context.Context, src Source) (dir string, a
 			return "", 0, nil, err
 		}
 		dir = l.Path
+		if *generation, err = rt.volumeGeneration(l); err != nil {
+			release()
+			return "", 0, nil, err
+		}
 	}
 	// One walk, bounded like a stats walk (--stats-timeout): the figure
 	// only informs the receiver, so a walk that fails or takes too long

@@ -135,7 +135,7 @@ func TestCloneAcrossNodes(t *testing.T) {
 		{vol("pvc-src"), "clone", a.vol.Path},
 		{snap("snap-1"), "restore", a.snap},
 	} {
-		st, err := f.Fetch(ctx, tt.src, pools.ClaimRef{Namespace: ns, Name: tt.claim})
+		st, err := f.Fetch(ctx, tt.src, pools.ClaimRef{Namespace: ns, Name: tt.claim}, "")
 		if err != nil {
 			t.Fatalf("%+v: %v", tt.src, err)
 		}
@@ -179,7 +179,7 @@ func TestSourceLockedWhileStreamed(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	st, err := f.Fetch(context.Background(), vol("pvc-big"), pools.ClaimRef{Namespace: ns, Name: "clone-big"})
+	st, err := f.Fetch(context.Background(), vol("pvc-big"), pools.ClaimRef{Namespace: ns, Name: "clone-big"}, "")
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -194,7 +194,7 @@ func TestSourceLockedWhileStreamed(t *testing.T) {
 	}
 	// Another clone of it meanwhile: the serving node is busy (a 5xx),
 	// which the fetcher reports as unavailable, naming the node.
-	if _, err := f.Fetch(context.Background(), vol("pvc-big"), pools.ClaimRef{Namespace: ns, Name: "clone-big"}); !errors.Is(err, peer.ErrUnavailable) || !strings.Contains(err.Error(), "node node-a") {
+	if _, err := f.Fetch(context.Background(), vol("pvc-big"), pools.ClaimRef{Namespace: ns, Name: "clone-big"}, ""); !errors.Is(err, peer.ErrUnavailable) || !strings.Contains(err.Error(), "node node-a") {
 		t.Errorf("second fetch while streaming: %v, want ErrUnavailable naming node-a", err)
 	}
 	if err := st.Close(); err != nil {
@@ -211,13 +211,13 @@ func TestFetchErrors(t *testing.T) {
 	a := startServingNode(t, ca)
 	f := fetcherOnB(t, ca, a.port)
 	ctx := context.Background()
-	_, err := f.Fetch(ctx, vol("pvc-gone"), pools.ClaimRef{Namespace: ns, Name: "clone-gone"})
+	_, err := f.Fetch(ctx, vol("pvc-gone"), pools.ClaimRef{Namespace: ns, Name: "clone-gone"}, "")
 	if !errors.Is(err, peer.ErrSourceNotFound) || !errors.Is(err, pools.ErrSourceNotFound) || !strings.Contains(err.Error(), "node node-a") || !strings.Contains(err.Error(), `"pvc-gone"`) {
 		t.Errorf("volume not on its node: %v", err)
 	}
 	// node-c's certificate is valid, but the claim selected node-b: 403.
 	c := &Fetcher{Resolver: &Resolver{API: fakeAPI(t), Node: "node-c", Port: a.port}, Client: &peer.Client{Creds: ca.nodeCreds(t, "node-c")}}
-	_, err = c.Fetch(ctx, vol("pvc-src"), pools.ClaimRef{Namespace: ns, Name: "clone"})
+	_, err = c.Fetch(ctx, vol("pvc-src"), pools.ClaimRef{Namespace: ns, Name: "clone"}, "")
 	if !errors.Is(err, peer.ErrNotAuthorized) || !errors.Is(err, pools.ErrNotAuthorized) || !strings.Contains(err.Error(), "node node-a") {
 		t.Errorf("requester the claim did not select: %v", err)
 	}
@@ -229,7 +229,7 @@ func TestFetchErrors(t *testing.T) {
 	_, closedPort, _ := net.SplitHostPort(lis.Addr().String())
 	_ = lis.Close()
 	d := fetcherOnB(t, ca, closedPort)
-	_, err = d.Fetch(ctx, vol("pvc-src"), pools.ClaimRef{Namespace: ns, Name: "clone"})
+	_, err = d.Fetch(ctx, vol("pvc-src"), pools.ClaimRef{Namespace: ns, Name: "clone"}, "")
 	if !errors.Is(err, peer.ErrUnavailable) || !errors.Is(err, pools.ErrSourceUnavailable) || !strings.Contains(err.Error(), "node node-a") {
 		t.Errorf("unreachable node: %v", err)
 	}

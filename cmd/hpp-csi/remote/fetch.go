@@ -22,7 +22,11 @@ var _ pools.RemoteSources = (*Fetcher)(nil)
 // Fetch streams src from the node that holds it. Errors wrap the peer
 // sentinels (see the package documentation) and name the node once it is
 // known.
-func (f *Fetcher) Fetch(ctx context.Context, src pools.Source, claim pools.ClaimRef) (*pools.RemoteStream, error) {
+//
+// With cached set, the source's node is asked to answer "not modified"
+// when src is still at that generation (peer.Client.FetchIfChanged): the
+// answer then has NotModified set and no stream.
+func (f *Fetcher) Fetch(ctx context.Context, src pools.Source, claim pools.ClaimRef, cached string) (*pools.RemoteStream, error) {
 	p, err := f.Resolver.Locate(ctx, src, claim)
 	if err != nil {
 		return nil, forPools(err)
@@ -31,7 +35,7 @@ func (f *Fetcher) Fetch(ctx context.Context, src pools.Source, claim pools.Claim
 	if src.Snapshot {
 		kind = peer.KindSnapshot
 	}
-	rc, err := f.Client.Fetch(ctx, p, kind, src.ID, claim.Namespace, claim.Name)
+	rc, err := f.Client.FetchIfChanged(ctx, p, kind, src.ID, claim.Namespace, claim.Name, cached)
 	if err != nil {
 		var fe *peer.FetchError
 		if errors.As(err, &fe) {
@@ -41,7 +45,11 @@ func (f *Fetcher) Fetch(ctx context.Context, src pools.Source, claim pools.Claim
 	}
 	out := &pools.RemoteStream{ReadCloser: brokenIsUnavailable{rc}, Node: p.Node}
 	if st, ok := rc.(*peer.Stream); ok {
-		out.AllocatedBytes = st.AllocatedBytes
+		out.AllocatedBytes, out.Generation = st.AllocatedBytes, st.Generation
+		if st.NotModified {
+			_ = st.Close()
+			out.ReadCloser, out.NotModified = nil, true
+		}
 	}
 	return out, nil
 }

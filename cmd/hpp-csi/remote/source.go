@@ -29,7 +29,7 @@ var errClosed = errors.New("stream closed by its reader")
 // until the stream ends or is closed.
 func (s *Source) Open(ctx context.Context, kind peer.Kind, id string) (io.ReadCloser, error) {
 	src := pools.Source{Snapshot: kind == peer.KindSnapshot, ID: id}
-	dir, allocated, release, err := s.RT.OpenSourceDir(ctx, src)
+	dir, allocated, generation, release, err := s.RT.OpenSourceDir(ctx, src)
 	if err != nil {
 		if pools.KindOf(err) == pools.NotFound {
 			return nil, fmt.Errorf("%w: %w", peer.ErrNotFound, err)
@@ -41,7 +41,7 @@ func (s *Source) Open(ctx context.Context, kind peer.Kind, id string) (io.ReadCl
 		log = zap.NewNop()
 	}
 	pr, pw := io.Pipe()
-	st := &sourceStream{PipeReader: pr, allocated: allocated, done: make(chan struct{})}
+	st := &sourceStream{PipeReader: pr, allocated: allocated, generation: generation, done: make(chan struct{})}
 	go func() {
 		defer close(st.done)
 		stats, err := treecopy.Encode(ctx, dir, pw)
@@ -60,16 +60,30 @@ func (s *Source) Open(ctx context.Context, kind peer.Kind, id string) (io.ReadCl
 	return st, nil
 }
 
+// Generation answers a peer that holds a copy of the source
+// (peer.Generations): the source's generation now, without its data.
+func (s *Source) Generation(ctx context.Context, kind peer.Kind, id string) (string, error) {
+	gen, err := s.RT.SourceGeneration(ctx, pools.Source{Snapshot: kind == peer.KindSnapshot, ID: id})
+	if err != nil && pools.KindOf(err) == pools.NotFound {
+		return "", fmt.Errorf("%w: %v", peer.ErrNotFound, err)
+	}
+	return gen, err
+}
+
 // sourceStream is the reading end of an encoding.
 type sourceStream struct {
 	*io.PipeReader
-	allocated int64
-	done      chan struct{}
-	once      sync.Once
+	allocated  int64
+	generation string
+	done       chan struct{}
+	once       sync.Once
 }
 
 // AllocatedBytes is sent to the peer (peer.Sized).
 func (s *sourceStream) AllocatedBytes() int64 { return s.allocated }
+
+// Generation is sent to the peer (peer.Generationed).
+func (s *sourceStream) Generation() string { return s.generation }
 
 // Close stops the encoding if it still runs and waits for it to end, so
 // the source's lock is released when Close returns.
