@@ -65,7 +65,7 @@ func (s *Source) Open(ctx context.Context, kind peer.Kind, id string) (io.ReadCl
 func (s *Source) Generation(ctx context.Context, kind peer.Kind, id string) (string, error) {
 	gen, err := s.RT.SourceGeneration(ctx, pools.Source{Snapshot: kind == peer.KindSnapshot, ID: id})
 	if err != nil && pools.KindOf(err) == pools.NotFound {
-		return "", fmt.Errorf("%w: %v", peer.ErrNotFound, err)
+		return "", fmt.Errorf("%w: %w", peer.ErrNotFound, err)
 	}
 	return gen, err
 }
