@@ -11,6 +11,8 @@ import (
 	"os"
 	"strconv"
 	"strings"
+
+	"github.com/moby/sys/mountinfo"
 )
 
 // Violation is a broken invariant.
@@ -21,49 +23,22 @@ func (v *Violation) Error() string { return "probe: " + v.Msg }
 // MountIDs reads the mount ID of each path in paths from a mountinfo
 // table (/proc/<pid>/mountinfo): the topmost mount at that exact path.
 // A path not mounted is missing from the result.
-func MountIDs(mountinfo io.Reader, paths []string) (map[string]int, error) {
+func MountIDs(table io.Reader, paths []string) (map[string]int, error) {
 	want := map[string]bool{}
 	for _, p := range paths {
 		want[p] = true
 	}
+	mounts, err := mountinfo.GetMountsFromReader(table, func(m *mountinfo.Info) (skip, stop bool) {
+		return !want[m.Mountpoint], false
+	})
+	if err != nil {
+		return nil, err
+	}
 	out := map[string]int{}
-	sc := bufio.NewScanner(mountinfo)
-	sc.Buffer(make([]byte, 64<<10), 1<<20)
-	for sc.Scan() {
-		f := strings.Fields(sc.Text())
-		if len(f) < 5 {
-			continue
-		}
-		mp := unescape(f[4])
-		if !want[mp] {
-			continue
-		}
-		id, err := strconv.Atoi(f[0])
-		if err != nil {
-			return nil, fmt.Errorf("mountinfo line %q: mount ID: %w", sc.Text(), err)
-		}
-		out[mp] = id // later lines are mounted on top
+	for _, m := range mounts {
+		out[m.Mountpoint] = m.ID // later lines are mounted on top
 	}
-	return out, sc.Err()
-}
-
-// unescape undoes mountinfo's octal escapes (\040 for a space).
-func unescape(s string) string {
-	if !strings.Contains(s, `\`) {
-		return s
-	}
-	var b strings.Builder
-	for i := 0; i < len(s); i++ {
-		if s[i] == '\\' && i+3 < len(s) {
-			if n, err := strconv.ParseUint(s[i+1:i+4], 8, 8); err == nil {
-				b.WriteByte(byte(n))
-				i += 3
-				continue
-			}
-		}
-		b.WriteByte(s[i])
-	}
-	return b.String()
+	return out, nil
 }
 
 // CheckMounts fails when a pool mounted at the start is unmounted or was
