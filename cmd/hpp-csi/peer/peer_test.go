@@ -22,6 +22,7 @@ import (
 
 	"github.com/hostpath-provisioner/hpp/cmd/hpp-csi/kubeapi"
 	"github.com/hostpath-provisioner/hpp/internal/contract"
+	"github.com/hostpath-provisioner/hpp/internal/testutil"
 )
 
 const ns = "ns"
@@ -139,7 +140,7 @@ func (errReader) Read([]byte) (int, error) { return 0, errors.New("disk on fire"
 
 // env is node-a serving, with what a test looks at.
 type env struct {
-	ca     *testCA
+	ca     *testutil.TestCA
 	addr   string
 	dir    string // node-a's credentials
 	source *fakeSource
@@ -315,7 +316,7 @@ func TestHandshakeRefusals(t *testing.T) {
 	// Trusts node-a's CA (so it would accept the server), but its own
 	// certificate is the other CA's.
 	dir := t.TempDir()
-	writeCreds(t, dir, other, e.ca.pem, "node-b")
+	writeCreds(t, dir, other, e.ca.PEM, "node-b")
 	creds, err := LoadCredentials(dir)
 	if err != nil {
 		t.Fatal(err)
@@ -358,7 +359,7 @@ func TestCertificateWithoutOneNode(t *testing.T) {
 	e := start(t)
 	for _, names := range [][]string{nil, {"node-b", "node-c"}} {
 		dir := t.TempDir()
-		writeCreds(t, dir, e.ca, e.ca.pem, names...)
+		writeCreds(t, dir, e.ca, e.ca.PEM, names...)
 		creds, err := LoadCredentials(dir)
 		if err != nil {
 			t.Fatal(err)
@@ -377,7 +378,7 @@ func TestRotation(t *testing.T) {
 	// The client: a certificate for node-x is refused for node-b's claim;
 	// once the files are replaced by node-b's, the next fetch is served.
 	dir := t.TempDir()
-	writeCreds(t, dir, e.ca, e.ca.pem, "node-x")
+	writeCreds(t, dir, e.ca, e.ca.PEM, "node-x")
 	creds, err := LoadCredentials(dir)
 	if err != nil {
 		t.Fatal(err)
@@ -386,7 +387,7 @@ func TestRotation(t *testing.T) {
 	if _, err := fetchAll(t, c, e.nodeA(), KindSnapshot, "snap-1", "restore-b"); !errors.Is(err, ErrNotAuthorized) {
 		t.Fatalf("as node-x: got %v, want ErrNotAuthorized", err)
 	}
-	writeCreds(t, dir, e.ca, e.ca.pem, "node-b")
+	writeCreds(t, dir, e.ca, e.ca.PEM, "node-b")
 	if got, err := fetchAll(t, c, e.nodeA(), KindSnapshot, "snap-1", "restore-b"); err != nil || !bytes.Equal(got, snapshotData) {
 		t.Fatalf("after rotation to node-b: %q, %v", got, err)
 	}
@@ -407,7 +408,7 @@ func TestRotation(t *testing.T) {
 		return conn.ConnectionState().PeerCertificates[0].SerialNumber.String()
 	}
 	before := serverSerial()
-	want := writeCreds(t, e.dir, e.ca, e.ca.pem, "node-a").String()
+	want := writeCreds(t, e.dir, e.ca, e.ca.PEM, "node-a").String()
 	if after := serverSerial(); after == before || after != want {
 		t.Errorf("server certificate serial %s after rotation (was %s), want the new one %s", after, before, want)
 	}
@@ -415,7 +416,7 @@ func TestRotation(t *testing.T) {
 	// A rotation that leaves an unusable set (a key that does not match)
 	// keeps the last good one.
 	other := newCA(t, "x")
-	_, strayKey, _ := other.issue(t, "node-a")
+	_, strayKey, _ := other.Issue(t, "node-a")
 	if err := os.WriteFile(filepath.Join(e.dir, keyFile), strayKey, 0o600); err != nil {
 		t.Fatal(err)
 	}

@@ -19,7 +19,7 @@ func TestPendingCredentials(t *testing.T) {
 	if n := e.source.openCount(); n != 0 {
 		t.Fatalf("the source was opened %d times for a peer without a certificate", n)
 	}
-	writeCreds(t, dir, e.ca, e.ca.pem, "node-b")
+	writeCreds(t, dir, e.ca, e.ca.PEM, "node-b")
 	got, err := fetchAll(t, c, e.nodeA(), KindVolume, "vol-1", "clone-b")
 	if err != nil || len(got) != len(volumeData) {
 		t.Fatalf("fetch once the certificate is there: %d bytes, %v", len(got), err)

@@ -16,6 +16,7 @@ import (
 	"github.com/hostpath-provisioner/hpp/internal/clonecache"
 	"github.com/hostpath-provisioner/hpp/internal/dirvol"
 	"github.com/hostpath-provisioner/hpp/internal/pool"
+	"github.com/hostpath-provisioner/hpp/internal/testutil"
 	"github.com/hostpath-provisioner/hpp/internal/treecopy"
 )
 
@@ -28,7 +29,7 @@ type receivingNode struct {
 	fs  *poolstest.FS
 }
 
-func startReceivingNode(t *testing.T, ca *testCA, port string, cacheBytes int64) *receivingNode {
+func startReceivingNode(t *testing.T, ca *testutil.TestCA, port string, cacheBytes int64) *receivingNode {
 	t.Helper()
 	dir := t.TempDir()
 	p := pool.Pool{Name: "b", Path: filepath.Join(dir, "b", "csi"), CacheBytes: cacheBytes}

@@ -21,6 +21,7 @@ import (
 	"github.com/hostpath-provisioner/hpp/cmd/hpp-csi/pools/poolstest"
 	"github.com/hostpath-provisioner/hpp/internal/dirvol"
 	"github.com/hostpath-provisioner/hpp/internal/pool"
+	"github.com/hostpath-provisioner/hpp/internal/testutil"
 	"github.com/hostpath-provisioner/hpp/internal/treecopy"
 )
 
@@ -34,7 +35,7 @@ type servingNode struct {
 	port string
 }
 
-func startServingNode(t *testing.T, ca *testCA) *servingNode {
+func startServingNode(t *testing.T, ca *testutil.TestCA) *servingNode {
 	t.Helper()
 	ctx := context.Background()
 	dir := t.TempDir()
@@ -70,7 +71,7 @@ func startServingNode(t *testing.T, ca *testCA) *servingNode {
 	if err != nil {
 		t.Fatal(err)
 	}
-	srv := &peer.Server{Node: "node-a", Creds: ca.nodeCreds(t, "node-a"), Auth: peer.NewClaimCheck(fakeAPI(t), ""),
+	srv := &peer.Server{Node: "node-a", Creds: nodeCreds(t, ca, "node-a"), Auth: peer.NewClaimCheck(fakeAPI(t), ""),
 		Source: &Source{RT: rt, Log: zap.NewNop()}, Log: zap.NewNop()}
 	sctx, cancel := context.WithCancel(ctx)
 	done := make(chan error, 1)
@@ -111,11 +112,11 @@ func fillTree(t *testing.T) func(dir string) error {
 	}
 }
 
-func fetcherOnB(t *testing.T, ca *testCA, port string) *Fetcher {
+func fetcherOnB(t *testing.T, ca *testutil.TestCA, port string) *Fetcher {
 	t.Helper()
 	return &Fetcher{
 		Resolver: &Resolver{API: fakeAPI(t), Node: "node-b", Port: port},
-		Client:   &peer.Client{Creds: ca.nodeCreds(t, "node-b")},
+		Client:   &peer.Client{Creds: nodeCreds(t, ca, "node-b")},
 	}
 }
 
@@ -216,7 +217,7 @@ func TestFetchErrors(t *testing.T) {
 		t.Errorf("volume not on its node: %v", err)
 	}
 	// node-c's certificate is valid, but the claim selected node-b: 403.
-	c := &Fetcher{Resolver: &Resolver{API: fakeAPI(t), Node: "node-c", Port: a.port}, Client: &peer.Client{Creds: ca.nodeCreds(t, "node-c")}}
+	c := &Fetcher{Resolver: &Resolver{API: fakeAPI(t), Node: "node-c", Port: a.port}, Client: &peer.Client{Creds: nodeCreds(t, ca, "node-c")}}
 	_, err = c.Fetch(ctx, vol("pvc-src"), pools.ClaimRef{Namespace: ns, Name: "clone"}, "")
 	if !errors.Is(err, peer.ErrNotAuthorized) || !errors.Is(err, pools.ErrNotAuthorized) || !strings.Contains(err.Error(), "node node-a") {
 		t.Errorf("requester the claim did not select: %v", err)
