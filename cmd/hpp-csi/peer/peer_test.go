@@ -9,7 +9,6 @@ import (
 	"io"
 	"net"
 	"net/http"
-	"net/http/httptest"
 	"os"
 	"path/filepath"
 	"strings"
@@ -21,6 +20,7 @@ import (
 	"go.uber.org/zap/zaptest/observer"
 
 	"github.com/hostpath-provisioner/hpp/cmd/hpp-csi/kubeapi"
+	"github.com/hostpath-provisioner/hpp/cmd/hpp-csi/kubeapi/kubeapitest"
 	"github.com/hostpath-provisioner/hpp/internal/contract"
 	"github.com/hostpath-provisioner/hpp/internal/testutil"
 )
@@ -31,24 +31,17 @@ const ns = "ns"
 // is node-a; the clones are made on node-b.
 func apiObjects() map[string]string {
 	claim := func(name, uid, selected, volumeName, source string) string {
-		ann := "{}"
-		if selected != "" {
-			ann = fmt.Sprintf(`{%q:%q}`, contract.AnnSelectedNode, selected)
-		}
-		return fmt.Sprintf(`{"metadata":{"namespace":%q,"name":%q,"uid":%q,"annotations":%s},"spec":{"volumeName":%q%s}}`,
-			ns, name, uid, ann, volumeName, source)
+		return kubeapitest.Claim(ns, name, uid, selected, volumeName, source)
 	}
-	pvcSource := func(name string) string {
-		return fmt.Sprintf(`,"dataSource":{"kind":"PersistentVolumeClaim","name":%q}`, name)
-	}
+	pvcSource := kubeapitest.PVCSource
 	pv := func(name, claimName, claimUID, driver, handle string) string {
 		return fmt.Sprintf(`{"metadata":{"name":%q},"spec":{"claimRef":{"namespace":%q,"name":%q,"uid":%q},"csi":{"driver":%q,"volumeHandle":%q}}}`,
 			name, ns, claimName, claimUID, driver, handle)
 	}
 	snapSource := `,"dataSource":{"apiGroup":"snapshot.storage.k8s.io","kind":"VolumeSnapshot","name":"snap"},` +
 		`"dataSourceRef":{"apiGroup":"snapshot.storage.k8s.io","kind":"VolumeSnapshot","name":"snap"}`
-	claims := "/api/v1/namespaces/" + ns + "/persistentvolumeclaims/"
-	pvs := "/api/v1/persistentvolumes/"
+	claims := kubeapitest.ClaimsPath(ns)
+	pvs := kubeapitest.PVsPath
 	snaps := "/apis/snapshot.storage.k8s.io/v1/"
 	return map[string]string{
 		// Sources: claims bound to PVs of this driver.
@@ -85,24 +78,11 @@ func apiObjects() map[string]string {
 // fakeAPI serves apiObjects; the claim "apidown" answers 500.
 func fakeAPI(t *testing.T) *kubeapi.Sources {
 	t.Helper()
-	objects := apiObjects()
-	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+	return kubeapitest.Serve(t, apiObjects(), func(r *http.Request) {
 		if r.Method != http.MethodGet {
 			t.Errorf("API %s %s: the check only reads", r.Method, r.URL.Path)
 		}
-		if strings.HasSuffix(r.URL.Path, "/apidown") {
-			http.Error(w, `{"reason":"InternalError"}`, http.StatusInternalServerError)
-			return
-		}
-		body, ok := objects[r.URL.Path]
-		if !ok {
-			http.Error(w, `{"reason":"NotFound"}`, http.StatusNotFound)
-			return
-		}
-		_, _ = w.Write([]byte(body))
-	}))
-	t.Cleanup(srv.Close)
-	return kubeapi.NewSourcesForHost(srv.URL, srv.Client())
+	})
 }
 
 // fakeSource holds node-a's sources and records every Open.

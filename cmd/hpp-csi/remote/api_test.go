@@ -2,12 +2,11 @@ package remote
 
 import (
 	"fmt"
-	"net/http"
-	"net/http/httptest"
 	"strings"
 	"testing"
 
 	"github.com/hostpath-provisioner/hpp/cmd/hpp-csi/kubeapi"
+	"github.com/hostpath-provisioner/hpp/cmd/hpp-csi/kubeapi/kubeapitest"
 	"github.com/hostpath-provisioner/hpp/internal/contract"
 )
 
@@ -18,16 +17,9 @@ const ns = "ns"
 // resolver must name.
 func apiObjects() map[string]string {
 	claim := func(name, uid, selected, volumeName, source string) string {
-		ann := "{}"
-		if selected != "" {
-			ann = fmt.Sprintf(`{%q:%q}`, contract.AnnSelectedNode, selected)
-		}
-		return fmt.Sprintf(`{"metadata":{"namespace":%q,"name":%q,"uid":%q,"annotations":%s},"spec":{"volumeName":%q%s}}`,
-			ns, name, uid, ann, volumeName, source)
+		return kubeapitest.Claim(ns, name, uid, selected, volumeName, source)
 	}
-	pvcSource := func(name string) string {
-		return fmt.Sprintf(`,"dataSource":{"kind":"PersistentVolumeClaim","name":%q}`, name)
-	}
+	pvcSource := kubeapitest.PVCSource
 	snapSource := func(name string) string {
 		return fmt.Sprintf(`,"dataSourceRef":{"apiGroup":"snapshot.storage.k8s.io","kind":"VolumeSnapshot","name":%q}`, name)
 	}
@@ -68,8 +60,8 @@ func apiObjects() map[string]string {
 		}
 		return fmt.Sprintf(`{"metadata":{"name":%q},"status":{"addresses":[%s]}}`, name, strings.Join(list, ","))
 	}
-	claims := "/api/v1/namespaces/" + ns + "/persistentvolumeclaims/"
-	pvs := "/api/v1/persistentvolumes/"
+	claims := kubeapitest.ClaimsPath(ns)
+	pvs := kubeapitest.PVsPath
 	snaps := "/apis/snapshot.storage.k8s.io/v1/namespaces/" + ns + "/volumesnapshots/"
 	contents := "/apis/snapshot.storage.k8s.io/v1/volumesnapshotcontents/"
 	nodes := "/api/v1/nodes/"
@@ -136,19 +128,5 @@ func apiObjects() map[string]string {
 // 500.
 func fakeAPI(t *testing.T) *kubeapi.Sources {
 	t.Helper()
-	objects := apiObjects()
-	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
-		if strings.HasSuffix(r.URL.Path, "/apidown") {
-			http.Error(w, `{"reason":"InternalError"}`, http.StatusInternalServerError)
-			return
-		}
-		body, ok := objects[r.URL.Path]
-		if !ok {
-			http.Error(w, `{"reason":"NotFound"}`, http.StatusNotFound)
-			return
-		}
-		_, _ = w.Write([]byte(body))
-	}))
-	t.Cleanup(srv.Close)
-	return kubeapi.NewSourcesForHost(srv.URL, srv.Client())
+	return kubeapitest.Serve(t, apiObjects(), nil)
 }
