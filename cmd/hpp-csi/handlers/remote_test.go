@@ -224,6 +224,11 @@ func TestDeleteVolumeCancelsRemoteCopy(t *testing.T) {
 	req := remoteCloneReq("pvc-copy", "pvc-src")
 	_, err := h.call(req)
 	grpctest.WantCode(t, err, codes.Aborted, "operation pending")
+	// The job runs detached: wait until it is fetching, so that the delete
+	// below cancels a copy in flight rather than one not yet started.
+	for end := time.Now().Add(10 * time.Second); f.fetches.Load() == 0 && time.Now().Before(end); {
+		time.Sleep(5 * time.Millisecond)
+	}
 	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
 	defer cancel()
 	if _, err := h.d.DeleteVolume(ctx, &csi.DeleteVolumeRequest{VolumeId: "pvc-copy"}); err != nil {
