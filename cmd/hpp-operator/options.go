@@ -147,6 +147,9 @@ func renderConfig(o *options) (render.Config, error) {
 	cfg.KubeletDir = o.kubeletDir
 	cfg.PriorityClassName = o.priorityClass
 	cfg.Version = version.Version
+	// The operator runs the peer certificates' signer (run.go), so its
+	// node plugins take part in cross-node clones.
+	cfg.PeerTransport = true
 	set := func(dst *string, v string) {
 		if v != "" {
 			*dst = v

@@ -1,7 +1,7 @@
 // Command gendeploy writes the kustomize bases' generated manifests
 // (deploy/base/csi-driver, deploy/base/legacy, deploy/components/sidecars,
 // deploy/components/monitoring, deploy/components/openshift, and upstream's
-// NetworkPolicies in deploy/base/operator)
+// NetworkPolicies with the peer port's in deploy/base/operator)
 // from package render, the code the operator applies, so the two cannot
 // drift. Run by `make generate`; hack/check-generated.sh fails when the
 // checked-in files differ.
@@ -65,6 +65,10 @@ func run(dir string) error {
 	cfg.Images.Snapshotter = "csi-snapshotter"
 	cfg.Images.Resizer = "csi-resizer"
 	cfg.ManagedBy = "kustomize"
+	// No peer transport in the csi-only base: nothing there signs the
+	// node plugins' certificates (the operator renders its own DaemonSet
+	// with it; deploy/README.md says how to add it by hand).
+	cfg.PeerTransport = false
 	csi, err := cfg.CSIObjects(exampleSpec())
 	if err != nil {
 		return err
@@ -94,7 +98,7 @@ func run(dir string) error {
 	files := map[string][]client.Object{
 		"base/csi-driver/generated.yaml":       csi,
 		"components/monitoring/generated.yaml": append(monitoring.MonitoringObjects(), cfg.MetricsNetworkPolicy()),
-		"base/operator/networkpolicies.yaml":   cfg.NetworkPolicies(),
+		"base/operator/networkpolicies.yaml":   append(cfg.NetworkPolicies(), cfg.PeerNetworkPolicy()),
 		"components/snapshots/generated.yaml":  cfg.SnapshotterObjects(),
 		"components/snapshots/daemonset.yaml":  {containersPatch(withSnapshotter, "csi-snapshotter")},
 		"components/openshift/generated.yaml":  cfg.OpenShiftObjects(render.CSIServiceAccount),

@@ -108,6 +108,12 @@ type Config struct {
 	// (security.openshift.io/v1), found at the operator's start. The node
 	// pods then get SCCs of their own and the required-scc annotation.
 	OpenShift bool
+	// PeerTransport: hpp-csi serves and fetches the sources of cross-node
+	// clones (peer.go: its flags, port, certificate volumes and API
+	// access), with its certificate from the operator's signer. The
+	// operator turns it on; deploy/'s csi-only base leaves it off, as
+	// nothing there signs the certificates (deploy/README.md).
+	PeerTransport bool
 
 	// Observed by the operator at each reconcile (zero in deploy/):
 	// HeldNodes are nodes outside spec.workload's placement that still

@@ -94,6 +94,7 @@ func (c *Config) CSIDaemonSet(spec *hppv1.HostPathProvisionerSpec) (*appsv1.Daem
 		Resources:                requests("10m", "40Mi"),
 		TerminationMessagePolicy: corev1.TerminationMessageFallbackToLogsOnError,
 	}
+	volumes = c.withPeer(&driver, volumes)
 	containers := []corev1.Container{driver, c.provisionerContainer(pp)}
 	if c.sidecars() {
 		containers = append(containers, c.registrarContainer(pp, pluginDir), c.livenessContainer(pp))

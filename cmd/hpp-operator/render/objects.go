@@ -39,9 +39,12 @@ func (c *Config) CSIObjects(spec *hppv1.HostPathProvisionerSpec) ([]client.Objec
 	if err != nil {
 		return nil, err
 	}
-	rules := csiClusterRules
+	rules := slices.Clone(csiClusterRules)
+	if c.PeerTransport {
+		rules = append(rules, peerClusterRules...)
+	}
 	if spec.HasFeature(hppv1.FeatureSnapshotting) {
-		rules = append(slices.Clone(rules), snapshotRules...)
+		rules = append(rules, snapshotRules...)
 	}
 	objs := []client.Object{
 		c.serviceAccount(CSIServiceAccount),

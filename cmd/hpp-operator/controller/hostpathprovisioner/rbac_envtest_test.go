@@ -39,7 +39,11 @@ func TestOperatorRunsWithItsOwnRBAC(t *testing.T) {
 				t.Fatalf("create %s %s: %v", u.GetKind(), u.GetName(), err)
 			}
 		}
-	}, config: func(cfg *render.Config) { cfg.PrometheusOperator, cfg.OpenShift = true, true }})
+	}, config: func(cfg *render.Config) {
+		// And the peer transport, as the operator renders it: the node
+		// plugin's ClusterRole with nodes and certificate requests.
+		cfg.PrometheusOperator, cfg.OpenShift, cfg.PeerTransport = true, true, true
+	}})
 	// A node and a shared pvcTemplate pool: claims, mounters, the overlay
 	// StorageClass and, on the switch below, a cleanup Job.
 	addNode(t, h, "rbac-node", nil)
