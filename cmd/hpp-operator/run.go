@@ -135,7 +135,8 @@ func (o *options) webhookCerts(direct client.Client, log logr.Logger) (*hppwebho
 	return certs, nil
 }
 
-// setUp adds the reconciler, the node-loss controller, the webhook, the
+// setUp adds the reconciler, the node-loss controller, the peer
+// certificates' signer (with the peer transport), the webhook, the
 // cluster TLS profile watch and certificate rotation (when there are) and
 // the health checks to mgr.
 func (o *options) setUp(mgr ctrl.Manager, cfg render.Config, scheme *runtime.Scheme,
@@ -151,6 +152,9 @@ func (o *options) setUp(mgr ctrl.Manager, cfg render.Config, scheme *runtime.Sch
 		return err
 	}
 	if err := nodeLossReconciler(mgr, o, log).SetupWithManager(mgr); err != nil {
+		return err
+	}
+	if err := addPeerSigner(mgr, cfg, log); err != nil {
 		return err
 	}
 	if err := hppwebhook.Register(mgr); err != nil {

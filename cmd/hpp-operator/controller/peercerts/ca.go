@@ -14,13 +14,15 @@ import (
 	"time"
 
 	corev1 "k8s.io/api/core/v1"
+
+	"github.com/hostpath-provisioner/hpp/cmd/hpp-operator/render"
 )
 
 // PeerCASecret is the Secret (in the operator's namespace) holding the peer
 // CA: tls.crt and tls.key, and previous.crt, the CA it replaced, which peers
 // keep trusting until it expires so that no certificate signed before a
 // rotation stops working.
-const PeerCASecret = "hpp-peer-ca"
+const PeerCASecret = render.PeerCASecretName
 
 // Secret keys.
 const (

@@ -13,14 +13,17 @@ import (
 	ctrl "sigs.k8s.io/controller-runtime"
 	"sigs.k8s.io/controller-runtime/pkg/builder"
 	"sigs.k8s.io/controller-runtime/pkg/client"
+	"sigs.k8s.io/controller-runtime/pkg/manager"
 	"sigs.k8s.io/controller-runtime/pkg/predicate"
 
+	"github.com/hostpath-provisioner/hpp/cmd/hpp-operator/render"
 	"github.com/hostpath-provisioner/hpp/internal/contract"
 )
 
-// PeerCABundle is the ConfigMap (operator's namespace) whose ca.crt holds
-// the peer CA bundle that every hpp-csi trusts.
-const PeerCABundle = "hpp-peer-ca-bundle"
+// PeerCABundle is the ConfigMap (operator's namespace) whose
+// render.PeerCABundleKey holds the peer CA bundle that every hpp-csi
+// trusts; the node DaemonSet mounts it under that name (render/peer.go).
+const PeerCABundle = render.PeerCABundleName
 
 // Reconciler approves and signs hpp-csi's peer certificate requests, and
 // keeps the CA and its bundle (doc.go).
@@ -48,10 +51,15 @@ const (
 	reasonDenied   = "PeerRequestRefused"
 )
 
-// SetupWithManager watches the requests of the peer signer only.
+// SetupWithManager watches the requests of the peer signer only, and
+// publishes the CA bundle from the start (publish.go); both run only
+// while the operator leads.
 func (r *Reconciler) SetupWithManager(mgr ctrl.Manager) error {
 	if r.APIReader == nil {
 		r.APIReader = mgr.GetAPIReader()
+	}
+	if err := mgr.Add(manager.RunnableFunc(r.publish)); err != nil {
+		return err
 	}
 	ours := predicate.NewPredicateFuncs(func(o client.Object) bool {
 		csr, ok := o.(*certv1.CertificateSigningRequest)
@@ -178,14 +186,14 @@ func (r *Reconciler) writeBundle(ctx context.Context, ca *CA) error {
 	case apierrors.IsNotFound(err):
 		return r.Client.Create(ctx, &corev1.ConfigMap{
 			ObjectMeta: metav1.ObjectMeta{Namespace: r.Namespace, Name: PeerCABundle, Labels: r.Labels},
-			Data:       map[string]string{"ca.crt": want},
+			Data:       map[string]string{render.PeerCABundleKey: want},
 		})
 	case err != nil:
 		return fmt.Errorf("reading ConfigMap %s/%s: %w", r.Namespace, PeerCABundle, err)
-	case cm.Data["ca.crt"] == want:
+	case cm.Data[render.PeerCABundleKey] == want:
 		return nil
 	}
-	cm.Data = map[string]string{"ca.crt": want}
+	cm.Data = map[string]string{render.PeerCABundleKey: want}
 	return r.Client.Update(ctx, cm)
 }
 
