@@ -56,13 +56,19 @@ func serviceAccountUser(ns, sa string) string {
 // privileged containers (bind mounts and SELinux relabelling in hpp-csi,
 // mount(2) and block devices in hpp-mounter), host directories, the pool
 // PVC of a mounter and the projected ServiceAccount token; no host
-// network, ports, PID or IPC. users may be empty: the openshift kustomize
-// component grants its use through RBAC instead.
+// network, PID or IPC. With the peer transport (peer.go) also its port on
+// the node and the volumes of its certificate (emptyDir) and CA bundle
+// (configMap); no host port otherwise. users may be empty: the openshift
+// kustomize component grants its use through RBAC instead.
 func (c *Config) CSISCC(users ...string) *secv1.SecurityContextConstraints {
 	scc := c.baseSCC(CSISCCName, users)
 	scc.AllowPrivilegedContainer = true
 	scc.AllowPrivilegeEscalation = ptr.To(true) // implied by privileged; refused otherwise
 	scc.Volumes = []secv1.FSType{secv1.FSTypeHostPath, secv1.FSTypePersistentVolumeClaim, secv1.FSProjected}
+	if c.PeerTransport {
+		scc.AllowHostPorts = true
+		scc.Volumes = append(scc.Volumes, secv1.FSTypeEmptyDir, secv1.FSTypeConfigMap)
+	}
 	return scc
 }
 

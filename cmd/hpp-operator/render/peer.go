@@ -60,7 +60,7 @@ func (c *Config) PeerCALabels() map[string]string { return c.labels(PeerCABundle
 // PeerServiceAccountUser is the user hpp-csi's certificate requests come
 // from: the CSI node plugin's service account.
 func (c *Config) PeerServiceAccountUser() string {
-	return "system:serviceaccount:" + c.Namespace + ":" + CSIServiceAccount
+	return serviceAccountUser(c.Namespace, CSIServiceAccount)
 }
 
 // withPeer adds the peer transport to hpp-csi's container and the pod's
