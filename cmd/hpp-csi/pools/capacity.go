@@ -57,24 +57,25 @@ func (rt *Runtime) poolCapacity(ctx context.Context, p *poolState, store *dirvol
 		return poolCapacity{}, fmt.Errorf("statfs of pool %q at %s: %w", p.name(), p.cfg.Path, err)
 	}
 	c := poolCapacity{stats: st, offered: capacity.Offered(st, p.headroom)}
-	if p.cfg.EnforceSize {
+	switch {
+	case p.cfg.EnforceSize:
 		// Every enforced volume may still write up to its limit: that is
 		// taken, whatever the flag says.
 		committed, err := p.committed()
 		if err != nil {
 			return poolCapacity{}, fmt.Errorf("project quota usage of pool %q: %w", p.name(), err)
 		}
-		c.reserved = committed + rt.legacyReserved(p)
-		c.offered = max(0, c.offered-c.reserved)
-		return c, nil
-	}
-	if rt.cfg.ReservationAware && store != nil {
+		c.reserved = committed
+	case rt.cfg.ReservationAware && store != nil:
 		// The store keeps the sum up to date (creates, deletes and the
 		// usage measured by NodeGetVolumeStats), so this costs the same
 		// with 10,000 volumes as with none.
-		c.reserved = store.Reserved() + rt.legacyReserved(p)
-		c.offered = max(0, c.offered-c.reserved)
+		c.reserved = store.Reserved()
+	default:
+		return c, nil
 	}
+	c.reserved += rt.legacyReserved(p)
+	c.offered = max(0, c.offered-c.reserved)
 	return c, nil
 }
 
@@ -110,26 +111,4 @@ func (rt *Runtime) checkRoom(ctx context.Context, p *poolState, store *dirvol.St
 			p.name(), rt.cfg.NodeID, c.offered, c.stats.AvailableBytes, p.headroom.Reserved(c.stats.TotalBytes), c.reserved, need)
 	}
 	return nil
-}
-
-// legacyReserved is what the pool's legacy volumes requested but have not
-// written yet, when they share the pool's filesystem (elsewhere they take
-// nothing from the pool's free space). Only volumes hpp-legacy recorded
-// have a known request, and the guest store's sum is what the directory
-// held when hpp-csi opened it, less what hpp-csi deleted since: volumes
-// hpp-legacy makes or deletes later are not seen until a restart (it
-// checks its own capacity when it creates; an entry it deleted only makes
-// this offer less, never more).
-func (rt *Runtime) legacyReserved(p *poolState) int64 {
-	if p.legacy == nil {
-		return 0
-	}
-	store, err := rt.storeOf(p.legacy)
-	if err != nil {
-		return 0
-	}
-	if own, err := rt.deps.FS.DeviceOf(p.cfg.Path); err != nil || own != p.legacy.openedDevice() {
-		return 0
-	}
-	return store.Reserved()
 }

@@ -55,3 +55,25 @@ func (rt *Runtime) openLegacyRoot(ctx context.Context, p *poolState) (*dirvol.St
 		zap.Int("queuedPurges", report.FinishedDeletes))
 	return store, dev, nil
 }
+
+// legacyReserved is what the pool's legacy volumes requested but have not
+// written yet, when they share the pool's filesystem (elsewhere they take
+// nothing from the pool's free space). Only volumes hpp-legacy recorded
+// have a known request, and the guest store's sum is what the directory
+// held when hpp-csi opened it, less what hpp-csi deleted since: volumes
+// hpp-legacy makes or deletes later are not seen until a restart (it
+// checks its own capacity when it creates; an entry it deleted only makes
+// this offer less, never more).
+func (rt *Runtime) legacyReserved(p *poolState) int64 {
+	if p.legacy == nil {
+		return 0
+	}
+	store, err := rt.storeOf(p.legacy)
+	if err != nil {
+		return 0
+	}
+	if own, err := rt.deps.FS.DeviceOf(p.cfg.Path); err != nil || own != p.legacy.openedDevice() {
+		return 0
+	}
+	return store.Reserved()
+}

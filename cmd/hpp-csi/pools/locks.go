@@ -43,3 +43,11 @@ func (rt *Runtime) LockSnapshot(id string) (release func(), err error) {
 // snapLockKey keeps snapshot ids apart from volume ids in the lock map:
 // '/' never appears in an id.
 func snapLockKey(id string) string { return "snapshot/" + id }
+
+// lockSource is Lock or LockSnapshot, as src is a volume or a snapshot.
+func (rt *Runtime) lockSource(src Source) (release func(), err error) {
+	if src.Snapshot {
+		return rt.LockSnapshot(src.ID)
+	}
+	return rt.Lock(src.ID)
+}

@@ -19,7 +19,7 @@ import (
 // volumes (legacyPath) are never enforced: hpp-legacy owns them.
 
 // ledger is the pool's project IDs, nil when the pool does not enforce
-// sizes (or is not open yet).
+// sizes (or is not open yet). A create takes a volume's ID in reserve.go.
 func (p *poolState) ledger() *prjquota.Ledger {
 	p.mu.Lock()
 	defer p.mu.Unlock()
@@ -88,44 +88,6 @@ func (rt *Runtime) refuseOverlappingIDs(p *poolState, dev uint64) error {
 		}
 	}
 	return nil
-}
-
-// enforced wraps spec so that the new volume gets its project ID and
-// limit: the ID is taken and limited first, then set on the staged
-// directory before any content is copied in (a clone's or restore's data
-// is charged to the new volume, never to its source). It returns the undo
-// for a create that fails.
-func (rt *Runtime) enforced(p *poolState, id string, spec *dirvol.Spec) (undo func(), err error) {
-	l := p.ledger()
-	if l == nil {
-		return func() {}, nil
-	}
-	if spec.CapacityBytes <= 0 {
-		what := "capacity_range: required_bytes or limit_bytes must be set"
-		if spec.Kind == dirvol.KindEphemeral {
-			what = "an inline ephemeral volume has no size; use a generic ephemeral volume (a claim template) or a pool without enforceSize"
-		}
-		return nil, refuse(Invalid, "storage pool %q enforces volume sizes (enforceSize): %s", p.name(), what)
-	}
-	qid, err := l.Assign(id, spec.CapacityBytes)
-	if err != nil {
-		return nil, quotaFailed("assigning a project quota", err)
-	}
-	fill := spec.Fill
-	spec.Fill = func(dir string) error {
-		if err := l.Apply(dir, qid); err != nil {
-			return err
-		}
-		if fill != nil {
-			return fill(dir)
-		}
-		return nil
-	}
-	return func() {
-		if err := l.Release(id); err != nil {
-			rt.log.Error("releasing the project ID of a failed create", zap.String("volume", id), zap.Error(err))
-		}
-	}, nil
 }
 
 // step tells a crash test that a step of create, expand or delete is done

@@ -11,15 +11,8 @@ import (
 	"github.com/prometheus/client_golang/prometheus"
 	"go.uber.org/zap"
 
-	"github.com/hostpath-provisioner/hpp/internal/dirvol"
 	"github.com/hostpath-provisioner/hpp/internal/treecopy"
 )
-
-// copyJoinWait bounds how long a CreateVolume waits for a copy from
-// another node before it answers with the copy's progress. Half the
-// request's deadline is the other bound: csi-provisioner's deadline (10s
-// by default) travels with the call, and an answer after it is lost.
-const copyJoinWait = 5 * time.Second
 
 // defaultCopyStall is how long a copy from another node may receive
 // nothing before it is given up: the transport should notice a dead peer
@@ -29,109 +22,6 @@ const defaultCopyStall = 5 * time.Minute
 
 // errStalled is the cause of a copy's cancel by the stall watchdog.
 var errStalled = errors.New("no data received")
-
-// copyFromRemote makes c's volume from a source this node does not hold:
-// it checks room and quota as any create does, then starts a job that
-// fetches the source from its node and publishes it (copyjobs.go says how
-// retries and deletes meet the job), and waits a little for it. The
-// caller holds the id's lock and found no volume and no job.
-func (rt *Runtime) copyFromRemote(ctx context.Context, p *poolState, store *dirvol.Store, c Creation,
-	accept func(dirvol.Volume) (Volume, error)) (Volume, error) {
-	src := *c.Source
-	if c.Claim.Namespace == "" || c.Claim.Name == "" {
-		return Volume{}, refuse(Invalid, "volume_content_source: %s is not on node %s, and copying it from another node needs the claim's "+
-			"parameters csi.storage.k8s.io/pvc/namespace and csi.storage.k8s.io/pvc/name, which the request lacks "+
-			"(csi-provisioner sets them with --extra-create-metadata)", src.key(), rt.cfg.NodeID)
-	}
-	// The caller's map is the request's: the job must own what it reads.
-	attrs := make(map[string]string, len(c.Spec.Attributes)+1)
-	for k, v := range c.Spec.Attributes {
-		attrs[k] = v
-	}
-	attrs[contentSourceAttr] = src.key()
-	c.Spec.Attributes = attrs
-	jobCtx, cancel := context.WithCancel(context.WithoutCancel(ctx))
-	j := &copyJob{id: c.ID, key: src.key(), pool: p, started: time.Now(), cancel: cancel, done: make(chan struct{})}
-	c.Spec.Fill = rt.remoteFill(jobCtx, j, src, c.Claim, c.Spec.CapacityBytes)
-	if err := rt.checkFits(ctx, p, store, c.Spec.CapacityBytes); err != nil {
-		cancel()
-		return Volume{}, err
-	}
-	undoQuota, err := rt.enforced(p, c.ID, &c.Spec)
-	if err != nil {
-		cancel()
-		return Volume{}, err
-	}
-	rt.copies.add(j)
-	rt.log.Info("copying volume content from another node", zap.String("volume", c.ID), zap.String("source", j.key), zap.String("pool", p.name()))
-	go rt.runCopy(jobCtx, j, p, store, c, undoQuota)
-	return rt.awaitCopy(ctx, j, store, accept)
-}
-
-// runCopy is the job: publish as any create, with the fetching Fill.
-func (rt *Runtime) runCopy(ctx context.Context, j *copyJob, p *poolState, store *dirvol.Store, c Creation, undoQuota func()) {
-	defer j.cancel()
-	_, _, err := rt.publish(ctx, p, store, c, undoQuota)
-	result := "succeeded"
-	switch {
-	case err != nil && j.canceled.Load():
-		result = "canceled"
-	case err != nil:
-		result = resultOf(KindOf(err))
-		rt.log.Warn("copy from another node failed", zap.String("volume", j.id), zap.String("source", j.key), zap.Error(err))
-	}
-	rt.remoteResults.WithLabelValues(p.name(), result).Inc()
-	j.err, j.ended = err, time.Now()
-	close(j.done)
-	if err == nil {
-		// The volume is in place: the retry finds it, not the job.
-		rt.copies.forget(j)
-	}
-}
-
-// resultOf names a failed copy's Kind in the copies metric.
-func resultOf(k Kind) string {
-	switch k {
-	case NotFound:
-		return "not_found"
-	case Unavailable:
-		return "unavailable"
-	case Denied:
-		return "denied"
-	case Invalid:
-		return "invalid"
-	case NoRoom, TooLarge:
-		return "no_room"
-	case Canceled:
-		return "canceled"
-	}
-	return "failed"
-}
-
-// awaitCopy waits for j a little (copyJoinWait, or half of what is left of
-// ctx), then answers as a retry would: the volume, the job's error, or its
-// progress.
-func (rt *Runtime) awaitCopy(ctx context.Context, j *copyJob, store *dirvol.Store, accept func(dirvol.Volume) (Volume, error)) (Volume, error) {
-	wait := copyJoinWait
-	if dl, ok := ctx.Deadline(); ok {
-		wait = min(wait, time.Until(dl)/2)
-	}
-	t := time.NewTimer(wait)
-	defer t.Stop()
-	select {
-	case <-j.done:
-	case <-t.C:
-	case <-ctx.Done():
-	}
-	if err := rt.copies.collect(j.id, j.pool, j.key); err != nil {
-		return Volume{}, err
-	}
-	vol, err := store.Get(ctx, j.id)
-	if err != nil {
-		return Volume{}, wrap("looking up the copied volume", err)
-	}
-	return accept(vol)
-}
 
 // remoteFill is the Fill of a volume copied from another node: fetch the
 // source, recreate its tree in the staged directory and make it durable

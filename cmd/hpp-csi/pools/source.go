@@ -2,12 +2,9 @@ package pools
 
 import (
 	"context"
-	"time"
-
-	"go.uber.org/zap"
+	"maps"
 
 	"github.com/hostpath-provisioner/hpp/internal/dirvol"
-	"github.com/hostpath-provisioner/hpp/internal/treecopy"
 )
 
 // contentSourceAttr records in a volume's attributes what it was made
@@ -32,27 +29,72 @@ func (s *Source) key() string {
 	return "volume:" + s.ID
 }
 
-// contentSource is a resolved source: the directory to copy, its size, and
-// the lock that keeps it from being deleted meanwhile.
-type contentSource struct {
+// content is a new volume's resolved source: none (key ""), a directory
+// of this node (a snapshot's data or a volume) with its size and the lock
+// that keeps it from being deleted meanwhile, or a source on another node
+// (remote), which a copy job fetches (makeremote.go).
+type content struct {
 	key     string
 	dir     string
 	size    int64
+	remote  bool
 	release func()
 }
 
-// resolveSource finds the source of a clone or restore on this node.
-// Sources are node-local like volumes: one on another node (or none) is
-// NotFound, the CSI spec's code for a missing source, with a message
-// saying where a clone is made. A source larger than the request is
-// TooLarge.
-func (rt *Runtime) resolveSource(ctx context.Context, src Source, name string, size int64) (contentSource, error) {
-	cs := contentSource{key: src.key()}
-	if src.Snapshot {
-		release, err := rt.LockSnapshot(src.ID)
-		if err != nil {
-			return cs, err
+// resolve finds what fills c's volume, and returns c's Spec made for it:
+// the source recorded in its attributes (in a copy of the request's map,
+// which a copy job must not share) and, when the request gave no size, the
+// source's (a source on another node has none before the copy).
+//
+// Sources are node-local like volumes: one this node does not hold is
+// fetched from the node that does when the peer transport is configured
+// (Deps.Remote), for a named claim; without it, it is NotFound, the CSI
+// spec's code for a missing source, with a message saying where a clone
+// is made. A source larger than the request is TooLarge.
+func (rt *Runtime) resolve(ctx context.Context, c Creation) (content, dirvol.Spec, error) {
+	spec := c.Spec
+	if c.Source == nil {
+		return content{release: func() {}}, spec, nil
+	}
+	cs, err := rt.onThisNode(ctx, *c.Source, c.ID)
+	switch {
+	case isNotFound(err) && rt.deps.Remote != nil:
+		if c.Claim.Namespace == "" || c.Claim.Name == "" {
+			return cs, spec, refuse(Invalid, "volume_content_source: %s is not on node %s, and copying it from another node needs the claim's "+
+				"parameters csi.storage.k8s.io/pvc/namespace and csi.storage.k8s.io/pvc/name, which the request lacks "+
+				"(csi-provisioner sets them with --extra-create-metadata)", cs.key, rt.cfg.NodeID)
 		}
+		cs = content{key: cs.key, remote: true, release: func() {}}
+	case err != nil:
+		return cs, spec, err
+	case spec.CapacityBytes > 0 && cs.size > spec.CapacityBytes:
+		cs.release()
+		return cs, spec, refuse(TooLarge, "volume_content_source: %s is %d bytes, more than the requested %d bytes", cs.key, cs.size, spec.CapacityBytes)
+	}
+	spec.Attributes = maps.Clone(spec.Attributes)
+	if spec.Attributes == nil {
+		spec.Attributes = map[string]string{}
+	}
+	spec.Attributes[contentSourceAttr] = cs.key
+	if spec.CapacityBytes == 0 {
+		spec.CapacityBytes = cs.size
+	}
+	return cs, spec, nil
+}
+
+// onThisNode finds src among this node's snapshots or volumes, and holds
+// its lock (released by the content's release) so that it is not deleted
+// while it is copied.
+func (rt *Runtime) onThisNode(ctx context.Context, src Source, name string) (content, error) {
+	cs := content{key: src.key()}
+	if !src.Snapshot && src.ID == name {
+		return cs, refuse(Invalid, "volume_content_source.volume.volume_id: %q is the volume being created", src.ID)
+	}
+	release, err := rt.lockSource(src)
+	if err != nil {
+		return cs, err
+	}
+	if src.Snapshot {
 		_, snap, err := rt.findSnapshot(ctx, src.ID)
 		if err != nil {
 			release()
@@ -61,15 +103,8 @@ func (rt *Runtime) resolveSource(ctx context.Context, src Source, name string, s
 			}
 			return cs, err
 		}
-		cs.dir, cs.size, cs.release = snap.Data, snap.SizeBytes, release
+		cs.dir, cs.size = snap.Data, snap.SizeBytes
 	} else {
-		if src.ID == name {
-			return cs, refuse(Invalid, "volume_content_source.volume.volume_id: %q is the volume being created", src.ID)
-		}
-		release, err := rt.Lock(src.ID)
-		if err != nil {
-			return cs, err
-		}
 		l, err := rt.Find(ctx, src.ID)
 		if err != nil {
 			release()
@@ -78,50 +113,8 @@ func (rt *Runtime) resolveSource(ctx context.Context, src Source, name string, s
 			}
 			return cs, err
 		}
-		cs.dir, cs.size, cs.release = l.Path, l.CapacityBytes, release
+		cs.dir, cs.size = l.Path, l.CapacityBytes
 	}
-	if size > 0 && cs.size > size {
-		cs.release()
-		return cs, refuse(TooLarge, "volume_content_source: %s is %d bytes, more than the requested %d bytes", cs.key, cs.size, size)
-	}
+	cs.release = release
 	return cs, nil
-}
-
-// fill returns the copy of the source into a staged volume directory: a
-// reflink where the pool's filesystem can, data otherwise; made durable
-// before the volume is published.
-func (rt *Runtime) fill(ctx context.Context, p *poolState, name string, cs contentSource) func(dir string) error {
-	mode := p.copyMode()
-	return func(dir string) error {
-		start := time.Now()
-		stats, err := treecopy.Tree(ctx, cs.dir, dir, mode)
-		if err != nil {
-			return err
-		}
-		if err := treecopy.Syncfs(dir); err != nil {
-			return err
-		}
-		rt.log.Info("volume content copied", zap.String("volume", name), zap.String("source", cs.key), zap.String("copy", mode.String()),
-			zap.Int64("files", stats.Files), zap.Int64("reflinkedFiles", stats.Reflinked), zap.Int64("bytes", stats.Bytes),
-			zap.Duration("took", time.Since(start)))
-		return nil
-	}
-}
-
-// withSource prepares spec, of a volume not made yet, to be filled from
-// src. It returns the release of the source's lock.
-func (rt *Runtime) withSource(ctx context.Context, p *poolState, name string, src Source, spec *dirvol.Spec) (func(), error) {
-	cs, err := rt.resolveSource(ctx, src, name, spec.CapacityBytes)
-	if err != nil {
-		return nil, err
-	}
-	if spec.Attributes == nil {
-		spec.Attributes = map[string]string{}
-	}
-	spec.Attributes[contentSourceAttr] = src.key()
-	if spec.CapacityBytes == 0 {
-		spec.CapacityBytes = cs.size
-	}
-	spec.Fill = rt.fill(ctx, p, name, cs)
-	return cs.release, nil
 }

@@ -12,7 +12,7 @@ import (
 // holds (st_blocks*512 summed over one walk, hard links once: data, not
 // holes; the size of the transfer; 0 when the walk failed or took longer
 // than Config.StatsTimeout). It holds src's lock, as a local clone
-// does (resolveSource), so the source is not deleted while it is read;
+// does (source.go), so the source is not deleted while it is read;
 // release gives it back and must be called once. A source this node does
 // not hold is NotFound; one busy with another operation is Busy.
 //
