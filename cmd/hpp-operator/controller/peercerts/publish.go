@@ -23,13 +23,11 @@ func (r *Reconciler) publish(ctx context.Context) error {
 	retry := publishRetryFirst
 	for {
 		next := publishEvery
-		if _, err := r.ensureCA(ctx); err != nil {
-			if ctx.Err() != nil {
-				return nil
-			}
+		// A failure because ctx ended is not logged: the select returns.
+		if _, err := r.ensureCA(ctx); err != nil && ctx.Err() == nil {
 			r.Log.Error(err, "peer CA not published", "retryIn", retry)
 			next, retry = retry, min(2*retry, publishRetryMax)
-		} else {
+		} else if err == nil {
 			retry = publishRetryFirst
 		}
 		select {
