@@ -63,42 +63,43 @@ func (r *run) fault(ctx context.Context, f plan.Fault) error {
 	node := r.env.C.RealNode()
 	switch f.Kind {
 	case killHPPCSI:
-		return kill(ctx, node.Process("hpp-csi"), true)
+		return kill(ctx, node.Process("hpp-csi"))
 	case killProvisioner:
-		return kill(ctx, node.Process("csi-provisioner"), true)
+		return kill(ctx, node.Process("csi-provisioner"))
 	case killSnapshotter:
-		return kill(ctx, node.Process("csi-snapshotter"), true)
+		return kill(ctx, node.Process("csi-snapshotter"))
 	case killResizer:
-		return kill(ctx, r.env.C.Process("csi-resizer"), true)
+		return kill(ctx, r.env.C.Process("csi-resizer"))
 	case killController:
-		return kill(ctx, r.env.C.Process("hpp-csi-controller"), true)
+		return kill(ctx, r.env.C.Process("hpp-csi-controller"))
 	case killSnapshotController:
-		return kill(ctx, r.env.C.Process("snapshot-controller"), false)
+		return kill(ctx, r.env.C.Process("snapshot-controller"))
 	case restartKubelet:
-		return kill(ctx, r.env.C.Process("kubelet"), false)
+		return kill(ctx, r.env.C.Process("kubelet"))
 	case restartContainerd:
-		return kill(ctx, r.env.C.Process("containerd"), false)
+		return kill(ctx, r.env.C.Process("containerd"))
 	case restartAPIServer:
-		return kill(ctx, r.env.C.Process("kube-apiserver"), false)
+		return kill(ctx, r.env.C.Process("kube-apiserver"))
 	case fillPool:
 		return r.fill(ctx, f.For)
 	}
 	return fmt.Errorf("no injector for fault kind %q", f.Kind)
 }
 
-// kill SIGKILLs a process as a crash would; one the harness does not bring
-// back by itself (restarts false) is started again, as its supervisor
-// (systemd, kubelet) would.
-func kill(ctx context.Context, p *cluster.Process, restarts bool) error {
+// kill SIGKILLs a process as a crash would. The harness brings most
+// back by itself (RestartOnExit, as kubelet would a container); one that
+// is still down a few seconds later is started again, as its supervisor
+// (systemd) would.
+func kill(ctx context.Context, p *cluster.Process) error {
 	if p == nil {
 		return fmt.Errorf("no such process in the cluster")
 	}
 	if err := p.Kill(ctx); err != nil {
 		return err
 	}
-	if !restarts {
-		time.Sleep(time.Second)
-		if err := p.Restart(); err != nil {
+	time.Sleep(3 * time.Second)
+	if !p.Running() {
+		if err := p.Restart(); err != nil && !p.Running() {
 			return err
 		}
 	}
