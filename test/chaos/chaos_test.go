@@ -83,7 +83,7 @@ func TestChaos(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	schedule, err := plan.New(seed, length, 20*time.Second, faultSpecs)
+	schedule, err := plan.New(seed, length, 15*time.Second, faultSpecs)
 	if err != nil {
 		t.Fatal(err)
 	}
