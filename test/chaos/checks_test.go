@@ -2,11 +2,9 @@ package chaos
 
 import (
 	"context"
-	"errors"
 	"fmt"
 	"os"
 	"path/filepath"
-	"regexp"
 	"sort"
 	"strings"
 	"time"
@@ -121,30 +119,26 @@ func (r *run) checkAtEnd(ctx context.Context) {
 // checkDeleted: every deleted claim's volume leaves no directory, and no
 // pool keeps a staging or trash entry.
 func (r *run) checkDeleted(ctx context.Context) {
+	var dirs, stores []string
+	for _, d := range r.deleted {
+		dirs = append(dirs, filepath.Join(r.poolPaths[d.pool], "csi", d.handle))
+	}
+	for _, pool := range []string{kit.PoolLocal, kit.PoolShared, poolFull} {
+		for _, sub := range []string{dirvol.StagingDir, dirvol.TrashDir} {
+			stores = append(stores, filepath.Join(r.poolPaths[pool], "csi", sub))
+		}
+	}
 	err := kit.Poll(ctx, 2*time.Minute, "deleted volumes gone from their pools", func(context.Context) (bool, string, error) {
-		var left []string
-		for _, d := range r.deleted {
-			if _, err := os.Stat(filepath.Join(r.poolPaths[d.pool], "csi", d.handle)); !errors.Is(err, os.ErrNotExist) {
-				left = append(left, fmt.Sprintf("%s (claim %s)", d.handle, d.claim))
-			}
+		err := probes.CheckLeftovers(dirs, stores)
+		if err != nil {
+			return false, err.Error(), nil
 		}
-		for _, pool := range []string{kit.PoolLocal, kit.PoolShared, poolFull} {
-			for _, sub := range []string{dirvol.StagingDir, dirvol.TrashDir} {
-				entries, _ := os.ReadDir(filepath.Join(r.poolPaths[pool], "csi", sub))
-				for _, e := range entries {
-					left = append(left, filepath.Join(pool, sub, e.Name()))
-				}
-			}
-		}
-		return len(left) == 0, fmt.Sprintf("left on disk: %v", left), nil
+		return true, "", nil
 	})
 	if err != nil {
 		r.violation("%d deleted volumes: %v", len(r.deleted), err)
 	}
 }
-
-// bareInternal matches an error that names no cause.
-var bareInternal = regexp.MustCompile(`(?i)(code = Internal desc = *$|^internal error$|: internal error$)`)
 
 // checkMessages: every warning a user saw names its cause.
 func (r *run) checkMessages(ctx context.Context) {
@@ -154,8 +148,11 @@ func (r *run) checkMessages(ctx context.Context) {
 		return
 	}
 	for _, e := range events.Items {
-		if e.Type == corev1.EventTypeWarning && bareInternal.MatchString(strings.TrimSpace(e.Message)) {
-			r.violation("event %s on %s %s names no cause: %q", e.Reason, e.InvolvedObject.Kind, e.InvolvedObject.Name, e.Message)
+		if e.Type != corev1.EventTypeWarning {
+			continue
+		}
+		if err := probes.CheckMessage(fmt.Sprintf("event %s on %s %s", e.Reason, e.InvolvedObject.Kind, e.InvolvedObject.Name), e.Message); err != nil {
+			r.violation("%v", err)
 		}
 	}
 }
