@@ -129,11 +129,13 @@ func (r *run) checkDeleted(ctx context.Context) {
 		}
 	}
 	err := kit.Poll(ctx, 2*time.Minute, "deleted volumes gone from their pools", func(context.Context) (bool, string, error) {
-		err := probes.CheckLeftovers(dirs, stores)
-		if err != nil {
-			return false, err.Error(), nil
+		// A violation keeps the poll going (deletes take a moment); its
+		// text is the state the timeout reports.
+		state := "nothing left"
+		if err := probes.CheckLeftovers(dirs, stores); err != nil {
+			state = err.Error()
 		}
-		return true, "", nil
+		return state == "nothing left", state, nil
 	})
 	if err != nil {
 		r.violation("%d deleted volumes: %v", len(r.deleted), err)
