@@ -41,7 +41,8 @@ type Plan struct {
 }
 
 // New draws faults over length with gaps of mean meanGap (exponential:
-// bursts and lulls), each kind by its weight.
+// bursts and lulls), each kind by its weight, and adds any kind the draw
+// left out once at a random time.
 func New(seed uint64, length, meanGap time.Duration, specs []Spec) (Plan, error) {
 	total := 0
 	for _, s := range specs {
@@ -68,6 +69,20 @@ func New(seed uint64, length, meanGap time.Duration, specs []Spec) (Plan, error)
 			}
 		}
 	}
+	// Every kind at least once, at a time of its own: a short run (the one
+	// in make test) still shows each fault, whatever the draw.
+	have := p.Counts()
+	for _, s := range specs {
+		if have[s.Kind] > 0 || length <= 0 {
+			continue
+		}
+		d := s.Min
+		if s.Max > s.Min {
+			d += time.Duration(rng.Int64N(int64(s.Max - s.Min)))
+		}
+		p.Faults = append(p.Faults, Fault{At: time.Duration(rng.Int64N(int64(length))), For: d, Kind: s.Kind})
+	}
+	sort.SliceStable(p.Faults, func(i, j int) bool { return p.Faults[i].At < p.Faults[j].At })
 	return p, nil
 }
 

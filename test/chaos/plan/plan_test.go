@@ -48,6 +48,26 @@ func TestSeedReplays(t *testing.T) {
 	}
 }
 
+func TestShortRunHasEveryKind(t *testing.T) {
+	for seed := range uint64(20) {
+		p, err := New(seed, 2*time.Minute, time.Minute, specs)
+		if err != nil {
+			t.Fatal(err)
+		}
+		counts := p.Counts()
+		for _, s := range specs {
+			if counts[s.Kind] == 0 {
+				t.Fatalf("seed %d: no %q in a 2 min run:\n%s", seed, s.Kind, p)
+			}
+		}
+		for i := 1; i < len(p.Faults); i++ {
+			if p.Faults[i].At < p.Faults[i-1].At {
+				t.Fatalf("seed %d: faults out of order:\n%s", seed, p)
+			}
+		}
+	}
+}
+
 func TestBadInput(t *testing.T) {
 	if _, err := New(1, time.Minute, time.Second, []Spec{{Kind: "x", Weight: 0}}); err == nil || !strings.Contains(err.Error(), `fault "x"`) {
 		t.Errorf("zero weight: %v", err)
