@@ -9,7 +9,12 @@ import (
 )
 
 // addPeerSigner runs the signer in mgr when the node plugins take part in
-// cross-node clones (render.Config.PeerTransport).
+// cross-node clones (render.Config.PeerTransport). It keeps running while
+// the CR's spec.crossNodeClones is false: the CR may turn them back on at
+// any time (a manager's controllers are fixed at its start), and the node
+// plugins then find the CA bundle already published; meanwhile it signs
+// nothing, as their ClusterRole lacks the create of
+// CertificateSigningRequests and it signs only their ServiceAccount's.
 func addPeerSigner(mgr ctrl.Manager, cfg render.Config, log logr.Logger) error {
 	if !cfg.PeerTransport {
 		return nil

@@ -60,14 +60,7 @@ func TestCSIOnlyDaemonSetIsTheOperators(t *testing.T) {
 	if rendered == nil {
 		t.Fatal("csi-only has no DaemonSet")
 	}
-	cfg := render.DefaultConfig()
-	cfg.ManagedBy = "kustomize"
-	cfg.Images.CSI = "localhost/hpp/hpp-csi:latest"
-	cfg.Images.Provisioner = "registry.k8s.io/sig-storage/csi-provisioner:v6.3.0"
-	want, err := cfg.CSIDaemonSet(&hppv1.HostPathProvisionerSpec{StoragePools: []hppv1.StoragePool{{Name: "local", Path: "/var/hpvolumes"}}})
-	if err != nil {
-		t.Fatal(err)
-	}
+	want := csiOnlyOperatorDaemonSet(t, false)
 	// A strategic merge patch may reorder named lists; order is no drift.
 	normalize(rendered)
 	normalize(want)
@@ -78,6 +71,22 @@ func TestCSIOnlyDaemonSetIsTheOperators(t *testing.T) {
 	}
 }
 
+// csiOnlyOperatorDaemonSet is the DaemonSet the operator builds for
+// csi-only's pool and images, with or without the peer transport.
+func csiOnlyOperatorDaemonSet(t *testing.T, peer bool) *appsv1.DaemonSet {
+	t.Helper()
+	cfg := render.DefaultConfig()
+	cfg.ManagedBy = "kustomize"
+	cfg.PeerTransport = peer
+	cfg.Images.CSI = "localhost/hpp/hpp-csi:latest"
+	cfg.Images.Provisioner = "registry.k8s.io/sig-storage/csi-provisioner:v6.3.0"
+	ds, err := cfg.CSIDaemonSet(&hppv1.HostPathProvisionerSpec{StoragePools: []hppv1.StoragePool{{Name: "local", Path: "/var/hpvolumes"}}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	return ds
+}
+
 func normalize(ds *appsv1.DaemonSet) {
 	spec := &ds.Spec.Template.Spec
 	slices.SortFunc(spec.Volumes, func(a, b corev1.Volume) int { return strings.Compare(a.Name, b.Name) })
@@ -85,6 +94,7 @@ func normalize(ds *appsv1.DaemonSet) {
 		c := &spec.Containers[i]
 		slices.SortFunc(c.Env, func(a, b corev1.EnvVar) int { return strings.Compare(a.Name, b.Name) })
 		slices.SortFunc(c.VolumeMounts, func(a, b corev1.VolumeMount) int { return strings.Compare(a.Name, b.Name) })
+		slices.SortFunc(c.Ports, func(a, b corev1.ContainerPort) int { return strings.Compare(a.Name, b.Name) })
 	}
 }
 

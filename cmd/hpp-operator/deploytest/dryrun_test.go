@@ -72,41 +72,51 @@ func TestOverlaysApplyWithServerSideDryRun(t *testing.T) {
 		t.Logf("%d example files accepted by kube-apiserver (CRD schema and CEL rules included)", len(files))
 	})
 	for _, name := range overlays(t) {
-		t.Run(name, func(t *testing.T) {
-			objs := buildOverlay(t, name)
-			// The overlays leave the Namespace out (deploy/base/namespace
-			// is applied on its own, so `kubectl delete -k` never takes it).
-			nsObjs := testenv.ReadManifests(t, filepath.Join(deployDir(), "base", "namespace", "namespace.yaml"))
-			for _, u := range objs {
-				if ns := u.GetNamespace(); ns != "" && !slices.ContainsFunc(nsObjs, func(n *unstructured.Unstructured) bool { return n.GetName() == ns }) {
-					n := &unstructured.Unstructured{}
-					n.SetAPIVersion("v1")
-					n.SetKind("Namespace")
-					n.SetName(ns)
-					nsObjs = append(nsObjs, n)
-				}
-			}
-			for _, u := range append(nsObjs, objs...) {
-				if u.GetKind() == "Namespace" {
-					if err := c.Apply(ctx, client.ApplyConfigurationFromUnstructured(u), client.FieldOwner("deploytest"), client.ForceOwnership); err != nil {
-						t.Fatalf("create %s: %v", id(u), err)
-					}
-				}
-			}
-			n := 0
-			for _, u := range objs {
-				if u.GetKind() == "Namespace" {
-					continue
-				}
-				err := c.Apply(ctx, client.ApplyConfigurationFromUnstructured(u),
-					client.FieldOwner("deploytest"), client.ForceOwnership, client.DryRunAll)
-				if err != nil {
-					t.Errorf("server-side dry-run of %s: %v", id(u), err)
-					continue
-				}
-				n++
-			}
-			t.Logf("%s: %d objects accepted by kube-apiserver (server-side apply, dry-run)", name, n)
-		})
+		t.Run(name, func(t *testing.T) { dryRun(t, c, name, buildOverlay(t, name)) })
 	}
+	// And each csi-only overlay with the cross-node-clones component, as
+	// a user's overlay over it renders it.
+	for _, name := range csiOnlyOverlays(t) {
+		t.Run(name+"+"+crossNodeComponent, func(t *testing.T) { dryRun(t, c, name+"+"+crossNodeComponent, buildCrossNode(t, name)) })
+	}
+}
+
+// dryRun creates the namespaces of objs for real and applies the rest with
+// server-side apply and dryRun=All.
+func dryRun(t *testing.T, c client.Client, name string, objs []*unstructured.Unstructured) {
+	t.Helper()
+	ctx := t.Context()
+	// The overlays leave the Namespace out (deploy/base/namespace
+	// is applied on its own, so `kubectl delete -k` never takes it).
+	nsObjs := testenv.ReadManifests(t, filepath.Join(deployDir(), "base", "namespace", "namespace.yaml"))
+	for _, u := range objs {
+		if ns := u.GetNamespace(); ns != "" && !slices.ContainsFunc(nsObjs, func(n *unstructured.Unstructured) bool { return n.GetName() == ns }) {
+			n := &unstructured.Unstructured{}
+			n.SetAPIVersion("v1")
+			n.SetKind("Namespace")
+			n.SetName(ns)
+			nsObjs = append(nsObjs, n)
+		}
+	}
+	for _, u := range append(nsObjs, objs...) {
+		if u.GetKind() == "Namespace" {
+			if err := c.Apply(ctx, client.ApplyConfigurationFromUnstructured(u), client.FieldOwner("deploytest"), client.ForceOwnership); err != nil {
+				t.Fatalf("create %s: %v", id(u), err)
+			}
+		}
+	}
+	n := 0
+	for _, u := range objs {
+		if u.GetKind() == "Namespace" {
+			continue
+		}
+		err := c.Apply(ctx, client.ApplyConfigurationFromUnstructured(u),
+			client.FieldOwner("deploytest"), client.ForceOwnership, client.DryRunAll)
+		if err != nil {
+			t.Errorf("server-side dry-run of %s: %v", id(u), err)
+			continue
+		}
+		n++
+	}
+	t.Logf("%s: %d objects accepted by kube-apiserver (server-side apply, dry-run)", name, n)
 }

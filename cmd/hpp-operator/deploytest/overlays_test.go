@@ -23,32 +23,40 @@ func TestEveryOverlayRendersInstallableObjects(t *testing.T) {
 		t.Run(name, func(t *testing.T) {
 			objs := buildOverlay(t, name)
 			t.Logf("%s: %d objects", name, len(objs))
-			sas := map[string]bool{}
-			for _, u := range objs {
-				if u.GetKind() == "ServiceAccount" {
-					sas[u.GetNamespace()+"/"+u.GetName()] = true
-				}
-			}
-			for _, u := range objs {
-				if !slices.Contains(servedVersions, u.GetAPIVersion()) {
-					t.Errorf("%s: apiVersion %s is not served by Kubernetes v1.37 (or not allowed here)", id(u), u.GetAPIVersion())
-				}
-				checkServiceAccounts(t, u, sas)
-				for where, img := range images(u) {
-					// A placeholder name left alone by images: has no
-					// registry and no tag.
-					if !strings.Contains(img, "/") || !strings.Contains(img, ":") {
-						t.Errorf("%s: image %q did not go through the overlay's images: list", where, img)
-					}
-				}
-				if u.GetKind() == "DaemonSet" {
-					sel, _, _ := unstructured.NestedStringMap(u.Object, "spec", "selector", "matchLabels")
-					if len(sel) != 1 || sel["k8s-app"] == "" {
-						t.Errorf("%s: selector %v: only the stable k8s-app label belongs there", id(u), sel)
-					}
-				}
-			}
+			checkInstallable(t, objs)
 		})
+	}
+}
+
+// checkInstallable checks what breaks an install: API versions, the
+// ServiceAccounts pods and bindings name, images through images:, the
+// DaemonSets' selectors.
+func checkInstallable(t *testing.T, objs []*unstructured.Unstructured) {
+	t.Helper()
+	sas := map[string]bool{}
+	for _, u := range objs {
+		if u.GetKind() == "ServiceAccount" {
+			sas[u.GetNamespace()+"/"+u.GetName()] = true
+		}
+	}
+	for _, u := range objs {
+		if !slices.Contains(servedVersions, u.GetAPIVersion()) {
+			t.Errorf("%s: apiVersion %s is not served by Kubernetes v1.37 (or not allowed here)", id(u), u.GetAPIVersion())
+		}
+		checkServiceAccounts(t, u, sas)
+		for where, img := range images(u) {
+			// A placeholder name left alone by images: has no
+			// registry and no tag.
+			if !strings.Contains(img, "/") || !strings.Contains(img, ":") {
+				t.Errorf("%s: image %q did not go through the overlay's images: list", where, img)
+			}
+		}
+		if u.GetKind() == "DaemonSet" {
+			sel, _, _ := unstructured.NestedStringMap(u.Object, "spec", "selector", "matchLabels")
+			if len(sel) != 1 || sel["k8s-app"] == "" {
+				t.Errorf("%s: selector %v: only the stable k8s-app label belongs there", id(u), sel)
+			}
+		}
 	}
 }
 

@@ -70,6 +70,13 @@ func buildOverlay(t *testing.T, name string) []*unstructured.Unstructured {
 // namespace: line of every overlay says ns: the one edit a user makes.
 func buildInNamespace(t *testing.T, name, ns string) []*unstructured.Unstructured {
 	t.Helper()
+	return build(t, filesys.MakeFsOnDisk(), filepath.Join(copyDeploy(t, ns), "overlays", name))
+}
+
+// copyDeploy copies deploy/ to a temporary directory, with the namespace:
+// line of every overlay saying ns ("": unchanged), and returns the copy.
+func copyDeploy(t *testing.T, ns string) string {
+	t.Helper()
 	dst := t.TempDir()
 	err := filepath.WalkDir(deployDir(), func(p string, d os.DirEntry, err error) error {
 		if err != nil {
@@ -84,7 +91,7 @@ func buildInNamespace(t *testing.T, name, ns string) []*unstructured.Unstructure
 		if err != nil {
 			return err
 		}
-		if strings.HasPrefix(rel, "overlays"+string(filepath.Separator)) && d.Name() == "kustomization.yaml" {
+		if ns != "" && strings.HasPrefix(rel, "overlays"+string(filepath.Separator)) && d.Name() == "kustomization.yaml" {
 			b = []byte(strings.ReplaceAll(string(b), "\nnamespace: hostpath-provisioner\n", "\nnamespace: "+ns+"\n"))
 		}
 		return os.WriteFile(target, b, 0o644)
@@ -92,7 +99,7 @@ func buildInNamespace(t *testing.T, name, ns string) []*unstructured.Unstructure
 	if err != nil {
 		t.Fatal(err)
 	}
-	return build(t, filesys.MakeFsOnDisk(), filepath.Join(dst, "overlays", name))
+	return dst
 }
 
 func id(u *unstructured.Unstructured) string {

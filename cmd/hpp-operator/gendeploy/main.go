@@ -1,7 +1,8 @@
 // Command gendeploy writes the kustomize bases' generated manifests
 // (deploy/base/csi-driver, deploy/base/legacy, deploy/components/sidecars,
-// deploy/components/monitoring, deploy/components/openshift, and upstream's
-// NetworkPolicies with the peer port's in deploy/base/operator)
+// deploy/components/monitoring, deploy/components/openshift,
+// deploy/components/cross-node-clones, and upstream's NetworkPolicies with
+// the peer port's in deploy/base/operator)
 // from package render, the code the operator applies, so the two cannot
 // drift. Run by `make generate`; hack/check-generated.sh fails when the
 // checked-in files differ.
@@ -67,7 +68,8 @@ func run(dir string) error {
 	cfg.ManagedBy = "kustomize"
 	// No peer transport in the csi-only base: nothing there signs the
 	// node plugins' certificates (the operator renders its own DaemonSet
-	// with it; deploy/README.md says how to add it by hand).
+	// with it). components/cross-node-clones adds it (peer.go), for those
+	// who provide a signer (deploy/README.md).
 	cfg.PeerTransport = false
 	csi, err := cfg.CSIObjects(exampleSpec())
 	if err != nil {
@@ -106,11 +108,16 @@ func run(dir string) error {
 		"base/legacy/generated.yaml":           cfg.LegacyObjects(legacySpec),
 		"components/sidecars/daemonset.yaml":   {sidecarPatch(withSidecars)},
 	}
+	out, err := peerComponent(cfg)
+	if err != nil {
+		return fmt.Errorf("%s: %w", peerDir, err)
+	}
 	for name, objs := range files {
-		b, err := render.YAML(header, objs...)
-		if err != nil {
+		if out[name], err = render.YAML(header, objs...); err != nil {
 			return err
 		}
+	}
+	for name, b := range out {
 		p := filepath.Join(dir, name)
 		if err := os.MkdirAll(filepath.Dir(p), 0o755); err != nil {
 			return err

@@ -111,8 +111,10 @@ type Config struct {
 	// PeerTransport: hpp-csi serves and fetches the sources of cross-node
 	// clones (peer.go: its flags, port, certificate volumes and API
 	// access), with its certificate from the operator's signer. The
-	// operator turns it on; deploy/'s csi-only base leaves it off, as
-	// nothing there signs the certificates (deploy/README.md).
+	// operator turns it on, and ForCR off again for a CR with
+	// spec.crossNodeClones false; deploy/'s csi-only base leaves it off,
+	// as nothing there signs the certificates (components/cross-node-clones
+	// adds it, deploy/README.md).
 	PeerTransport bool
 
 	// Observed by the operator at each reconcile (zero in deploy/):
@@ -131,11 +133,15 @@ type Config struct {
 }
 
 // ForCR is the configuration to render a CR's objects with: the values the
-// CR itself decides (its pull policy) filled in.
+// CR itself decides (its pull policy, whether cross-node clones are on)
+// filled in. The CR can only turn the peer transport off: where the
+// operator's configuration has it off, nothing would sign the
+// certificates.
 func (c Config) ForCR(spec *hppv1.HostPathProvisionerSpec) Config {
 	if spec.ImagePullPolicy != "" {
 		c.ImagePullPolicy = spec.ImagePullPolicy
 	}
+	c.PeerTransport = c.PeerTransport && spec.CrossNodeClonesOn()
 	return c
 }
 

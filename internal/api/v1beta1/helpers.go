@@ -13,6 +13,14 @@ func (s *HostPathProvisionerSpec) HasFeature(name string) bool {
 	return false
 }
 
+// CrossNodeClonesOn reports whether clones and restores may land on
+// another node than their source's: spec.crossNodeClones absent or true.
+// On by default, so that a CR written for upstream's operator (which has
+// no such field) gets them.
+func (s *HostPathProvisionerSpec) CrossNodeClonesOn() bool {
+	return s.CrossNodeClones == nil || *s.CrossNodeClones
+}
+
 // IsLegacy reports whether the CR asks for the legacy provisioner.
 func (s *HostPathProvisionerSpec) IsLegacy() bool { return s.PathConfig != nil }
 

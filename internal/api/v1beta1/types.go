@@ -68,6 +68,24 @@ type HostPathProvisionerSpec struct {
 	// +kubebuilder:validation:XValidation:rule="self.all(p, self.exists_one(q, q.path == p.path))",message="pool paths must be unique"
 	// +optional
 	StoragePools []StoragePool `json:"storagePools,omitempty"`
+	// CrossNodeClones (hpp's own field; absent or true: on) lets a clone
+	// or a restore land on a node other than the one that holds its
+	// source: the node plugins stream the source to each other over
+	// mutual TLS (port 9447, published on each node), with certificates
+	// from the operator's signer. false turns that off, as upstream's
+	// driver is: a clone or restore whose source is on another node is
+	// refused as it was before cross-node clones (hpp-csi answers
+	// NotFound there, so the claim must be scheduled on its source's
+	// node), and the operator renders none of it: no peer flags, port or
+	// certificate volumes in the node plugins, no access to Nodes or
+	// CertificateSigningRequests in their ClusterRole, and no peer port in
+	// their SecurityContextConstraints on OpenShift. The NetworkPolicy
+	// hpp-allow-ingress-to-peer is part of the operator's install
+	// manifests, not of the CR's objects, and stays: it opens a port that
+	// nothing listens on then. Clones of a source on the same node are
+	// local either way.
+	// +optional
+	CrossNodeClones *bool `json:"crossNodeClones,omitempty"`
 }
 
 // PathConfig is the legacy provisioner's configuration. Deprecated.
