@@ -37,9 +37,9 @@ import (
 // 1 GiB sparse disk.img with 200 MiB written in scattered extents, small
 // files, a symbolic and a hard link and an xattr. A claim cloned from it
 // and a claim restored from its VolumeSnapshot are used by pods on the real
-// node, which read back the source's checksums; the real node's hpp-csi
-// received about the bytes the source holds (its metric, within 5%), and
-// the source is unchanged.
+// node, which read back the source's checksums; the golden node's hpp-csi
+// sent, and the real node's received, about the bytes the source holds
+// (their metrics, within 5%), and the source is unchanged.
 func TestCrossNodeCloneAndRestore(t *testing.T) {
 	env := needEnv(t)
 	if !env.Snapshots {
@@ -82,7 +82,7 @@ func TestCrossNodeCloneAndRestore(t *testing.T) {
 		waitPVGone(t, env, pv.Name)
 	})
 
-	before := receivedBytes(t, env.C.RealNode())
+	before, sentBefore := receivedBytes(t, env.C.RealNode()), sentBytes(t, golden)
 	cloned := kit.PVC(ns, "vm-disk-clone", sc, "2Gi")
 	cloned.Spec.DataSource = &corev1.TypedLocalObjectReference{Kind: "PersistentVolumeClaim", Name: "golden-image"}
 	createPVC(t, env, cloned)
@@ -122,6 +122,13 @@ func TestCrossNodeCloneAndRestore(t *testing.T) {
 		allocated, received, float64(received)/float64(2*allocated))
 	if lo, hi := 2*allocated*95/100, 2*allocated*105/100; received < lo || received > hi {
 		t.Errorf("the real node received %d bytes for two copies of a source holding %d: want within 5%% of %d", received, allocated, 2*allocated)
+	}
+	// The sender's count, from the golden node's own hpp-csi: what left
+	// it, not only what arrived.
+	sent := sentBytes(t, golden) - sentBefore
+	t.Logf("sent by the golden node: %d bytes (%.3f of twice the source)", sent, float64(sent)/float64(2*allocated))
+	if lo, hi := 2*allocated*95/100, 2*allocated*105/100; sent < lo || sent > hi {
+		t.Errorf("the golden node sent %d bytes for two copies of a source holding %d: want within 5%% of %d", sent, allocated, 2*allocated)
 	}
 	if after := treeSums(t, goldenDir); !equalSums(after, want) {
 		t.Errorf("the golden image changed during the copies:\n%v\nwas\n%v", after, want)
@@ -307,13 +314,26 @@ func xattr(t *testing.T, path, name string) string {
 // summed over its pools.
 func receivedBytes(t *testing.T, n *cluster.Node) int64 {
 	t.Helper()
+	return int64(metricSum(t, n, "hpp_pool_remote_copy_received_bytes_total"))
+}
+
+// sentBytes is the node's hpp_peer_sent_bytes_total (the peer transport's
+// sender side), summed over kinds.
+func sentBytes(t *testing.T, n *cluster.Node) int64 {
+	t.Helper()
+	return int64(metricSum(t, n, "hpp_peer_sent_bytes_total"))
+}
+
+// metricSum sums the series of the counter name on n's hpp-csi.
+func metricSum(t *testing.T, n *cluster.Node, name string) float64 {
+	t.Helper()
 	text, err := n.HPPCSIMetrics(context.Background())
 	if err != nil {
 		t.Fatal(err)
 	}
 	var total float64
 	for _, l := range strings.Split(text, "\n") {
-		if !strings.HasPrefix(l, "hpp_pool_remote_copy_received_bytes_total{") {
+		if !strings.HasPrefix(l, name+"{") && !strings.HasPrefix(l, name+" ") {
 			continue
 		}
 		f := strings.Fields(l)
@@ -323,5 +343,5 @@ func receivedBytes(t *testing.T, n *cluster.Node) int64 {
 		}
 		total += v
 	}
-	return int64(total)
+	return total
 }
