@@ -117,6 +117,18 @@ func readCopyLogs(path string, offset int64) (copyLogs, error) {
 			out.transfers = append(out.transfers, c)
 		case strings.Contains(line, `"msg":"volume content copied from the clone cache"`):
 			out.fromCache++
+		case strings.Contains(line, `"msg":"csi call refused"`) && strings.Contains(line, `"method":"CreateVolume"`):
+			// Each is a retry csi-provisioner schedules with its backoff.
+			switch {
+			case strings.Contains(line, "is already in progress"):
+				out.busySource++
+			case strings.Contains(line, "to fill this node's clone cache"):
+				out.waitingFill++
+			case strings.Contains(line, "operation pending"):
+				out.pending++
+			default:
+				out.otherRefusals++
+			}
 		}
 	}
 	return out, sc.Err()
@@ -125,4 +137,7 @@ func readCopyLogs(path string, offset int64) (copyLogs, error) {
 type copyLogs struct {
 	transfers []copyLog
 	fromCache int
+	// CreateVolume answers other than success: the source's lock taken by
+	// another create, waiting for the cache fill, copying, anything else.
+	busySource, waitingFill, pending, otherRefusals int
 }

@@ -12,8 +12,11 @@ import (
 // pool under the node's directory, snapshots by reflink, the peer
 // transport on) and csi-provisioner, and csi-snapshotter when snapshotter
 // is set: a node that holds sources other nodes clone across the network.
-// The caller removes it (Cluster.RemoveSimulatedNode).
-func (e *Env) AddPeerNode(ctx context.Context, name string, ip net.IP, snapshotter *cluster.Snapshotter) (*cluster.Node, error) {
+// More pools (plain directories) are named by pools: a clone's StorageClass
+// is its source's (csi-provisioner refuses a clone across classes), so the
+// source's node needs the pool of every class cloned from it. The caller
+// removes the node (Cluster.RemoveSimulatedNode).
+func (e *Env) AddPeerNode(ctx context.Context, name string, ip net.IP, snapshotter *cluster.Snapshotter, pools ...string) (*cluster.Node, error) {
 	n, err := e.C.AddSimulatedCSINode(ctx, name, cluster.SimulatedNodeOptions{InternalIP: ip})
 	if err != nil {
 		return nil, err
@@ -22,8 +25,11 @@ func (e *Env) AddPeerNode(ctx context.Context, name string, ip net.IP, snapshott
 	if err != nil {
 		return n, err
 	}
-	pool := cluster.Pool{Name: PoolLocal, Path: filepath.Join(n.Dir(), "pools", PoolLocal), SnapshotProvider: "reflink"}
-	if err := n.StartHPPCSI(ctx, cluster.HPPCSIConfig{Binary: e.HPPCSI, Pools: []cluster.Pool{pool}, DriverArgs: peerArgs}); err != nil {
+	all := []cluster.Pool{{Name: PoolLocal, Path: filepath.Join(n.Dir(), "pools", PoolLocal), SnapshotProvider: "reflink"}}
+	for _, p := range pools {
+		all = append(all, cluster.Pool{Name: p, Path: filepath.Join(n.Dir(), "pools", p)})
+	}
+	if err := n.StartHPPCSI(ctx, cluster.HPPCSIConfig{Binary: e.HPPCSI, Pools: all, DriverArgs: peerArgs}); err != nil {
 		return n, err
 	}
 	if snapshotter != nil {
