@@ -77,17 +77,34 @@ func filling(t *testing.T, h *harness, reqs []*csi.CreateVolumeRequest) string {
 	return ""
 }
 
+// fill is n clones of a cacheable source started together, all but the
+// filler waiting for its fetch, which is held until gate is closed.
+type fill struct {
+	src    string
+	f      *fakeRemote
+	h      *harness
+	reqs   []*csi.CreateVolumeRequest
+	filler string
+	gate   chan struct{}
+}
+
+func startFill(t *testing.T, n int) fill {
+	t.Helper()
+	fl := fill{src: remoteTree(t), gate: make(chan struct{})}
+	fl.f = &fakeRemote{dir: fl.src, node: remoteNode, generation: "g1", gate: fl.gate}
+	fl.h = newRemoteHarness(t, fl.f)
+	fl.reqs = startClones(t, fl.h, n)
+	fl.filler = filling(t, fl.h, fl.reqs)
+	return fl
+}
+
 // Clones of one source started together fetch it once: the others wait
 // for that fetch to fill the clone cache, then are answered "not
 // modified" (nothing sent) and copy from the cache.
 func TestConcurrentClonesFetchTheSourceOnce(t *testing.T) {
 	const n = 6
-	src := remoteTree(t)
-	gate := make(chan struct{})
-	f := &fakeRemote{dir: src, node: remoteNode, generation: "g1", gate: gate}
-	h := newRemoteHarness(t, f)
-	reqs := startClones(t, h, n)
-	filler := filling(t, h, reqs)
+	fl := startFill(t, n)
+	src, f, h, reqs, filler, gate := fl.src, fl.f, fl.h, fl.reqs, fl.filler, fl.gate
 	if s, all := f.streams.Load(), f.fetches.Load(); s != 1 || all != 1 {
 		t.Fatalf("%d streams and %d fetches while %s fills the cache; want 1 and 1", s, all, filler)
 	}
@@ -120,12 +137,8 @@ func TestConcurrentClonesFetchTheSourceOnce(t *testing.T) {
 // next, the rest wait for it, and every remaining clone completes.
 func TestCanceledCacheFillHandsOverToOneWaiter(t *testing.T) {
 	const n = 4
-	src := remoteTree(t)
-	gate := make(chan struct{})
-	f := &fakeRemote{dir: src, node: remoteNode, generation: "g1", gate: gate}
-	h := newRemoteHarness(t, f)
-	reqs := startClones(t, h, n)
-	filler := filling(t, h, reqs)
+	fl := startFill(t, n)
+	src, f, h, reqs, filler, gate := fl.src, fl.f, fl.h, fl.reqs, fl.filler, fl.gate
 	f.set(func(f *fakeRemote) { f.gate = nil }) // the next fill streams freely
 	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
 	defer cancel()

@@ -16,10 +16,9 @@ import (
 	"flag"
 	"fmt"
 	"os"
-	"path/filepath"
 	"time"
 
-	"github.com/hostpath-provisioner/hpp/test/cluster"
+	"github.com/hostpath-provisioner/hpp/test/e2e/kit"
 )
 
 func main() {
@@ -42,15 +41,8 @@ func main() {
 		fmt.Fprintln(os.Stderr, "crossnode: needs root (it runs kubelet and containerd on this machine)")
 		os.Exit(1)
 	}
-	cache := os.Getenv("HPP_CACHE")
-	if cache == "" {
-		cache, _ = cluster.DefaultCacheDir()
-	}
-	hppcsi := ""
-	if *binDir != "" {
-		hppcsi = filepath.Join(*binDir, "hpp-csi")
-	}
-	rep, err := run(context.Background(), cluster.BinariesFromCache(cache), hppcsi, *n, *dataMiB, *cpQPS, *poolFS, *keepLogs)
+	bins, hppcsi := kit.BenchBinaries(*binDir)
+	rep, err := run(context.Background(), bins, hppcsi, *n, *dataMiB, *cpQPS, *poolFS, *keepLogs)
 	if err != nil {
 		fmt.Fprintln(os.Stderr, "crossnode:", err)
 		os.Exit(1)
