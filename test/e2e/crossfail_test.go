@@ -125,8 +125,9 @@ func startClone(t *testing.T, env *kit.Env, ns, claim, class, source, node strin
 	createPod(t, env, kit.OnNode(kit.Pod(ns, "read-"+claim, script, kit.PodVolume{Name: "v", Claim: claim, Path: "/data"}), node))
 }
 
-// readBack waits for the clone's pod and compares what it read.
-func readBack(t *testing.T, env *kit.Env, ns, claim string, want []string) {
+// readBack waits for the clone's pod ("read-<claim>"), compares the
+// checksums it printed with want, and returns its output.
+func readBack(t *testing.T, env *kit.Env, ns, claim string, want []string) string {
 	t.Helper()
 	ctx := context.Background()
 	pod := "read-" + claim
@@ -140,6 +141,7 @@ func readBack(t *testing.T, env *kit.Env, ns, claim string, want []string) {
 	if got := podSums(logs); !equalSums(got, want) {
 		t.Errorf("%s: the pod read\n%v\nwant the source's\n%v", claim, got, want)
 	}
+	return logs
 }
 
 // cloneKilledMidStream starts a clone of src and SIGKILLs victim's hpp-csi

@@ -86,16 +86,7 @@ func TestCrossNodeCloneAndRestore(t *testing.T) {
 		pod := "read-" + claim
 		script := "cd /data && find . -type f | sort | xargs sha256sum && readlink link && stat -c '%h %n' hard"
 		createPod(t, env, kit.OnNode(kit.Pod(ns, pod, script, kit.PodVolume{Name: "v", Claim: claim, Path: "/data"}), real))
-		if _, err := kit.WaitPodPhase(ctx, env.C.Client, ns, pod, corev1.PodSucceeded, 5*time.Minute); err != nil {
-			t.Fatal(err, "\n", kit.Events(ctx, env.C.Client, ns, "PersistentVolumeClaim", claim))
-		}
-		logs, err := kit.PodLogs(ctx, env.C.Client, ns, pod)
-		if err != nil {
-			t.Fatal(err)
-		}
-		if got := podSums(logs); !equalSums(got, want) {
-			t.Errorf("%s: the pod on %s read\n%v\nwant the golden image's\n%v", claim, real, got, want)
-		}
+		logs := readBack(t, env, ns, claim, want)
 		if !strings.Contains(logs, "small/f0\n") || !strings.Contains(logs, "2 hard") {
 			t.Errorf("%s: the links did not come across: %q", claim, logs)
 		}
