@@ -65,6 +65,23 @@ else
 	@echo "==> bench-e2e SKIPPED: the local cluster needs root"
 endif
 
+# Cross-node clones (issue 28): N claims cloned at once from a golden image
+# on a simulated node, pods on the real node reading theirs; the first
+# transfer against tar, the bytes sent for clones 2 to N.
+BENCH_CROSSNODE_N ?= 50
+BENCH_CROSSNODE_DATA_MIB ?= 200
+BENCH_MORE += bench-crossnode
+.PHONY: bench-crossnode
+bench-crossnode: ## cross-node clone benchmark on a local cluster (root): N clones of a golden image on another node, table and JSON
+ifeq ($(IS_ROOT),yes)
+	@$(MAKE) --no-print-directory deps cluster-binaries
+	@$(MAKE) --no-print-directory hpp-csi-bin
+	@echo "==> cross-node clones: $(BENCH_CROSSNODE_N) claims from one golden image on a simulated node (cd test && go run ./bench/crossnode)"
+	@cd $(ROOT)/test && go run ./bench/crossnode --bin-dir $(BIN) -n $(BENCH_CROSSNODE_N) -data-mib $(BENCH_CROSSNODE_DATA_MIB)
+else
+	@echo "==> bench-crossnode SKIPPED: the local cluster needs root"
+endif
+
 # hpp-csi alone, for the cluster targets (cheap when up to date).
 .PHONY: hpp-csi-bin
 hpp-csi-bin:

@@ -86,6 +86,9 @@ func (o *options) Run(ctx context.Context) error {
 	}
 	if peers != nil {
 		peers.server.Source = &remote.Source{RT: rt, Log: log.Named("peer")}
+		if peers.server.Metrics, err = peer.NewMetrics(metrics.Registry); err != nil {
+			return fmt.Errorf("configuring the peer transport's metrics: %w", err)
+		}
 		g.Go(func() error { return peers.server.Serve(gctx, peers.lis) })
 		if peers.keeper != nil {
 			g.Go(func() error { peers.keeper.Run(gctx); return nil })

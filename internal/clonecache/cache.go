@@ -229,10 +229,13 @@ func (c *Cache) Copy(ctx context.Context, key, generation, dst string) (treecopy
 		return treecopy.Stats{}, false, nil
 	}
 	e.users++
-	e.lastUse = time.Now()
+	// A local: e.lastUse is the mutex's, and clones of one source copy
+	// from its entry at once.
+	used := time.Now()
+	e.lastUse = used
 	c.mu.Unlock()
 	dir := filepath.Join(c.dir, e.name)
-	_ = os.Chtimes(filepath.Join(dir, RecordFile), e.lastUse, e.lastUse) // best effort: orders eviction after a restart
+	_ = os.Chtimes(filepath.Join(dir, RecordFile), used, used) // best effort: orders eviction after a restart
 	stats, err := treecopy.Tree(ctx, filepath.Join(dir, DataDir), dst, c.mode)
 	c.mu.Lock()
 	e.users--

@@ -2,20 +2,12 @@ package e2e
 
 import (
 	"context"
-	"crypto/sha256"
-	"encoding/hex"
 	"fmt"
-	"io"
-	"io/fs"
-	"math/rand/v2"
 	"net"
-	"os"
 	"path/filepath"
 	"regexp"
 	"sort"
-	"strconv"
 	"strings"
-	"syscall"
 	"testing"
 	"time"
 
@@ -37,9 +29,9 @@ import (
 // 1 GiB sparse disk.img with 200 MiB written in scattered extents, small
 // files, a symbolic and a hard link and an xattr. A claim cloned from it
 // and a claim restored from its VolumeSnapshot are used by pods on the real
-// node, which read back the source's checksums; the real node's hpp-csi
-// received about the bytes the source holds (its metric, within 5%), and
-// the source is unchanged.
+// node, which read back the source's checksums; the golden node's hpp-csi
+// sent, and the real node's received, about the bytes the source holds
+// (their metrics, within 5%), and the source is unchanged.
 func TestCrossNodeCloneAndRestore(t *testing.T) {
 	env := needEnv(t)
 	if !env.Snapshots {
@@ -82,7 +74,7 @@ func TestCrossNodeCloneAndRestore(t *testing.T) {
 		waitPVGone(t, env, pv.Name)
 	})
 
-	before := receivedBytes(t, env.C.RealNode())
+	before, sentBefore := receivedBytes(t, env.C.RealNode()), sentBytes(t, golden)
 	cloned := kit.PVC(ns, "vm-disk-clone", sc, "2Gi")
 	cloned.Spec.DataSource = &corev1.TypedLocalObjectReference{Kind: "PersistentVolumeClaim", Name: "golden-image"}
 	createPVC(t, env, cloned)
@@ -94,16 +86,7 @@ func TestCrossNodeCloneAndRestore(t *testing.T) {
 		pod := "read-" + claim
 		script := "cd /data && find . -type f | sort | xargs sha256sum && readlink link && stat -c '%h %n' hard"
 		createPod(t, env, kit.OnNode(kit.Pod(ns, pod, script, kit.PodVolume{Name: "v", Claim: claim, Path: "/data"}), real))
-		if _, err := kit.WaitPodPhase(ctx, env.C.Client, ns, pod, corev1.PodSucceeded, 5*time.Minute); err != nil {
-			t.Fatal(err, "\n", kit.Events(ctx, env.C.Client, ns, "PersistentVolumeClaim", claim))
-		}
-		logs, err := kit.PodLogs(ctx, env.C.Client, ns, pod)
-		if err != nil {
-			t.Fatal(err)
-		}
-		if got := podSums(logs); !equalSums(got, want) {
-			t.Errorf("%s: the pod on %s read\n%v\nwant the golden image's\n%v", claim, real, got, want)
-		}
+		logs := readBack(t, env, ns, claim, want)
 		if !strings.Contains(logs, "small/f0\n") || !strings.Contains(logs, "2 hard") {
 			t.Errorf("%s: the links did not come across: %q", claim, logs)
 		}
@@ -123,6 +106,13 @@ func TestCrossNodeCloneAndRestore(t *testing.T) {
 	if lo, hi := 2*allocated*95/100, 2*allocated*105/100; received < lo || received > hi {
 		t.Errorf("the real node received %d bytes for two copies of a source holding %d: want within 5%% of %d", received, allocated, 2*allocated)
 	}
+	// The sender's count, from the golden node's own hpp-csi: what left
+	// it, not only what arrived.
+	sent := sentBytes(t, golden) - sentBefore
+	t.Logf("sent by the golden node: %d bytes (%.3f of twice the source)", sent, float64(sent)/float64(2*allocated))
+	if lo, hi := 2*allocated*95/100, 2*allocated*105/100; sent < lo || sent > hi {
+		t.Errorf("the golden node sent %d bytes for two copies of a source holding %d: want within 5%% of %d", sent, allocated, 2*allocated)
+	}
 	if after := treeSums(t, goldenDir); !equalSums(after, want) {
 		t.Errorf("the golden image changed during the copies:\n%v\nwas\n%v", after, want)
 	}
@@ -133,25 +123,15 @@ func TestCrossNodeCloneAndRestore(t *testing.T) {
 // csi-provisioner and csi-snapshotter; removed when the test ends.
 func addPeerNode(t *testing.T, env *kit.Env, name string, ip net.IP) *cluster.Node {
 	t.Helper()
-	ctx := context.Background()
-	n, err := env.C.AddSimulatedCSINode(ctx, name, cluster.SimulatedNodeOptions{InternalIP: ip})
+	n, err := env.AddPeerNode(context.Background(), name, ip, env.Snapshotter)
+	if n != nil {
+		t.Cleanup(func() {
+			if err := env.C.RemoveSimulatedNode(context.Background(), name); err != nil {
+				t.Error(err)
+			}
+		})
+	}
 	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() {
-		if err := env.C.RemoveSimulatedNode(context.Background(), name); err != nil {
-			t.Error(err)
-		}
-	})
-	peerArgs, err := env.C.PeerArgs(n, ip)
-	if err != nil {
-		t.Fatal(err)
-	}
-	pool := cluster.Pool{Name: kit.PoolLocal, Path: filepath.Join(n.Dir(), "pools", kit.PoolLocal), SnapshotProvider: "reflink"}
-	if err := n.StartHPPCSI(ctx, cluster.HPPCSIConfig{Binary: env.HPPCSI, Pools: []cluster.Pool{pool}, DriverArgs: peerArgs}); err != nil {
-		t.Fatal(err)
-	}
-	if err := n.StartCSISnapshotter(*env.Snapshotter); err != nil {
 		t.Fatal(err)
 	}
 	return n
@@ -173,80 +153,22 @@ func waitSnapshotReady(t *testing.T, env *kit.Env, dyn dynamic.Interface, ns, na
 	}
 }
 
-// writeGoldenImage writes what a VM image claim holds: disk.img, 1 GiB
-// apparent with 200 MiB in 50 scattered 4 MiB extents, an xattr on it,
-// small files, a symbolic and a hard link.
+// writeGoldenImage writes kit.WriteGoldenImage's tree with 200 MiB of
+// data in disk.img.
 func writeGoldenImage(t *testing.T, dir string) {
 	t.Helper()
-	f, err := os.OpenFile(filepath.Join(dir, "disk.img"), os.O_CREATE|os.O_WRONLY, 0o644)
-	if err != nil {
+	if err := kit.WriteGoldenImage(dir, 200); err != nil {
 		t.Fatal(err)
 	}
-	if err := f.Truncate(1 << 30); err != nil {
-		t.Fatal(err)
-	}
-	rng := rand.New(rand.NewPCG(28, 28))
-	extent := make([]byte, 4<<20)
-	for i := range 50 {
-		for j := range extent {
-			extent[j] = byte(rng.Uint32())
-		}
-		// Extents 20 MiB apart, each shifted by up to 8 MiB: scattered,
-		// never overlapping, some unaligned.
-		off := int64(i)*(20<<20) + rng.Int64N(8<<20)
-		if _, err := f.WriteAt(extent, off); err != nil {
-			t.Fatal(err)
-		}
-	}
-	if err := f.Close(); err != nil {
-		t.Fatal(err)
-	}
-	if err := unix.Setxattr(filepath.Join(dir, "disk.img"), "user.hpp-image", []byte("golden"), 0); err != nil {
-		t.Fatal(err)
-	}
-	if err := os.Mkdir(filepath.Join(dir, "small"), 0o755); err != nil {
-		t.Fatal(err)
-	}
-	for i := range 10 {
-		if err := os.WriteFile(filepath.Join(dir, "small", "f"+strconv.Itoa(i)), []byte(strings.Repeat(strconv.Itoa(i), 1000+i)), 0o640); err != nil {
-			t.Fatal(err)
-		}
-	}
-	if err := os.Symlink("small/f0", filepath.Join(dir, "link")); err != nil {
-		t.Fatal(err)
-	}
-	if err := os.Link(filepath.Join(dir, "small", "f1"), filepath.Join(dir, "hard")); err != nil {
-		t.Fatal(err)
-	}
-	unix.Sync()
 }
 
-// treeSums is "sha256 ./path" for every regular file under dir, sorted.
 func treeSums(t *testing.T, dir string) []string {
 	t.Helper()
-	var out []string
-	err := filepath.WalkDir(dir, func(p string, d fs.DirEntry, err error) error {
-		if err != nil || !d.Type().IsRegular() {
-			return err
-		}
-		f, err := os.Open(p)
-		if err != nil {
-			return err
-		}
-		defer f.Close()
-		h := sha256.New()
-		if _, err := io.Copy(h, f); err != nil {
-			return err
-		}
-		rel, _ := filepath.Rel(dir, p)
-		out = append(out, hex.EncodeToString(h.Sum(nil))+" ./"+rel)
-		return nil
-	})
+	sums, err := kit.TreeSums(dir)
 	if err != nil {
 		t.Fatal(err)
 	}
-	sort.Strings(out)
-	return out
+	return sums
 }
 
 var sumLine = regexp.MustCompile(`^[0-9a-f]{64}  \./\S+$`)
@@ -267,30 +189,13 @@ func equalSums(a, b []string) bool {
 	return len(a) == len(b) && strings.Join(a, "\n") == strings.Join(b, "\n")
 }
 
-// allocatedBytes is what the files under dir hold on disk (st_blocks),
-// each inode once.
 func allocatedBytes(t *testing.T, dir string) int64 {
 	t.Helper()
-	seen := map[uint64]bool{}
-	var total int64
-	err := filepath.WalkDir(dir, func(p string, d fs.DirEntry, err error) error {
-		if err != nil || !d.Type().IsRegular() {
-			return err
-		}
-		var st syscall.Stat_t
-		if err := syscall.Lstat(p, &st); err != nil {
-			return err
-		}
-		if !seen[st.Ino] {
-			seen[st.Ino] = true
-			total += st.Blocks * 512
-		}
-		return nil
-	})
+	n, err := kit.AllocatedBytes(dir)
 	if err != nil {
 		t.Fatal(err)
 	}
-	return total
+	return n
 }
 
 func xattr(t *testing.T, path, name string) string {
@@ -307,21 +212,21 @@ func xattr(t *testing.T, path, name string) string {
 // summed over its pools.
 func receivedBytes(t *testing.T, n *cluster.Node) int64 {
 	t.Helper()
-	text, err := n.HPPCSIMetrics(context.Background())
+	return int64(metricSum(t, n, "hpp_pool_remote_copy_received_bytes_total"))
+}
+
+// sentBytes is the node's hpp_peer_sent_bytes_total (the peer transport's
+// sender side), summed over kinds.
+func sentBytes(t *testing.T, n *cluster.Node) int64 {
+	t.Helper()
+	return int64(metricSum(t, n, "hpp_peer_sent_bytes_total"))
+}
+
+func metricSum(t *testing.T, n *cluster.Node, name string) float64 {
+	t.Helper()
+	v, err := kit.MetricSum(context.Background(), n, name)
 	if err != nil {
 		t.Fatal(err)
 	}
-	var total float64
-	for _, l := range strings.Split(text, "\n") {
-		if !strings.HasPrefix(l, "hpp_pool_remote_copy_received_bytes_total{") {
-			continue
-		}
-		f := strings.Fields(l)
-		v, err := strconv.ParseFloat(f[len(f)-1], 64)
-		if err != nil {
-			t.Fatalf("metric line %q: %v", l, err)
-		}
-		total += v
-	}
-	return int64(total)
+	return v
 }

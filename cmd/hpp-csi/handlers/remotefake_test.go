@@ -14,10 +14,12 @@ import (
 // treecopy.Encode through an io.Pipe, as the peer transport delivers it.
 // Knobs: fetchErr fails Fetch; after sent bytes exceed blockAfter the
 // stream waits for gate (or the fetch's cancel); past failAfter it breaks
-// with failErr.
+// with failErr. With generation set, the streams carry it, and a fetch
+// naming it as cached is answered "not modified", with nothing sent.
 type fakeRemote struct {
-	dir, node string
-	alloc     int64
+	dir, node  string
+	alloc      int64
+	generation string
 
 	mu         sync.Mutex
 	fetchErr   error
@@ -28,12 +30,16 @@ type fakeRemote struct {
 	claims     []pools.ClaimRef
 	sources    []pools.Source
 
-	fetches  atomic.Int32
-	sent     atomic.Int64
-	canceled atomic.Int32
+	// fetches counts every Fetch, streams those that sent data,
+	// notModified those answered "not modified".
+	fetches     atomic.Int32
+	streams     atomic.Int32
+	notModified atomic.Int32
+	sent        atomic.Int64
+	canceled    atomic.Int32
 }
 
-func (f *fakeRemote) Fetch(ctx context.Context, src pools.Source, claim pools.ClaimRef, _ string) (*pools.RemoteStream, error) {
+func (f *fakeRemote) Fetch(ctx context.Context, src pools.Source, claim pools.ClaimRef, cached string) (*pools.RemoteStream, error) {
 	f.fetches.Add(1)
 	f.mu.Lock()
 	f.claims, f.sources = append(f.claims, claim), append(f.sources, src)
@@ -42,6 +48,11 @@ func (f *fakeRemote) Fetch(ctx context.Context, src pools.Source, claim pools.Cl
 	if fetchErr != nil {
 		return nil, fetchErr
 	}
+	if f.generation != "" && cached == f.generation {
+		f.notModified.Add(1)
+		return &pools.RemoteStream{Node: f.node, Generation: f.generation, NotModified: true}, nil
+	}
+	f.streams.Add(1)
 	pr, pw := io.Pipe()
 	stop := context.AfterFunc(ctx, func() {
 		f.canceled.Add(1)
@@ -53,7 +64,7 @@ func (f *fakeRemote) Fetch(ctx context.Context, src pools.Source, claim pools.Cl
 		_, err := treecopy.Encode(ctx, f.dir, w)
 		pw.CloseWithError(err)
 	}()
-	return &pools.RemoteStream{ReadCloser: pr, Node: f.node, AllocatedBytes: f.alloc}, nil
+	return &pools.RemoteStream{ReadCloser: pr, Node: f.node, AllocatedBytes: f.alloc, Generation: f.generation}, nil
 }
 
 func (f *fakeRemote) set(fn func(f *fakeRemote)) {

@@ -69,6 +69,17 @@
 // error) is aborted (HTTP/2 RST_STREAM, or the connection closed), so the
 // client's read fails instead of seeing a clean, short end.
 //
+// # Metrics
+//
+// With Server.Metrics set (hpp-csi registers them beside the driver's):
+// hpp_peer_sent_bytes_total{kind} counts the response bodies' bytes as
+// they are written (an aborted stream's too), and
+// hpp_peer_requests_total{result} every answer: served (a whole stream),
+// not_modified (304: nothing sent), refused (400, 403, an unknown
+// endpoint), not_found (404), unavailable (503), failed (500, or a stream
+// aborted after its 200). The receiver's side is the pool runtime's
+// hpp_pool_remote_copy_received_bytes_total.
+//
 // # Identity
 //
 // Every node has one certificate, signed by a CA dedicated to this

@@ -70,6 +70,9 @@ func TestCachedGeneration(t *testing.T) {
 	if n := e.source.openCount(); n != 0 {
 		t.Fatalf("the source was opened %d times for a not-modified answer", n)
 	}
+	if nm, sent := e.requests(t, ResultNotModified), e.sentBytes(t, KindVolume); nm != 1 || sent != 0 {
+		t.Fatalf("not_modified %v, sent %v bytes; want 1 and 0", nm, sent)
+	}
 	// Changed: the data, with the generation.
 	st, data, err = fetch("vol-1", "clone-b", "g0")
 	if err != nil || st.NotModified || st.Generation != "g1" || !bytes.Equal(data, volumeData) {

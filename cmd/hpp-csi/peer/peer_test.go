@@ -16,6 +16,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/prometheus/client_golang/prometheus"
 	"go.uber.org/zap"
 	"go.uber.org/zap/zaptest/observer"
 
@@ -125,6 +126,8 @@ type env struct {
 	dir    string // node-a's credentials
 	source *fakeSource
 	logs   *observer.ObservedLogs
+	// reg holds the server's metrics.
+	reg *prometheus.Registry
 }
 
 var (
@@ -147,7 +150,12 @@ func startWith(t *testing.T, wrap func(*fakeSource) Source) *env {
 	if wrap != nil {
 		src = wrap(e.source)
 	}
-	srv := &Server{Node: "node-a", Creds: creds, Auth: NewClaimCheck(fakeAPI(t), ""), Source: src, Log: zap.New(core)}
+	e.reg = prometheus.NewRegistry()
+	metrics, err := NewMetrics(e.reg)
+	if err != nil {
+		t.Fatal(err)
+	}
+	srv := &Server{Node: "node-a", Creds: creds, Auth: NewClaimCheck(fakeAPI(t), ""), Source: src, Log: zap.New(core), Metrics: metrics}
 	lis, err := net.Listen("tcp", "127.0.0.1:0")
 	if err != nil {
 		t.Fatal(err)

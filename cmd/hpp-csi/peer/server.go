@@ -132,6 +132,8 @@ type Server struct {
 	Auth   Authorizer
 	Source Source
 	Log    *zap.Logger
+	// Metrics, when set, counts bytes sent and requests by result.
+	Metrics *Metrics
 }
 
 // TLSConfig is the server side of the mutual TLS: TLS 1.3, a client
@@ -282,6 +284,7 @@ func (s *Server) serveSource(w http.ResponseWriter, r *http.Request) {
 			s.Log.Info("source unchanged since the peer's copy; nothing sent", append(s.fields(req), zap.String("generation", gen))...)
 			w.Header().Set(GenerationHeader, gen)
 			w.WriteHeader(http.StatusNotModified)
+			s.Metrics.result(ResultNotModified)
 			return
 		}
 	}
@@ -301,13 +304,15 @@ func (s *Server) serveSource(w http.ResponseWriter, r *http.Request) {
 		w.Header().Set(GenerationHeader, g.Generation())
 	}
 	w.WriteHeader(http.StatusOK)
-	n, err := io.Copy(w, src)
+	n, err := io.Copy(s.Metrics.body(w, req.Kind), src)
 	if err != nil {
+		s.Metrics.result(ResultFailed)
 		s.Log.Warn("stream to peer failed; aborting it", append(log, zap.Int64("bytes", n), zap.Error(err))...)
 		// The status is sent: only an abort tells the client the stream
 		// is incomplete (RST_STREAM in HTTP/2, a closed connection in 1.1).
 		panic(http.ErrAbortHandler)
 	}
+	s.Metrics.result(ResultServed)
 	s.Log.Info("streamed source to peer", append(log, zap.Int64("bytes", n))...)
 }
 
@@ -328,5 +333,6 @@ func (s *Server) fields(req Request) []zap.Field {
 // refused logs a refusal and answers it; nothing of the source is sent.
 func (s *Server) refused(w http.ResponseWriter, req Request, code int, reason string) {
 	s.Log.Warn("peer request refused", append(s.fields(req), zap.Int("status", code), zap.String("reason", reason))...)
+	s.Metrics.result(resultOfStatus(code))
 	http.Error(w, reason, code)
 }

@@ -170,18 +170,25 @@ func (rt *Runtime) fillFromCache(ctx context.Context, j *copyJob, c *clonecache.
 }
 
 // keepInCache stores the fetched tree in dir as the cache's copy of j's
-// source at gen. A failure never fails the clone: it is logged.
-func (rt *Runtime) keepInCache(ctx context.Context, j *copyJob, c *clonecache.Cache, gen, dir string, sizeBytes int64) {
+// source at gen, and reports whether the cache holds it at gen now (also
+// when it already did). A failure never fails the clone: it is logged.
+func (rt *Runtime) keepInCache(ctx context.Context, j *copyJob, c *clonecache.Cache, gen, dir string, sizeBytes int64) bool {
 	if c == nil || !Cacheable(gen) {
-		return
+		return false
 	}
 	if err := c.Put(ctx, j.key, gen, dir, sizeBytes); err != nil {
 		rt.log.Warn("source not kept in the clone cache", zap.String("volume", j.id), zap.String("source", j.key),
 			zap.String("pool", j.pool.name()), zap.Error(err))
-		return
+		return false
+	}
+	if held, _ := cachedGeneration(c, j.key); held != gen {
+		// Put stores nothing while another store of the key runs, or
+		// while an entry of another generation is in use.
+		return false
 	}
 	rt.log.Info("source kept in the clone cache", zap.String("source", j.key), zap.String("generation", gen),
 		zap.String("pool", j.pool.name()), zap.Int64("bytes", sizeBytes))
+	return true
 }
 
 // evictForRoom frees at least need bytes of the pool's cache, when it has

@@ -23,9 +23,14 @@ import (
 type copyJobs struct {
 	mu   sync.Mutex
 	jobs map[string]*copyJob
+	// fills are the jobs filling a pool's clone cache with a source, which
+	// other jobs of the same source wait for (cachefill.go).
+	fills map[fillKey]*cacheFill
 }
 
-func newCopyJobs() *copyJobs { return &copyJobs{jobs: map[string]*copyJob{}} }
+func newCopyJobs() *copyJobs {
+	return &copyJobs{jobs: map[string]*copyJob{}, fills: map[fillKey]*cacheFill{}}
+}
 
 // copyJob is one copy from another node into a new volume.
 type copyJob struct {
@@ -44,6 +49,19 @@ type copyJob struct {
 	mu    sync.Mutex
 	node  string
 	total int64
+	// filling is the volume whose copy of the source j waits for, to
+	// fill the clone cache; "" when not waiting.
+	filling string
+	// endFill ends j's fill of the clone cache (cachefill.go), when j is
+	// one; a no-op otherwise. Only the job's own goroutine calls it.
+	endFill func(fillOutcome)
+}
+
+// waitFor records the volume whose cache fill j waits for ("": none).
+func (j *copyJob) waitFor(volume string) {
+	j.mu.Lock()
+	j.filling = volume
+	j.mu.Unlock()
 }
 
 // connected records the serving node and the transfer's size once the
@@ -128,9 +146,13 @@ func (j *copyJob) progress() error {
 		return refuse(Busy, "volume %q: its copy from another node was canceled and is stopping; retry later", j.id)
 	}
 	j.mu.Lock()
-	node, total := j.node, j.total
+	node, total, filling := j.node, j.total, j.filling
 	j.mu.Unlock()
 	took := time.Since(j.started)
+	if filling != "" {
+		return refuse(Busy, "volume %q: waiting for volume %q's copy of %s to fill this node's clone cache, then copying from it (for %s); operation pending, retry later",
+			j.id, filling, j.key, took.Round(time.Second))
+	}
 	if node == "" {
 		return refuse(Busy, "volume %q: asking the node that holds %s for it (for %s); operation pending, retry later",
 			j.id, j.key, took.Round(time.Second))

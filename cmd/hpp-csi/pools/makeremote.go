@@ -22,7 +22,8 @@ const copyJoinWait = 5 * time.Second
 // lock, found no volume and no job, and reserved the room.
 func (rt *Runtime) makeRemote(ctx context.Context, pl placement, c Creation, r room) (dirvol.Volume, bool, error) {
 	jobCtx, cancel := context.WithCancel(context.WithoutCancel(ctx))
-	j := &copyJob{id: c.ID, key: pl.key, pool: pl.pool, started: time.Now(), cancel: cancel, done: make(chan struct{})}
+	j := &copyJob{id: c.ID, key: pl.key, pool: pl.pool, started: time.Now(), cancel: cancel, done: make(chan struct{}),
+		endFill: func(fillOutcome) {}}
 	rt.copies.add(j)
 	rt.log.Info("copying volume content from another node", zap.String("volume", c.ID), zap.String("source", j.key), zap.String("pool", pl.pool.name()))
 	go rt.runCopy(jobCtx, j, pl, c, r)

@@ -11,6 +11,7 @@ import (
 	"github.com/prometheus/client_golang/prometheus"
 	"go.uber.org/zap"
 
+	"github.com/hostpath-provisioner/hpp/internal/clonecache"
 	"github.com/hostpath-provisioner/hpp/internal/treecopy"
 )
 
@@ -31,33 +32,59 @@ var errStalled = errors.New("no data received")
 // known is kept in the cache (clonecache.go). A failure or a cancel leaves
 // only the staged directory, which the store removes.
 func (rt *Runtime) remoteFill(ctx context.Context, j *copyJob, src Source, claim ClaimRef, capacity int64) func(dir string) error {
-	return func(dir string) error {
+	return func(dir string) (err error) {
 		cache := j.pool.cloneCache()
-		cached, cachedSize := cachedGeneration(cache, j.key)
-		res, err := rt.fetchInto(ctx, j, src, claim, capacity, dir, cached)
+		// Clones of a source not cached yet wait for the one that fills
+		// the cache (cachefill.go).
+		endFill, err := rt.awaitCacheFill(ctx, j, cache)
 		if err != nil {
 			return err
 		}
-		if res.notModified {
-			if capacity > 0 && cachedSize > capacity {
-				return refuse(TooLarge, "volume %q: copying %s: the source holds %d bytes of data, more than the requested %d bytes", j.id, j.key, cachedSize, capacity)
-			}
-			done, err := rt.fillFromCache(ctx, j, cache, cached, dir)
-			if done || err != nil {
-				return err
-			}
-			// The entry went away since (evicted, or its copy failed):
-			// fetch after all.
-			if res, err = rt.fetchInto(ctx, j, src, claim, capacity, dir, ""); err != nil {
-				return err
-			}
+		outcome := fillFailed
+		if endFill != nil {
+			j.endFill = endFill
+			defer func() { j.endFill(outcome) }()
 		}
-		if cache != nil {
-			rt.cacheMisses.WithLabelValues(j.pool.name()).Inc()
-		}
-		rt.keepInCache(ctx, j, cache, res.generation, dir, res.size)
-		return nil
+		outcome, err = rt.fillRemote(ctx, j, src, claim, capacity, dir, cache)
+		return err
 	}
+}
+
+// fillRemote is remoteFill once it may fetch: from the cache when the
+// source's node says it is unchanged, else over the network, keeping the
+// tree in the cache. The outcome says what a fill waiting on it learns.
+func (rt *Runtime) fillRemote(ctx context.Context, j *copyJob, src Source, claim ClaimRef, capacity int64, dir string,
+	cache *clonecache.Cache) (fillOutcome, error) {
+	cached, cachedSize := cachedGeneration(cache, j.key)
+	res, err := rt.fetchInto(ctx, j, src, claim, capacity, dir, cached)
+	if err != nil {
+		return fillFailed, err
+	}
+	if res.notModified {
+		if capacity > 0 && cachedSize > capacity {
+			// The cache holds the source: another clone may fit.
+			return fillStored, refuse(TooLarge, "volume %q: copying %s: the source holds %d bytes of data, more than the requested %d bytes", j.id, j.key, cachedSize, capacity)
+		}
+		done, err := rt.fillFromCache(ctx, j, cache, cached, dir)
+		if err != nil {
+			return fillFailed, err
+		}
+		if done {
+			return fillStored, nil
+		}
+		// The entry went away since (evicted, or its copy failed):
+		// fetch after all.
+		if res, err = rt.fetchInto(ctx, j, src, claim, capacity, dir, ""); err != nil {
+			return fillFailed, err
+		}
+	}
+	if cache != nil {
+		rt.cacheMisses.WithLabelValues(j.pool.name()).Inc()
+	}
+	if rt.keepInCache(ctx, j, cache, res.generation, dir, res.size) {
+		return fillStored, nil
+	}
+	return fillNotCacheable, nil
 }
 
 // fetched is what fetchInto did.
@@ -92,6 +119,11 @@ func (rt *Runtime) fetchInto(ctx context.Context, j *copyJob, src Source, claim 
 		return fetched{notModified: true}, nil
 	}
 	defer func() { _ = stream.Close() }()
+	if !Cacheable(stream.Generation) {
+		// Clones waiting for this one to fill the cache learn now, not
+		// after the whole transfer, that it will not: they fetch too.
+		j.endFill(fillNotCacheable)
+	}
 	j.connected(stream.Node, stream.AllocatedBytes)
 	what := fmt.Sprintf("volume %q: copying %s from node %s", j.id, j.key, stream.Node)
 	if capacity > 0 && stream.AllocatedBytes > capacity {

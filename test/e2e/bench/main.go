@@ -15,7 +15,6 @@ import (
 	"flag"
 	"fmt"
 	"os"
-	"path/filepath"
 	"slices"
 	"strconv"
 	"strings"
@@ -94,19 +93,12 @@ func main() {
 		fmt.Fprintln(os.Stderr, "bench: needs root (it runs kubelet and containerd on this machine)")
 		os.Exit(1)
 	}
-	cache := os.Getenv("HPP_CACHE")
-	if cache == "" {
-		cache, _ = cluster.DefaultCacheDir()
-	}
-	hppcsi := ""
-	if *binDir != "" {
-		hppcsi = filepath.Join(*binDir, "hpp-csi")
-	}
+	bins, hppcsi := kit.BenchBinaries(*binDir)
 	if *cpQPS < 0 {
 		fmt.Fprintf(os.Stderr, "bench: --control-plane-qps %d: must not be negative\n", *cpQPS)
 		os.Exit(2)
 	}
-	if err := run(cluster.BinariesFromCache(cache), hppcsi, sizes, *simNodes, *samples, *cpQPS); err != nil {
+	if err := run(bins, hppcsi, sizes, *simNodes, *samples, *cpQPS); err != nil {
 		fmt.Fprintln(os.Stderr, "bench:", err)
 		os.Exit(1)
 	}

@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"os"
+	"path/filepath"
 	"strings"
 	"sync"
 	"time"
@@ -64,4 +65,18 @@ func Parallel(n, width int, fn func(int) error) error {
 func Machine() string {
 	b, _ := os.ReadFile("/proc/cpuinfo")
 	return fmt.Sprintf("%d cores", strings.Count(string(b), "\nprocessor")+1)
+}
+
+// BenchBinaries are what a cluster benchmark run by hand starts: the
+// cluster binaries of $HPP_CACHE (else the default cache) and the hpp-csi
+// in binDir ("" when binDir is empty: Setup builds it from cmd/hpp-csi).
+func BenchBinaries(binDir string) (bins cluster.Binaries, hppcsi string) {
+	cache := os.Getenv("HPP_CACHE")
+	if cache == "" {
+		cache, _ = cluster.DefaultCacheDir()
+	}
+	if binDir != "" {
+		hppcsi = filepath.Join(binDir, "hpp-csi")
+	}
+	return cluster.BinariesFromCache(cache), hppcsi
 }

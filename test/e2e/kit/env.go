@@ -73,6 +73,10 @@ type SetupOptions struct {
 	// left out and Env.NoQuota says why: the rest of the suite runs on any
 	// kernel.
 	QuotaPools map[string]QuotaPool
+	// XFSPools are added to the real node, by name, each on XFS with
+	// reflink of its size (bytes) through a loop device, without quotas
+	// (cluster.MountReflinkXFS): pools whose clones share data.
+	XFSPools map[string]int64
 	// ProvisionerArgs go to the real node's csi-provisioner.
 	ProvisionerArgs []string
 	// HandleSignals: see cluster.Options.
@@ -129,6 +133,13 @@ func (e *Env) installDriver(ctx context.Context, opts SetupOptions) error {
 	for name, size := range opts.TmpfsPools {
 		p := cluster.Pool{Name: name, Path: filepath.Join(node.Dir(), "pools", name)}
 		if err := cluster.MountTmpfs(p.Path, size); err != nil {
+			return &cluster.StepError{Step: "mount pool " + name, Err: err}
+		}
+		pools = append(pools, p)
+	}
+	for name, size := range opts.XFSPools {
+		p := cluster.Pool{Name: name, Path: filepath.Join(node.Dir(), "pools", name), SnapshotProvider: "reflink"}
+		if err := cluster.MountReflinkXFS(ctx, p.Path, size); err != nil {
 			return &cluster.StepError{Step: "mount pool " + name, Err: err}
 		}
 		pools = append(pools, p)

@@ -143,6 +143,8 @@ func (f *FS) Usage(ctx context.Context, p string) (dirvol.Usage, error) {
 
 // Labeler remembers what it labelled.
 type Labeler struct {
+	// mu: copies from other nodes relabel from their own goroutines.
+	mu       sync.Mutex
 	Labelled []string
 	// Err is returned by Relabel when set.
 	Err error
@@ -151,6 +153,8 @@ type Labeler struct {
 func (l *Labeler) Enabled() bool { return true }
 
 func (l *Labeler) Relabel(_ context.Context, p string) error {
+	l.mu.Lock()
+	defer l.mu.Unlock()
 	if l.Err != nil {
 		return l.Err
 	}
