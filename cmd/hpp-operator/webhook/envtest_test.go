@@ -19,6 +19,7 @@ import (
 	"github.com/hostpath-provisioner/hpp/cmd/hpp-operator/internal/testenv"
 	hppwebhook "github.com/hostpath-provisioner/hpp/cmd/hpp-operator/webhook"
 	hppv1 "github.com/hostpath-provisioner/hpp/internal/api/v1beta1"
+	"github.com/hostpath-provisioner/hpp/internal/testutil"
 )
 
 // TestWebhookCalledByRealAPIServer installs the webhook configuration of
@@ -173,15 +174,5 @@ func testPatchCABundle(t *testing.T, cfg *rest.Config, s *runtime.Scheme) {
 
 func waitFor(t *testing.T, what string, f func() error) {
 	t.Helper()
-	deadline := time.Now().Add(60 * time.Second)
-	for {
-		err := f()
-		if err == nil {
-			return
-		}
-		if time.Now().After(deadline) {
-			t.Fatalf("%s: %v", what, err)
-		}
-		time.Sleep(100 * time.Millisecond)
-	}
+	testutil.Eventually(t, 60*time.Second, what, f)
 }

@@ -1,7 +1,6 @@
 package hostpathprovisioner_test
 
 import (
-	"context"
 	"fmt"
 	"os"
 	"path/filepath"
@@ -74,17 +73,5 @@ func needEnv(t *testing.T) {
 // test from hanging, it is not a speed assertion.
 func eventually(t *testing.T, what string, f func() error) {
 	t.Helper()
-	ctx, cancel := context.WithTimeout(context.Background(), 90*time.Second)
-	defer cancel()
-	var err error
-	for {
-		if err = f(); err == nil {
-			return
-		}
-		select {
-		case <-ctx.Done():
-			t.Fatalf("%s: still not true: %v", what, err)
-		case <-time.After(100 * time.Millisecond):
-		}
-	}
+	testutil.Eventually(t, 90*time.Second, what, f)
 }
