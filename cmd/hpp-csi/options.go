@@ -99,7 +99,7 @@ func (o *options) addFlags(fs *pflag.FlagSet) {
 	fs.StringVar(&o.peerAddress, "peer-address", "", "cross-node clones: listen here (host:port, e.g. :9443) for the other nodes' hpp-csi, and fetch sources held by other nodes from the same port of their Node address "+
 		"(mutual TLS with --peer-cert-dir; reads claims, PVs, VolumeSnapshots, VolumeSnapshotContents and Nodes from the API; needs csi-provisioner's --extra-create-metadata). Empty: off, a clone's source must be on the clone's node")
 	fs.StringVar(&o.peerCertDir, "peer-cert-dir", "", "directory with this node's peer certificate as a TLS Secret mounts it (tls.crt, tls.key, ca.crt; re-read when they change); required with --peer-address")
-	fs.StringVar(&o.peerCABundle, "peer-ca-bundle", "", "the peer CA bundle hpp-operator publishes (its ConfigMap hpp-peer-ca-bundle, mounted): with it hpp-csi requests its own certificate into --peer-cert-dir "+
+	fs.StringVar(&o.peerCABundle, "peer-ca-bundle", "", "the peer CA bundle hpp-operator publishes (its ConfigMap "+contract.PeerCABundle+", mounted): with it hpp-csi requests its own certificate into --peer-cert-dir "+
 		"(a CertificateSigningRequest of the signer "+contract.PeerSignerName+", which hpp-operator approves for the pod's own node), renews it and copies the bundle as ca.crt. Empty: the certificate files are provided (a Secret, cert-manager)")
 	fs.BoolVar(&o.controllerOnly, "controller-only", false, "serve only Identity and ControllerExpandVolume, for csi-resizer (one Deployment per cluster): "+
 		"no pools are opened, an expansion is passed to the node that holds the volume (NodeExpansionRequired); --nodeid and --datadir are not needed, node-only flags are refused")

@@ -120,6 +120,13 @@ const (
 	// hpp-csi makes for its peer certificate (cross-node clones): the
 	// operator approves and signs exactly those, with its peer CA.
 	PeerSignerName = "hostpath.csi/peer"
+	// PeerCASecret is the Secret (hpp-operator's namespace) holding the
+	// peer CA, and PeerCABundle the ConfigMap beside it with the bundle
+	// every hpp-csi trusts. Both belong to the operator, not to a CR: they
+	// are made when the operator starts and stay when a CR is deleted, so
+	// a new CR's node plugins find the CA they were given.
+	PeerCASecret = "hpp-peer-ca"
+	PeerCABundle = "hpp-peer-ca-bundle"
 )
 
 // Labels the operators put on pool objects (claims, mounter Deployments,

@@ -30,6 +30,8 @@ var upstream = map[string]struct{ got, want string }{
 	"AnnReleaseAfterNodeLoss": {AnnReleaseAfterNodeLoss, "hostpath.csi/release-after-node-loss"},
 	"PoolLabel":               {PoolLabel, "kubevirt.io.hostpath-provisioner/storagePool"},
 	"PeerSignerName":          {PeerSignerName, "hostpath.csi/peer"},
+	"PeerCASecret":            {PeerCASecret, "hpp-peer-ca"},
+	"PeerCABundle":            {PeerCABundle, "hpp-peer-ca-bundle"},
 }
 
 func TestUpstreamValues(t *testing.T) {

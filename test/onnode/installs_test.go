@@ -176,8 +176,23 @@ func (e *env) deleteCR(ctx context.Context, t *testing.T, keep ...string) {
 	}
 	// The finalizer deletes with background propagation: pods of the
 	// DaemonSets may take a moment longer.
+	// The peer CA Secret and its bundle belong to the operator, not to the
+	// CR (contract.PeerCASecret): they stay, so that a new CR's node
+	// plugins trust the certificates they were given.
+	operatorOwn := map[string]bool{"secret/" + contract.PeerCASecret: true, "configmap/" + contract.PeerCABundle: true}
 	err := kit.Poll(ctx, 2*time.Minute, "the operator's objects gone", func(ctx context.Context) (bool, string, error) {
-		left := e.operatorObjects(ctx, t)
+		var left []string
+		kept := 0
+		for _, o := range e.operatorObjects(ctx, t) {
+			if operatorOwn[o] {
+				kept++
+				continue
+			}
+			left = append(left, o)
+		}
+		if kept != len(operatorOwn) {
+			return false, "", fmt.Errorf("the operator's own peer CA objects %v: %d of them left after the CR was deleted, want all (they outlive a CR)", operatorOwn, kept)
+		}
 		pods, err := e.c.Client.CoreV1().Pods(namespace).List(ctx, metav1.ListOptions{LabelSelector: "app.kubernetes.io/managed-by=hpp-operator"})
 		if err != nil {
 			return false, "", kit.Retry(err)

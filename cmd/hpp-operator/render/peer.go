@@ -11,6 +11,8 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/util/intstr"
 	"k8s.io/utils/ptr"
+
+	"github.com/hostpath-provisioner/hpp/internal/contract"
 )
 
 // The peer transport of cross-node clones (cmd/hpp-csi/peer): each node's
@@ -27,10 +29,10 @@ const (
 	// install agree.
 	PeerPort = 9447
 	// PeerCASecretName holds the peer CA (operator's namespace).
-	PeerCASecretName = "hpp-peer-ca"
+	PeerCASecretName = contract.PeerCASecret
 	// PeerCABundleName is the ConfigMap (operator's namespace) with the
 	// CA bundle every hpp-csi trusts, under PeerCABundleKey.
-	PeerCABundleName = "hpp-peer-ca-bundle"
+	PeerCABundleName = contract.PeerCABundle
 	PeerCABundleKey  = "ca.crt"
 	// PeerNetworkPolicyName lets the node plugins reach each other's
 	// peer port.
