@@ -513,10 +513,11 @@ const (
 	sourceBeingDeleted = " being deleted"
 )
 
-// deletedSource is a copy's source deleted in the middle: its kind, how
-// to delete and read it (its finalizers, nil once gone), the finalizer
-// that must hold it, and what must be gone from the source's node
-// afterwards (its PV or VolumeSnapshotContent, its directory).
+// deletedSource is a copy's source deleted in the middle: the reference
+// to it, how to delete it and read its state (get fails with NotFound
+// once it is gone), the finalizer that must hold it, and what must be gone
+// afterwards (its PV or VolumeSnapshotContent, and its directory on the
+// source's node).
 type deletedSource struct {
 	ref        corev1.TypedLocalObjectReference
 	del        func(context.Context) error
@@ -529,9 +530,9 @@ type deletedSource struct {
 
 // copySourceDeleted starts a copy of src onto receiver, deletes the source
 // while its stream is in flight, and checks what Kubernetes makes of it:
-// the source stays (Terminating, held by csi-provisioner's finalizer) until
-// the copy is Bound with its bytes, then goes, with what backs it, and its
-// directory is removed on its node.
+// the source is held (Terminating, csi-provisioner's finalizer on it), the
+// copy is Bound with its bytes, then the source goes, with what backs it,
+// and its directory is removed on its node.
 func copySourceDeleted(t *testing.T, env *kit.Env, ns, claim, class string, src deletedSource, sums []string, golden, receiver *cluster.Node) {
 	t.Helper()
 	ctx := context.Background()
