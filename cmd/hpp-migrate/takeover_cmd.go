@@ -95,6 +95,15 @@ func (c *takeoverCommand) Run(ctx context.Context) error {
 		return err
 	}
 	runner := &takeover.Runner{Client: dyn, Namespace: o.namespace, Out: env.stdout, Timeout: o.timeout}
+	if !o.plan {
+		// A run that resumes an interrupted one may find the node pods'
+		// roll under way: their stopping driver pods go at once
+		// (takeover/hurry.go) before the cluster is read for the plan,
+		// which takes seconds in which those nodes would have no driver.
+		if err := runner.HurryOldDriverPods(ctx); err != nil {
+			return err
+		}
+	}
 	if o.back {
 		return runner.Back(ctx)
 	}

@@ -58,6 +58,10 @@ func (r *Runner) hurryOldDriverPods(ctx context.Context) error {
 	return nil
 }
 
+// HurryOldDriverPods is hurryOldDriverPods for the command: a resumed run
+// calls it first. It writes only when a CSI node pod is stopping.
+func (r *Runner) HurryOldDriverPods(ctx context.Context) error { return r.hurryOldDriverPods(ctx) }
+
 func ownedByCSIDaemonSet(p *unstructured.Unstructured) bool {
 	return slices.ContainsFunc(p.GetOwnerReferences(), func(o metav1.OwnerReference) bool {
 		return o.Kind == "DaemonSet" && o.Name == CSIDaemonSetName
