@@ -5,6 +5,7 @@ import (
 	"crypto/tls"
 	"fmt"
 	"net"
+	"sync"
 
 	"go.uber.org/zap"
 	"golang.org/x/sync/errgroup"
@@ -35,7 +36,10 @@ func (o *options) Run(ctx context.Context) error {
 
 	metrics := handlers.NewMetrics()
 	cfg := o.driverConfig()
-	peers, err := o.peerTransport(log)
+	// One connection to the API server for every client that needs it,
+	// made only when one does.
+	api := sync.OnceValues(func() (kubeapi.Conn, error) { return kubeapi.Connect(o.kubeconfig) })
+	peers, err := o.peerTransport(log, api)
 	if err != nil {
 		return err
 	}
@@ -61,11 +65,11 @@ func (o *options) Run(ctx context.Context) error {
 	}
 	deps := handlers.Deps{Logger: log, Metrics: metrics}
 	if o.checkBindingMode {
-		binding, err := kubeapi.New(o.kubeconfig)
+		conn, err := api()
 		if err != nil {
 			return err
 		}
-		deps.Binding = binding
+		deps.Binding = kubeapi.NewForHost(conn.Host, conn.Client)
 	}
 	d, err := handlers.New(cfg, rt, deps)
 	if err != nil {
@@ -147,24 +151,22 @@ func (p *peers) remote() pools.RemoteSources {
 // peerTransport loads the credentials, connects to the API and listens,
 // when --peer-address is set; nil otherwise. The server's Source is set
 // once the pool runtime exists.
-func (o *options) peerTransport(log *zap.Logger) (*peers, error) {
+func (o *options) peerTransport(log *zap.Logger, connect func() (kubeapi.Conn, error)) (*peers, error) {
 	if o.peerAddress == "" {
 		return nil, nil
 	}
-	api, err := kubeapi.NewSources(o.kubeconfig)
+	conn, err := connect()
 	if err != nil {
 		return nil, err
 	}
+	api := kubeapi.NewSourcesForHost(conn.Host, conn.Client)
 	var creds *peer.Credentials
 	var keeper *peercert.Keeper
 	if o.peerCABundle != "" {
 		// The certificate is requested in the background: the driver
 		// serves its node's volumes meanwhile, and peers are refused
 		// with the reason until it is issued.
-		csrs, err := kubeapi.NewCSRs(o.kubeconfig)
-		if err != nil {
-			return nil, err
-		}
+		csrs := kubeapi.NewCSRsForHost(conn.Host, conn.Client)
 		creds = peer.PendingCredentials(o.peerCertDir)
 		keeper = &peercert.Keeper{Node: o.nodeID, Dir: o.peerCertDir, BundleFile: o.peerCABundle, API: csrs, Log: log.Named("peercert")}
 	} else if creds, err = peer.LoadCredentials(o.peerCertDir); err != nil {

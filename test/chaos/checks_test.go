@@ -17,10 +17,6 @@ import (
 	"github.com/hostpath-provisioner/hpp/test/e2e/kit"
 )
 
-var sprintf = fmt.Sprintf
-
-func join(lines []string, sep string) string { return strings.Join(lines, sep) }
-
 func mountIDs(paths []string) (map[string]int, error) {
 	f, err := os.Open("/proc/self/mountinfo")
 	if err != nil {

@@ -2,6 +2,8 @@ package chaos
 
 import (
 	"context"
+	"fmt"
+	"strings"
 	"sync"
 	"testing"
 	"time"
@@ -50,7 +52,7 @@ func newRun(t *testing.T, env *kit.Env, binDir string, schedule plan.Plan) *run 
 
 // note adds a line to the timeline printed around a violation.
 func (r *run) note(format string, args ...any) {
-	line := time.Since(r.start).Truncate(100*time.Millisecond).String() + " " + sprintf(format, args...)
+	line := time.Since(r.start).Truncate(100*time.Millisecond).String() + " " + fmt.Sprintf(format, args...)
 	r.mu.Lock()
 	r.timeline = append(r.timeline, line)
 	r.mu.Unlock()
@@ -59,7 +61,7 @@ func (r *run) note(format string, args ...any) {
 // violation fails the run and prints the timeline's last lines.
 func (r *run) violation(format string, args ...any) {
 	r.t.Helper()
-	msg := sprintf(format, args...)
+	msg := fmt.Sprintf(format, args...)
 	r.note("VIOLATION %s", msg)
 	r.mu.Lock()
 	tail := r.timeline
@@ -67,7 +69,7 @@ func (r *run) violation(format string, args ...any) {
 		tail = tail[len(tail)-15:]
 	}
 	r.mu.Unlock()
-	r.t.Errorf("invariant broken (seed %d): %s\ntimeline before it:\n  %s", r.schedule.Seed, msg, join(tail, "\n  "))
+	r.t.Errorf("invariant broken (seed %d): %s\ntimeline before it:\n  %s", r.schedule.Seed, msg, strings.Join(tail, "\n  "))
 }
 
 func (r *run) count(op string, err error) {

@@ -28,17 +28,23 @@ type BindingModes struct {
 	client *http.Client
 }
 
-// New connects with the kubeconfig file, or in-cluster when it is empty.
-func New(kubeconfig string) (*BindingModes, error) {
-	host, client, err := connect(kubeconfig)
-	if err != nil {
-		return nil, err
-	}
-	return NewForHost(host, client), nil
+
+// Conn is the API server's address and a client with the credentials to
+// reach it; hpp-csi makes one and gives it to every API client it runs
+// (binding modes, claim sources, certificate requests), so the kubeconfig
+// is read once and the clients share one connection pool.
+type Conn struct {
+	Host   string
+	Client *http.Client
 }
 
-// connect is the API server's address and a client with the credentials of
-// the kubeconfig file, or of the pod's service account when it is empty.
+// Connect uses the kubeconfig file, or the pod's service account when it is
+// empty.
+func Connect(kubeconfig string) (Conn, error) {
+	host, client, err := connect(kubeconfig)
+	return Conn{Host: host, Client: client}, err
+}
+
 func connect(kubeconfig string) (string, *http.Client, error) {
 	var host string
 	var client *http.Client
@@ -54,7 +60,8 @@ func connect(kubeconfig string) (string, *http.Client, error) {
 	return host, client, nil
 }
 
-// NewForHost talks to the API server at host with client (tests).
+// NewForHost talks to the API server at host with client (Connect, or a
+// test server).
 func NewForHost(host string, client *http.Client) *BindingModes {
 	return &BindingModes{host: strings.TrimSuffix(host, "/"), client: client}
 }

@@ -44,10 +44,11 @@ contexts:
 - name: ctx
   context: {cluster: c, user: u}
 `, srv.URL, base64.StdEncoding.EncodeToString(caPEM)))
-	b, err := New(kc)
+	c, err := Connect(kc)
 	if err != nil {
 		t.Fatal(err)
 	}
+	b := NewForHost(c.Host, c.Client)
 	for _, token := range []string{"first", "rotated"} {
 		want = token
 		writeFile(t, filepath.Join(dir, "token"), token)
@@ -74,7 +75,7 @@ clusters: [{name: c, cluster: {server: "https://h", certificate-authority: ca.pe
 contexts: [{name: x, context: {cluster: c, user: u}}]`, "certificate authority"},
 	} {
 		kc := writeFile(t, filepath.Join(dir, strings.ReplaceAll(name, " ", "-")), tc.config)
-		_, err := New(kc)
+		_, err := Connect(kc)
 		if err == nil || !strings.Contains(err.Error(), tc.want) || !strings.Contains(err.Error(), "--kubeconfig") {
 			t.Errorf("%s: %v, want an error naming --kubeconfig and containing %q", name, err, tc.want)
 		}

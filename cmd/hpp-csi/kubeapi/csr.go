@@ -17,16 +17,8 @@ type CSRs struct {
 	client *http.Client
 }
 
-// NewCSRs connects with the kubeconfig file, or in-cluster when it is empty.
-func NewCSRs(kubeconfig string) (*CSRs, error) {
-	host, client, err := connect(kubeconfig)
-	if err != nil {
-		return nil, err
-	}
-	return &CSRs{host: host, client: client}, nil
-}
-
-// NewCSRsForHost uses an address and client the caller made (tests).
+// NewCSRsForHost uses an address and client the caller made (Connect, or a
+// test server).
 func NewCSRsForHost(host string, client *http.Client) *CSRs {
 	return &CSRs{host: host, client: client}
 }

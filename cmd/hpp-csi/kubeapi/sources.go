@@ -20,17 +20,8 @@ type Sources struct {
 	client *http.Client
 }
 
-// NewSources connects with the kubeconfig file, or in-cluster when it is
-// empty.
-func NewSources(kubeconfig string) (*Sources, error) {
-	host, client, err := connect(kubeconfig)
-	if err != nil {
-		return nil, err
-	}
-	return NewSourcesForHost(host, client), nil
-}
-
-// NewSourcesForHost talks to the API server at host with client (tests).
+// NewSourcesForHost talks to the API server at host with client (Connect,
+// or a test server).
 func NewSourcesForHost(host string, client *http.Client) *Sources {
 	return &Sources{host: strings.TrimSuffix(host, "/"), client: client}
 }
