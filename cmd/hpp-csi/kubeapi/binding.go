@@ -28,7 +28,6 @@ type BindingModes struct {
 	client *http.Client
 }
 
-
 // Conn is the API server's address and a client with the credentials to
 // reach it; hpp-csi makes one and gives it to every API client it runs
 // (binding modes, claim sources, certificate requests), so the kubeconfig
