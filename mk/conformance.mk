@@ -1,15 +1,15 @@
 # The conformance tier (test/conformance): Kubernetes' own external storage
 # e2e suite (e2e.test of the pinned k8s.io/kubernetes, "External Storage"
 # with test/conformance/driver.yaml) against hpp-csi on the real node of a
-# local cluster, 2 ginkgo processes. Needs root. Writes
+# local cluster, 4 ginkgo processes (HPP_CONFORMANCE_PROCS). Needs root. Writes
 # _output/conformance/junit.xml, ginkgo.log and summary.txt (and
 # cluster-logs/ after a failure).
 #
 # The last cluster tier of `make test` (measured 2026-11-23 on 2 busy cores): building e2e.test, agnhost and ginkgo takes about 7 min once the
 # k8s set is built (they share its Go build cache; ~200 packages of their
 # own), 1 min when only the link is left, nothing once cached in
-# $(HPP_CACHE); the run takes about 8 min (59 specs selected, 2 ginkgo
-# processes): well inside CI's 90 minutes. `HPP_CONFORMANCE=0 make test`
+# $(HPP_CACHE); the run takes about 9 min (73 specs selected, 4 ginkgo
+# processes; 10 min 32 s with 2). `HPP_CONFORMANCE=0 make test`
 # leaves it out.
 
 CONFORMANCE_TIMEOUT ?= 60m

@@ -5,6 +5,7 @@ import (
 	"os"
 	"path/filepath"
 	"runtime"
+	"strconv"
 	"testing"
 	"time"
 
@@ -49,6 +50,13 @@ func TestExternalStorage(t *testing.T) {
 		Snapshotter: snapshotter,
 		OutputDir:   os.Getenv("HPP_CONFORMANCE_OUTPUT"),
 		Narrow:      os.Getenv("HPP_CONFORMANCE_FOCUS"),
+	}
+	if v := os.Getenv("HPP_CONFORMANCE_PROCS"); v != "" {
+		n, err := strconv.Atoi(v)
+		if err != nil || n < 1 {
+			t.Fatalf("HPP_CONFORMANCE_PROCS=%q: want a whole number of ginkgo processes, at least 1", v)
+		}
+		opts.Procs = n
 	}
 	if opts.OutputDir == "" {
 		opts.OutputDir = filepath.Join(opts.Root, "_output", "conformance")
