@@ -5,8 +5,8 @@
 // are checked during the run and at its end; the report prints the faults,
 // the operations and create-to-Bound latency with and without faults.
 //
-// What the tier does not inject yet (issue 31 stays open for them): the node
-// cut off from the API server, hpp-operator and hpp-mounter kills (the
+// What the tier does not inject yet (issue 31 stays open for them):
+// hpp-operator and hpp-mounter kills (the
 // operator-on-node tier's install would be needed), a Block pvcTemplate pool.
 package chaos
 
@@ -54,6 +54,11 @@ var faultSpecs = []plan.Spec{
 	{Kind: restartContainerd, Weight: 1},
 	{Kind: restartAPIServer, Weight: 2},
 	{Kind: fillPool, Weight: 2, Min: 10 * time.Second, Max: 40 * time.Second},
+	// The issue's cut: 30 s, long enough for kubelet's and the sidecars'
+	// watches to notice, short of controller-manager's node-monitor grace
+	// period (50 s by default since Kubernetes 1.32) after which the node
+	// would turn NotReady.
+	{Kind: cutNode, Weight: 1, Min: 30 * time.Second, Max: 30 * time.Second},
 }
 
 func TestChaos(t *testing.T) {
@@ -115,6 +120,7 @@ func TestChaos(t *testing.T) {
 	}
 	r := newRun(t, env, filepath.Dir(writerBin), schedule)
 	r.setUp(ctx)
+	r.setUpStatefulSet(ctx)
 	r.levelsBefore = r.levels(ctx)
 
 	// Without faults first: the latencies the chaos phase is compared with.

@@ -106,6 +106,7 @@ func (r *run) checkAtEnd(ctx context.Context) {
 	r.checkWriters(ctx)
 	r.checkMounts()
 	r.checkDeleted(ctx)
+	r.checkCapacity(ctx)
 	if err := probes.CheckLevels(r.levelsBefore, r.levels(ctx), 20); err != nil {
 		r.violation("%v", err)
 	}

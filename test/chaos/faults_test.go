@@ -25,6 +25,7 @@ const (
 	restartContainerd      plan.Kind = "restart containerd"
 	restartAPIServer       plan.Kind = "restart kube-apiserver"
 	fillPool               plan.Kind = "fill pool to ENOSPC"
+	cutNode                plan.Kind = "cut the node off from the API server"
 )
 
 // lastFaultEnd is when the schedule's last fault is over.
@@ -82,6 +83,8 @@ func (r *run) fault(ctx context.Context, f plan.Fault) error {
 		return kill(ctx, r.env.C.Process("kube-apiserver"))
 	case fillPool:
 		return r.fill(ctx, f.For)
+	case cutNode:
+		return r.cutNode(ctx, f.For)
 	}
 	return fmt.Errorf("no injector for fault kind %q", f.Kind)
 }

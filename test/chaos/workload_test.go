@@ -31,6 +31,9 @@ import (
 type writer struct {
 	id    uint32
 	claim string
+	// pod is the writer's pod, when not named as its claim (a
+	// StatefulSet's replica).
+	pod   string
 	pool  string
 	file  string // on the host, once the claim is bound
 	acked uint64
@@ -71,7 +74,7 @@ func (r *run) setUp(ctx context.Context) {
 		r.writers = append(r.writers, w)
 	}
 	for _, w := range r.writers {
-		if _, err := kit.WaitPodPhase(ctx, c, ns, w.claim, corev1.PodRunning, 3*time.Minute); err != nil {
+		if _, err := kit.WaitPodPhase(ctx, c, ns, w.podName(), corev1.PodRunning, 3*time.Minute); err != nil {
 			t.Fatalf("writer %d: %v\n%s", w.id, err, kit.Events(ctx, c, ns, "Pod", w.claim))
 		}
 		pv, err := r.boundPV(ctx, w.claim)
@@ -99,11 +102,19 @@ func (r *run) boundPV(ctx context.Context, claim string) (*corev1.PersistentVolu
 	return r.env.C.Client.CoreV1().PersistentVolumes().Get(ctx, pvc.Spec.VolumeName, metav1.GetOptions{})
 }
 
+// podName is the name of w's pod.
+func (w *writer) podName() string {
+	if w.pod != "" {
+		return w.pod
+	}
+	return w.claim
+}
+
 // readAcks raises each writer's acked from the tail of its pod's log.
 func (r *run) readAcks(ctx context.Context) {
 	for _, w := range r.writers {
 		lines := int64(40)
-		b, err := r.env.C.Client.CoreV1().Pods(ns).GetLogs(w.claim, &corev1.PodLogOptions{TailLines: &lines}).DoRaw(ctx)
+		b, err := r.env.C.Client.CoreV1().Pods(ns).GetLogs(w.podName(), &corev1.PodLogOptions{TailLines: &lines}).DoRaw(ctx)
 		if err != nil {
 			continue // the API server or kubelet may be down: next poll
 		}
@@ -148,7 +159,7 @@ func (r *run) churnFor(ctx context.Context, length time.Duration, lat *[]time.Du
 	end := time.Now().Add(length)
 	for i := 0; time.Now().Before(end); i++ {
 		var err error
-		op := []string{"create", "clone", "create", "snapshot+restore", "expand"}[i%5]
+		op := []string{"create", "clone", "create", "snapshot+restore", "expand", "replace replica"}[i%6]
 		switch op {
 		case "create":
 			err = r.claimRoundTrip(ctx, kit.PoolLocal, nil, lat)
@@ -158,6 +169,8 @@ func (r *run) churnFor(ctx context.Context, length time.Duration, lat *[]time.Du
 			err = r.snapshotRoundTrip(ctx, lat)
 		case "expand":
 			err = r.expand(ctx)
+		case "replace replica":
+			err = r.replaceReplica(ctx, i/6)
 		}
 		r.count(op, err)
 		if err != nil {

@@ -230,9 +230,15 @@ func (c *Cluster) startControllers(ctx context.Context) error {
 	if q := c.opts.ControlPlaneQPS; q > 0 {
 		qps = []string{"--kube-api-qps=" + strconv.Itoa(q), "--kube-api-burst=" + strconv.Itoa(2*q)}
 	}
+	// Both come back when they exit, as kubelet restarts their static pods
+	// on a real control-plane node: kube-scheduler exits by design when it
+	// finds its cache corrupted ("Pod updated on a different node than
+	// previously added to", seen by the chaos tier after an API server
+	// restart), and a cluster without a scheduler leaves every new pod
+	// Pending for a reason no storage driver has.
 	kcm := p.kubeconfigs["controller-manager"]
 	if _, err := c.run(ProcessSpec{
-		Name: "kube-controller-manager", Path: c.opts.Binaries.KubeControllerManager,
+		Name: "kube-controller-manager", Path: c.opts.Binaries.KubeControllerManager, RestartOnExit: true,
 		Args: append([]string{
 			"--kubeconfig=" + kcm, "--authentication-kubeconfig=" + kcm, "--authorization-kubeconfig=" + kcm,
 			"--bind-address=127.0.0.1", "--secure-port=" + strconv.Itoa(kcmPort),
@@ -247,7 +253,7 @@ func (c *Cluster) startControllers(ctx context.Context) error {
 	}
 	sched := p.kubeconfigs["scheduler"]
 	if _, err := c.run(ProcessSpec{
-		Name: "kube-scheduler", Path: c.opts.Binaries.KubeScheduler,
+		Name: "kube-scheduler", Path: c.opts.Binaries.KubeScheduler, RestartOnExit: true,
 		Args: append([]string{
 			"--kubeconfig=" + sched, "--authentication-kubeconfig=" + sched, "--authorization-kubeconfig=" + sched,
 			"--bind-address=127.0.0.1", "--secure-port=" + strconv.Itoa(schedPort),

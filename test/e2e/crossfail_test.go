@@ -1,14 +1,12 @@
 package e2e
 
 import (
-	"bytes"
 	"context"
 	"errors"
 	"fmt"
 	"io"
 	"net"
 	"os"
-	"os/exec"
 	"path/filepath"
 	"slices"
 	"strconv"
@@ -445,7 +443,7 @@ func cutPeerPort(t *testing.T, ip net.IP, afterBytes int64) *peerCut {
 		append([]string{"OUTPUT", "-p", "tcp", "-d", ip.String(), "--dport", port}, match...),
 		append([]string{"OUTPUT", "-p", "tcp", "-s", ip.String(), "--sport", port}, match...),
 	} {
-		if _, err := iptables(context.Background(), append([]string{"-I"}, r...)...); err != nil {
+		if _, err := kit.IPTables(context.Background(), append([]string{"-I"}, r...)...); err != nil {
 			t.Fatal(err)
 		}
 		c.rules = append(c.rules, r)
@@ -458,7 +456,7 @@ func (c *peerCut) remove() error {
 	var errs []error
 	var left [][]string
 	for _, r := range c.rules {
-		if _, err := iptables(context.Background(), append([]string{"-D"}, r...)...); err != nil {
+		if _, err := kit.IPTables(context.Background(), append([]string{"-D"}, r...)...); err != nil {
 			errs = append(errs, err)
 			left = append(left, r)
 		}
@@ -469,35 +467,7 @@ func (c *peerCut) remove() error {
 
 // dropped is the packets the rules dropped so far.
 func (c *peerCut) dropped(ctx context.Context) (int64, error) {
-	out, err := iptables(ctx, "-L", "OUTPUT", "-v", "-n", "-x")
-	if err != nil {
-		return 0, err
-	}
-	var n int64
-	for _, l := range strings.Split(out, "\n") {
-		if f := strings.Fields(l); len(f) > 0 && strings.Contains(l, peerCutComment) {
-			v, err := strconv.ParseInt(f[0], 10, 64)
-			if err != nil {
-				return 0, fmt.Errorf("iptables counters %q: %w", l, err)
-			}
-			n += v
-		}
-	}
-	return n, nil
-}
-
-// iptables runs iptables (waiting for the xtables lock: kube-proxy takes
-// it) with a time bound; the error carries its stderr.
-func iptables(ctx context.Context, args ...string) (string, error) {
-	ctx, cancel := context.WithTimeout(ctx, 30*time.Second)
-	defer cancel()
-	cmd := exec.CommandContext(ctx, "iptables", append([]string{"-w", "10"}, args...)...)
-	var stdout, stderr bytes.Buffer
-	cmd.Stdout, cmd.Stderr = &stdout, &stderr
-	if err := cmd.Run(); err != nil {
-		return "", fmt.Errorf("iptables %s: %w: %s", strings.Join(args, " "), err, strings.TrimSpace(stderr.String()))
-	}
-	return stdout.String(), nil
+	return kit.DroppedPackets(ctx, peerCutComment)
 }
 
 // The finalizers csi-provisioner puts on a copy's source while it
