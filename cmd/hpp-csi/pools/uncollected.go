@@ -193,7 +193,8 @@ func (rt *Runtime) SweepUncollected(ctx context.Context) ([]string, error) {
 		return nil, nil
 	}
 	var errs []error
-	for _, p := range rt.pools {
+	// A pool that is not open yet is read by a later sweep.
+	for _, p := range rt.usable() {
 		if err := rt.scanUncollected(ctx, p); err != nil {
 			errs = append(errs, err)
 		}
@@ -212,19 +213,15 @@ func (rt *Runtime) SweepUncollected(ctx context.Context) ([]string, error) {
 }
 
 // scanUncollected adds p's volumes marked by this node to the set, once
-// per pool; a pool that is not open yet is read by a later sweep.
-func (rt *Runtime) scanUncollected(ctx context.Context, p *poolState) error {
+// per pool.
+func (rt *Runtime) scanUncollected(ctx context.Context, p usablePool) error {
 	rt.uncollected.mu.Lock()
-	done := rt.uncollected.scanned[p]
+	done := rt.uncollected.scanned[p.poolState]
 	rt.uncollected.mu.Unlock()
 	if done {
 		return nil
 	}
-	store, err := rt.storeOf(p.own)
-	if err != nil {
-		return nil
-	}
-	vols, err := store.List(ctx)
+	vols, err := p.store.List(ctx)
 	if err != nil {
 		return wrap("listing the volumes of pool "+p.name()+" for uncollected copies", err)
 	}
@@ -234,7 +231,7 @@ func (rt *Runtime) scanUncollected(ctx context.Context, p *poolState) error {
 		}
 	}
 	rt.uncollected.mu.Lock()
-	rt.uncollected.scanned[p] = true
+	rt.uncollected.scanned[p.poolState] = true
 	rt.uncollected.mu.Unlock()
 	return nil
 }
