@@ -49,6 +49,7 @@ type options struct {
 	peerAddress             string
 	peerCertDir             string
 	peerCABundle            string
+	copyStallTimeout        time.Duration
 
 	flags *pflag.FlagSet // what was given on the command line (Validate asks)
 
@@ -101,6 +102,8 @@ func (o *options) addFlags(fs *pflag.FlagSet) {
 	fs.StringVar(&o.peerCertDir, "peer-cert-dir", "", "directory with this node's peer certificate as a TLS Secret mounts it (tls.crt, tls.key, ca.crt; re-read when they change); required with --peer-address")
 	fs.StringVar(&o.peerCABundle, "peer-ca-bundle", "", "the peer CA bundle hpp-operator publishes (its ConfigMap "+contract.PeerCABundle+", mounted): with it hpp-csi requests its own certificate into --peer-cert-dir "+
 		"(a CertificateSigningRequest of the signer "+contract.PeerSignerName+", which hpp-operator approves for the pod's own node), renews it and copies the bundle as ca.crt. Empty: the certificate files are provided (a Secret, cert-manager)")
+	fs.DurationVar(&o.copyStallTimeout, "copy-stall-timeout", pools.DefaultCopyStall, "with --peer-address: a copy from another node that receives nothing for this long is given up "+
+		"(Unavailable; csi-provisioner's retry starts it again). hpp-csi cannot tell a silent network cut from a slow peer: too short gives up slow links, too long keeps a claim Pending on a dead one")
 	fs.BoolVar(&o.controllerOnly, "controller-only", false, "serve only Identity and ControllerExpandVolume, for csi-resizer (one Deployment per cluster): "+
 		"no pools are opened, an expansion is passed to the node that holds the volume (NodeExpansionRequired); --nodeid and --datadir are not needed, node-only flags are refused")
 }
@@ -109,7 +112,7 @@ func (o *options) addFlags(fs *pflag.FlagSet) {
 // mistake worth an error rather than silence.
 var nodeOnlyFlags = []string{"datadir", "max-volumes", "reservation-aware-capacity", "stats-cache-ttl", "stats-timeout",
 	"pool-retry-interval", "kubelet-registration-path", "plugin-registration-dir", "check-binding-mode", "kubeconfig",
-	"peer-address", "peer-cert-dir", "peer-ca-bundle"}
+	"peer-address", "peer-cert-dir", "peer-ca-bundle", "copy-stall-timeout"}
 
 // Validate checks everything, naming every problem in one error, and fills
 // the fields Run uses (socket path, pools, metrics TLS).
@@ -150,6 +153,10 @@ func (o *options) Validate() error {
 	if o.poolRetry <= 0 {
 		errs = append(errs, fmt.Errorf("--pool-retry-interval: %v must be positive", o.poolRetry))
 	}
+	if o.copyStallTimeout <= 0 {
+		// 0 would not mean "never": the runtime would take the default.
+		errs = append(errs, fmt.Errorf("--copy-stall-timeout: %v must be positive", o.copyStallTimeout))
+	}
 	if o.shutdownGrace <= 0 {
 		errs = append(errs, fmt.Errorf("--shutdown-grace: %v must be positive", o.shutdownGrace))
 	}
@@ -176,6 +183,7 @@ func (o *options) driverConfig() handlers.Config {
 			ReservationAware: o.reservationAware,
 			StatsCacheTTL:    o.statsCacheTTL,
 			StatsTimeout:     o.statsTimeout,
+			CopyStallTimeout: o.copyStallTimeout,
 		},
 	}
 }
@@ -188,6 +196,9 @@ func (o *options) validatePeer() error {
 		}
 		if o.peerCABundle != "" {
 			return errors.New("--peer-ca-bundle: only used with --peer-address (cross-node clones are off without it)")
+		}
+		if o.flags != nil && o.flags.Changed("copy-stall-timeout") {
+			return errors.New("--copy-stall-timeout: only used with --peer-address (cross-node clones are off without it)")
 		}
 		return nil
 	}

@@ -7,6 +7,7 @@ import (
 	"reflect"
 	"strings"
 	"testing"
+	"time"
 
 	"github.com/hostpath-provisioner/hpp/internal/cli"
 	"github.com/hostpath-provisioner/hpp/internal/contract"
@@ -183,5 +184,31 @@ func TestPeerFlags(t *testing.T) {
 	_, code, out = parse(t, "--controller-only", "--peer-address=:9443")
 	if code != 2 || !strings.Contains(out, "--peer-address: not used with --controller-only") {
 		t.Errorf("--controller-only --peer-address: exit %d, %q", code, out)
+	}
+}
+
+// --copy-stall-timeout reaches the pool runtime; zero, negative or
+// without the peer transport is refused, naming the flag.
+func TestCopyStallTimeoutFlag(t *testing.T) {
+	base := []string{"--nodeid=n", `--datadir=[{"name":"a","path":"/a"}]`}
+	peer := append(append([]string{}, base...), "--peer-address=:9447", "--peer-cert-dir=/peer")
+	o, code, out := parse(t, base...)
+	if code != 0 || o.driverConfig().CopyStallTimeout != 5*time.Minute {
+		t.Fatalf("default: exit %d (%s), %v; want 5m", code, out, o)
+	}
+	o, code, out = parse(t, append(peer, "--copy-stall-timeout=90s")...)
+	if code != 0 || o.driverConfig().CopyStallTimeout != 90*time.Second {
+		t.Fatalf("90s: exit %d (%s); want it in the runtime's configuration", code, out)
+	}
+	for arg, want := range map[string]string{
+		"--copy-stall-timeout=0":   "--copy-stall-timeout: 0s must be positive",
+		"--copy-stall-timeout=-1m": "--copy-stall-timeout: -1m0s must be positive",
+	} {
+		if _, code, out := parse(t, append(peer, arg)...); code != 2 || !strings.Contains(out, want) {
+			t.Errorf("%s: exit %d, %q; want 2 and %q", arg, code, out, want)
+		}
+	}
+	if _, code, out := parse(t, append(base, "--copy-stall-timeout=1m")...); code != 2 || !strings.Contains(out, "--copy-stall-timeout: only used with --peer-address") {
+		t.Errorf("without --peer-address: exit %d, %q", code, out)
 	}
 }

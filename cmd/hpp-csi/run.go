@@ -51,6 +51,7 @@ func (o *options) Run(ctx context.Context) error {
 	// The pool runtime gets the real OS adapters; the handlers only ask it.
 	rt, err := pools.New(cfg.Config, pools.Deps{
 		Remote:  peers.remote(),
+		Claims:  peers.claims(),
 		Mounter: host.SyscallMounter{},
 		Labeler: selinux.New(log.Named("selinux")),
 		FS:      host.Filesystem{},
@@ -87,6 +88,10 @@ func (o *options) Run(ctx context.Context) error {
 			log.Warn("some storage pools are not usable yet", zap.Error(err))
 		}
 		g.Go(func() error { rt.RetryPools(gctx, o.poolRetry); return nil })
+		// Copies from other nodes that no CreateVolume collected, whose
+		// claim is gone, are removed (pools/uncollected.go); a no-op
+		// without the peer transport.
+		g.Go(func() error { rt.RunUncollectedSweeper(gctx); return nil })
 	}
 	if peers != nil {
 		peers.server.Source = &remote.Source{RT: rt, Log: log.Named("peer")}
@@ -137,6 +142,9 @@ type peers struct {
 	server  *peer.Server
 	lis     net.Listener
 	fetcher *remote.Fetcher
+	// api reads claims and PVs: the claim checks, the resolver, and the
+	// sweep of uncollected copies.
+	api *kubeapi.Sources
 }
 
 // remote is the pool runtime's RemoteSources: nil (sources node-local)
@@ -146,6 +154,15 @@ func (p *peers) remote() pools.RemoteSources {
 		return nil
 	}
 	return p.fetcher
+}
+
+// claims is the pool runtime's API access for the sweep of uncollected
+// copies: nil (no sweep, and no copies to sweep) without --peer-address.
+func (p *peers) claims() pools.ClaimLookup {
+	if p == nil {
+		return nil
+	}
+	return p.api
 }
 
 // peerTransport loads the credentials, connects to the API and listens,
@@ -180,6 +197,7 @@ func (o *options) peerTransport(log *zap.Logger, connect func() (kubeapi.Conn, e
 		keeper: keeper,
 		server: &peer.Server{Node: o.nodeID, Creds: creds, Auth: peer.NewClaimCheck(api, o.driverName), Log: log.Named("peer")},
 		lis:    lis,
+		api:    api,
 		fetcher: &remote.Fetcher{
 			Resolver: &remote.Resolver{API: api, Driver: o.driverName, Node: o.nodeID, Port: o.peerPort()},
 			Client:   &peer.Client{Creds: creds},

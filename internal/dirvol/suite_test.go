@@ -44,6 +44,7 @@ func behaviourSuite(t *testing.T, base string) {
 		{"DeleteDropsStaleMeta", testDeleteStaleMeta},
 		{"RecoverCleansLeftovers", testRecover},
 		{"LongIDRecord", testLongID},
+		{"SetAttributeRewritesRecord", testSetAttribute},
 		{"RecoverMigratesEarlierRecords", testMigrateOldRecords},
 		{"RecoverMovesRecordFilesIntoAttributes", testRecordFilesToAttrs},
 		{"UsageOfKnownContent", testUsageKnown},

@@ -55,6 +55,12 @@ import (
 //     restore from it streams (csi-provisioner's
 //     volumesnapshot-as-source-protection finalizer; the snapshot's
 //     directory removed), when snapshots are installed;
+//   - a clone whose copy outlasts the first CreateVolume (held by the cut
+//     above), its source claim deleted meanwhile: csi-provisioner never
+//     calls CreateVolume again, the copy ends in the pool with no PV; once
+//     the clone claim is deleted too, hpp-csi's sweep of uncollected
+//     copies removes the volume within uncollectedBound, and the source
+//     claim, its PV and its directory go;
 //   - the source's node down (its hpp-csi stopped) for a new clone: within
 //     30 s an event on the claim names the node and why it cannot be
 //     reached; once it is back, the clone completes.
@@ -87,7 +93,8 @@ func TestCrossNodeFailures(t *testing.T) {
 	src := goldenSources(t, env, golden, ns,
 		goldenSpec{"golden-local", local, kit.PoolLocal}, goldenSpec{"golden-fast", fast, kit.PoolFast},
 		goldenSpec{"golden-late", local, kit.PoolLocal}, goldenSpec{"golden-half", fast, kit.PoolFast},
-		goldenSpec{"golden-cut", local, kit.PoolLocal}, goldenSpec{"golden-gone", local, kit.PoolLocal})
+		goldenSpec{"golden-cut", local, kit.PoolLocal}, goldenSpec{"golden-gone", local, kit.PoolLocal},
+		goldenSpec{"golden-leak", local, kit.PoolLocal})
 	srcLocal := src["golden-local"]
 
 	t.Run("receiver killed during the copy", func(t *testing.T) {
@@ -113,6 +120,10 @@ func TestCrossNodeFailures(t *testing.T) {
 	t.Run("source deleted during the copy", func(t *testing.T) {
 		gone := src["golden-gone"]
 		copySourceDeleted(t, env, ns, "source-gone", local, sourceClaim(env, ns, gone), gone.sums, golden, real)
+		assertNoCopyLeftovers(t, env.Pools[kit.PoolLocal])
+	})
+	t.Run("copy outlasting the call, source and clone deleted", func(t *testing.T) {
+		uncollectedCopyRemoved(t, env, ns, "leak", local, env.Pools[kit.PoolLocal], src["golden-leak"], golden, real)
 		assertNoCopyLeftovers(t, env.Pools[kit.PoolLocal])
 	})
 	t.Run("snapshot deleted during the restore", func(t *testing.T) {
@@ -708,4 +719,149 @@ func assertNoCopyLeftovers(t *testing.T, poolPath string) {
 			}
 		}
 	}
+}
+
+// uncollectedBound is how long after the clone claim's delete its
+// uncollected copy may stay in the pool: hpp-csi sweeps once a minute
+// (pools.defaultUncollectedSweep), plus a GET of the claim and of the PV
+// and the delete, plus slack for a loaded machine.
+const uncollectedBound = 90 * time.Second
+
+// sweptLogLine is what the receiving hpp-csi logs when it removes an
+// uncollected copy (cmd/hpp-csi/pools/uncollected.go).
+const sweptLogLine = "removed a volume copied from another node that no CreateVolume collected"
+
+// uncollectedCopyRemoved reproduces the leak of a copy no CreateVolume
+// collects, and checks it is removed: a clone of src onto receiver whose
+// stream is cut (cutPeerPort) so that it outlasts csi-provisioner's first
+// CreateVolume ("operation pending"); the source claim deleted, so that
+// csi-provisioner refuses to call again ("being deleted"); the cut removed,
+// the copy finished into the pool (the volume directory pvc-<clone UID>,
+// no PV, the claim Pending); then the clone claim and its pod deleted:
+// the directory must be gone within uncollectedBound, by hpp-csi's sweep
+// (its log line), then the source claim, its PV and its directory on the
+// source's node.
+func uncollectedCopyRemoved(t *testing.T, env *kit.Env, ns, claim, class, poolPath string, src goldenSrc, golden, receiver *cluster.Node) {
+	t.Helper()
+	ctx := context.Background()
+	claims := env.C.Client.CoreV1().PersistentVolumeClaims(ns)
+	proc := receiver.Process("hpp-csi")
+	fi, err := os.Stat(proc.LogPath())
+	if err != nil {
+		t.Fatal(err)
+	}
+	logFrom := fi.Size()
+	cut := cutPeerPort(t, goldenFailIP, cutAfterBytes)
+	base := receivedBytes(t, receiver)
+	startClone(t, env, ns, claim, class, src.claim, receiver.Name)
+	pvc, err := claims.Get(ctx, claim, metav1.GetOptions{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	dir := filepath.Join(poolPath, "csi", "pvc-"+string(pvc.UID))
+	// The first CreateVolume answered "pending": the copy outlasts it.
+	var events string
+	if err := kit.Poll(ctx, 2*time.Minute, "the clone's copy answered pending", func(ctx context.Context) (bool, string, error) {
+		events = kit.Events(ctx, env.C.Client, ns, "PersistentVolumeClaim", claim)
+		return strings.Contains(events, "operation pending"), events, nil
+	}); err != nil {
+		t.Fatal(err)
+	}
+	held := receivedBytes(t, receiver) - base
+	if held >= streamEnd {
+		t.Fatalf("%d bytes of %d received before the source's delete: the copy was not held", held, src.allocated)
+	}
+	if err := claims.Delete(ctx, src.claim, metav1.DeleteOptions{}); err != nil {
+		t.Fatal(err)
+	}
+	deleted := time.Now()
+	if err := kit.Poll(ctx, 2*time.Minute, "csi-provisioner refusing the clone's source", func(ctx context.Context) (bool, string, error) {
+		events = kit.Events(ctx, env.C.Client, ns, "PersistentVolumeClaim", claim)
+		return strings.Contains(events, sourceBeingDeleted), events, nil
+	}); err != nil {
+		t.Fatal(err)
+	}
+	refused := time.Since(deleted)
+	if err := cut.remove(); err != nil {
+		t.Fatal(err)
+	}
+	removed := time.Now()
+	// The copy ends in the pool (TCP's retransmissions carry the same
+	// connection on): a published volume directory, nothing staged.
+	if err := kit.Poll(ctx, 3*time.Minute, "the copy published in the pool", func(context.Context) (bool, string, error) {
+		_, err := os.Stat(dir)
+		return err == nil && len(stagedCreates(t, poolPath)) == 0, fmt.Sprintf("%s: %v, staged %v", dir, err, stagedCreates(t, poolPath)), nil
+	}); err != nil {
+		t.Fatal(err)
+	}
+	copied := time.Since(removed)
+	received := receivedBytes(t, receiver) - base
+	// What leaked before the sweep: no CreateVolume came, so the claim is
+	// Pending and no PV names the volume. Waited a little, so that a
+	// retry of csi-provisioner's in flight would have shown.
+	time.Sleep(10 * time.Second)
+	pvc, err = claims.Get(ctx, claim, metav1.GetOptions{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if pvc.Status.Phase != corev1.ClaimPending {
+		t.Fatalf("claim %s is %s after its copy ended: csi-provisioner collected the copy, so this is not the leak's case", claim, pvc.Status.Phase)
+	}
+	if _, err := env.C.Client.CoreV1().PersistentVolumes().Get(ctx, "pvc-"+string(pvc.UID), metav1.GetOptions{}); err == nil {
+		t.Fatalf("a PV names the copy of %s", claim)
+	}
+	if _, err := os.Stat(dir); err != nil {
+		t.Fatalf("the copy left the pool before its claim went: %v", err)
+	}
+	t.Logf("clone %s: %d bytes received when the first call answered pending; source deleted, refused by csi-provisioner %s later; "+
+		"cut removed, the copy (%d bytes received) in the pool %s later, claim %s, no PV",
+		claim, held, refused.Round(time.Second), received, copied.Round(time.Second), pvc.Status.Phase)
+	if err := env.C.Client.CoreV1().Pods(ns).Delete(ctx, "read-"+claim, metav1.DeleteOptions{GracePeriodSeconds: ptr.To[int64](0)}); err != nil {
+		t.Fatal(err)
+	}
+	if err := claims.Delete(ctx, claim, metav1.DeleteOptions{}); err != nil {
+		t.Fatal(err)
+	}
+	if err := kit.WaitGone(ctx, "claim "+claim, time.Minute, func(ctx context.Context) error {
+		_, err := claims.Get(ctx, claim, metav1.GetOptions{})
+		return err
+	}); err != nil {
+		t.Fatal(err)
+	}
+	claimGone := time.Now()
+	if err := kit.Poll(ctx, uncollectedBound, "the uncollected copy removed from the pool", func(context.Context) (bool, string, error) {
+		_, err := os.Stat(dir)
+		if err != nil && !os.IsNotExist(err) {
+			return false, "", err
+		}
+		return os.IsNotExist(err), dir + " still there", nil
+	}); err != nil {
+		t.Fatal(err)
+	}
+	swept := time.Since(claimGone)
+	logged, err := os.ReadFile(proc.LogPath())
+	if err != nil {
+		t.Fatal(err)
+	}
+	if int64(len(logged)) < logFrom || !strings.Contains(string(logged[logFrom:]), sweptLogLine) {
+		t.Errorf("hpp-csi on %s did not log %q", receiver.Name, sweptLogLine)
+	}
+	// Nothing holds the source any more: csi-provisioner drops its
+	// cloning-protection finalizer, and the source's PV and directory go.
+	source := sourceClaim(env, ns, src)
+	if err := kit.WaitGone(ctx, "claim "+src.claim, 2*time.Minute, func(ctx context.Context) error {
+		_, _, err := source.get(ctx)
+		return err
+	}); err != nil {
+		t.Fatal(err, "\n", kit.Events(ctx, env.C.Client, ns, "PersistentVolumeClaim", src.claim))
+	}
+	sourceGone := time.Since(claimGone)
+	if err := kit.WaitGone(ctx, source.backing, 2*time.Minute, source.backingGet); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := os.Stat(src.dir); !os.IsNotExist(err) {
+		t.Errorf("the source's directory on %s after its PV went: %v (want it removed)", golden.Name, err)
+	}
+	t.Logf("clone claim gone: its copy removed from the pool %s later (bound %s), the source claim gone %s later",
+		swept.Round(time.Second), uncollectedBound, sourceGone.Round(time.Second))
 }

@@ -19,7 +19,7 @@ import (
 // does not drive, each with that path. Anything else granted and never
 // requested fails the test: a rule nobody calls is privilege for nothing.
 var rarelyCalled = map[string]string{
-	"hostpath-provisioner-admin-csi: get core/persistentvolumes":                 "csi-provisioner reads the source PVC's PV to clone it (pvcDataSource; test/e2e and the conformance tier clone, this test does not)",
+	"hostpath-provisioner-admin-csi: get core/persistentvolumes":                 "csi-provisioner reads the source PVC's PV to clone it (pvcDataSource; test/e2e and the conformance tier clone, this test does not), and hpp-csi's peer transport and its sweep of uncollected copies read PVs (test/e2e's cross-node tiers)",
 	"hostpath-provisioner-admin-csi: update core/persistentvolumeclaims":         "csi-provisioner puts its finalizer on a clone's source claim, and clears selected-node to reschedule a claim its node cannot provision",
 	"hostpath-provisioner-admin-csi: patch core/events":                          "client-go's event recorder patches an event that repeats instead of creating it again",
 	"hostpath-provisioner-admin: patch core/events":                              "client-go's event recorder patches an event that repeats instead of creating it again",

@@ -28,6 +28,9 @@ type harness struct {
 	quota   prjquota.Backend
 	// remote, when set before newDriver, serves sources of other nodes.
 	remote pools.RemoteSources
+	// claims, when set before newDriver, answers the sweep of uncollected
+	// copies.
+	claims pools.ClaimLookup
 }
 
 const testNode = "node-a"
@@ -89,7 +92,7 @@ func newUnopenedHarnessOver(t testing.TB, q prjquota.Backend, mutate ...func(*Co
 func (h *harness) newDriver(t testing.TB) (*Driver, *pools.Runtime) {
 	t.Helper()
 	metrics := NewMetrics()
-	rt, err := pools.New(h.cfg.Config, pools.Deps{Mounter: h.mounter, Labeler: h.labeler, FS: h.fs, Quota: h.quota, Metrics: metrics.Registry, Remote: h.remote})
+	rt, err := pools.New(h.cfg.Config, pools.Deps{Mounter: h.mounter, Labeler: h.labeler, FS: h.fs, Quota: h.quota, Metrics: metrics.Registry, Remote: h.remote, Claims: h.claims})
 	if err != nil {
 		t.Fatal(err)
 	}

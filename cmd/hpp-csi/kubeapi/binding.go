@@ -1,7 +1,9 @@
 // Package kubeapi is hpp-csi's only use of the Kubernetes API: telling an
 // Immediate StorageClass from a WaitForFirstConsumer one (BindingModes),
 // and reading the claims, volumes and snapshots that decide whether another
-// node may stream a clone's source (Sources, for the peer transport).
+// node may stream a clone's source (Sources, for the peer transport), and
+// whether the claim a copy from another node was made for is gone (Sources,
+// for the sweep of copies no CreateVolume collected).
 //
 // It issues GETs with net/http and decodes into small structs, instead of
 // importing client-go: its typed clientset registers every API group at

@@ -12,7 +12,8 @@ import (
 // stream a clone's source from another (cmd/hpp-csi/peer): claims,
 // PersistentVolumes, VolumeSnapshots and VolumeSnapshotContents; and Nodes,
 // for the address of the node that holds a source (cmd/hpp-csi/remote).
-// GETs only; the service account needs get on persistentvolumeclaims,
+// The sweep of uncollected copies reads claims and PVs with it too
+// (collect.go). GETs only; the service account needs get on persistentvolumeclaims,
 // persistentvolumes, nodes, volumesnapshots and volumesnapshotcontents
 // (snapshot.storage.k8s.io).
 type Sources struct {

@@ -51,7 +51,7 @@ func (rt *Runtime) Create(ctx context.Context, c Creation) (Volume, error) {
 		return Volume{}, err
 	}
 	if existing != nil {
-		return pl.accept(*existing)
+		return rt.handOver(ctx, pl, *existing)
 	}
 	// Only a volume still to be made needs its source: a retry of a
 	// finished clone was accepted above, even if the source is gone since.
@@ -72,7 +72,18 @@ func (rt *Runtime) Create(ctx context.Context, c Creation) (Volume, error) {
 	if !made {
 		// Made meanwhile: by another process on a shared pool, or by the
 		// copy job that fetched it from another node.
-		return pl.accept(vol)
+		return rt.handOver(ctx, pl, vol)
 	}
 	return pl.volume(vol), nil
+}
+
+// handOver answers with existing, a volume already under the new one's id
+// (a retry, or a copy job's), when the placement accepts it; a copy from
+// another node is collected then (uncollected.go).
+func (rt *Runtime) handOver(ctx context.Context, pl placement, existing dirvol.Volume) (Volume, error) {
+	vol, err := pl.accept(existing)
+	if err != nil {
+		return Volume{}, err
+	}
+	return rt.collect(ctx, vol)
 }

@@ -21,6 +21,9 @@ const copyJoinWait = 5 * time.Second
 // meet the job), and waits a little for it. The caller holds the id's
 // lock, found no volume and no job, and reserved the room.
 func (rt *Runtime) makeRemote(ctx context.Context, pl placement, c Creation, r room) (dirvol.Volume, bool, error) {
+	// Committed marked: until a CreateVolume returns it, the volume is
+	// one the sweep may remove (uncollected.go).
+	c = rt.markUncollected(c)
 	jobCtx, cancel := context.WithCancel(context.WithoutCancel(ctx))
 	j := &copyJob{id: c.ID, key: pl.key, pool: pl.pool, started: time.Now(), cancel: cancel, done: make(chan struct{}),
 		endFill: func(fillOutcome) {}}
@@ -34,7 +37,7 @@ func (rt *Runtime) makeRemote(ctx context.Context, pl placement, c Creation, r r
 func (rt *Runtime) runCopy(ctx context.Context, j *copyJob, pl placement, c Creation, r room) {
 	defer j.cancel()
 	c.Spec.Fill = rt.remoteFill(ctx, j, *c.Source, c.Claim, c.Spec.CapacityBytes)
-	_, _, err := rt.commit(ctx, pl.pool, pl.store, c, r)
+	vol, _, err := rt.commit(ctx, pl.pool, pl.store, c, r)
 	result := "succeeded"
 	switch {
 	case err != nil && j.canceled.Load():
@@ -44,6 +47,11 @@ func (rt *Runtime) runCopy(ctx context.Context, j *copyJob, pl placement, c Crea
 		rt.log.Warn("copy from another node failed", zap.String("volume", j.id), zap.String("source", j.key), zap.Error(err))
 	}
 	rt.remoteResults.WithLabelValues(pl.pool.name(), result).Inc()
+	if err == nil {
+		// Before done is closed: a CreateVolume that collects the volume
+		// then drops it from the set after this.
+		rt.noteUncollected(vol)
+	}
 	j.err, j.ended = err, time.Now()
 	close(j.done)
 	if err == nil {

@@ -15,11 +15,12 @@ import (
 	"github.com/hostpath-provisioner/hpp/internal/treecopy"
 )
 
-// defaultCopyStall is how long a copy from another node may receive
-// nothing before it is given up: the transport should notice a dead peer
-// itself, but a peer that hangs without breaking the connection would
-// otherwise keep the claim Pending for ever, answering "pending".
-const defaultCopyStall = 5 * time.Minute
+// DefaultCopyStall is how long a copy from another node may receive
+// nothing before it is given up (hpp-csi's --copy-stall-timeout): the
+// transport should notice a dead peer itself, but a peer that hangs
+// without breaking the connection would otherwise keep the claim Pending
+// for ever, answering "pending".
+const DefaultCopyStall = 5 * time.Minute
 
 // errStalled is the cause of a copy's cancel by the stall watchdog.
 var errStalled = errors.New("no data received")

@@ -34,8 +34,12 @@ type Config struct {
 	StatsCacheTTL time.Duration
 	StatsTimeout  time.Duration
 	// CopyStallTimeout ends a copy from another node that has received
-	// nothing for this long (Unavailable); 0 is defaultCopyStall.
+	// nothing for this long (Unavailable); 0 is DefaultCopyStall.
 	CopyStallTimeout time.Duration
+	// UncollectedSweepInterval is how often copies no CreateVolume
+	// collected are checked (uncollected.go); 0 is
+	// defaultUncollectedSweep.
+	UncollectedSweepInterval time.Duration
 }
 
 // Mounter does the node's mount work; the Linux one uses mount syscalls.
@@ -82,6 +86,9 @@ type Deps struct {
 	// Remote fetches clone and restore sources that live on other nodes
 	// (remote.go); nil keeps them node-local.
 	Remote RemoteSources
+	// Claims answers the sweep of copies from other nodes that no
+	// CreateVolume collected (uncollected.go); nil: no sweep.
+	Claims ClaimLookup
 }
 
 // Runtime is the node's pools at run time. Handlers only ask it; it is
@@ -99,7 +106,10 @@ type Runtime struct {
 	reflink    *prometheus.GaugeVec
 	// copies are the running and failed copies from other nodes
 	// (copyjobs.go), and their figures.
-	copies        *copyJobs
+	copies *copyJobs
+	// uncollected are the volumes those copies made that no CreateVolume
+	// returned yet (uncollected.go).
+	uncollected   *uncollectedSet
 	remoteBytes   *prometheus.CounterVec
 	remoteResults *prometheus.CounterVec
 	// The clone cache's figures (clonecache.go), by pool.
@@ -119,12 +129,15 @@ func New(cfg Config, deps Deps) (*Runtime, error) {
 		deps.Now = time.Now
 	}
 	if cfg.CopyStallTimeout <= 0 {
-		cfg.CopyStallTimeout = defaultCopyStall
+		cfg.CopyStallTimeout = DefaultCopyStall
+	}
+	if cfg.UncollectedSweepInterval <= 0 {
+		cfg.UncollectedSweepInterval = defaultUncollectedSweep
 	}
 	if deps.Metrics == nil {
 		deps.Metrics = prometheus.NewRegistry()
 	}
-	rt := &Runtime{cfg: cfg, deps: deps, log: deps.Logger, locks: newVolumeLocks(), copies: newCopyJobs()}
+	rt := &Runtime{cfg: cfg, deps: deps, log: deps.Logger, locks: newVolumeLocks(), copies: newCopyJobs(), uncollected: newUncollectedSet()}
 	rt.stats = newUsageCache(deps.FS.Usage, deps.Now, cfg.StatsCacheTTL, cfg.StatsTimeout)
 	for _, p := range cfg.Pools.All() {
 		rt.pools = append(rt.pools, newPoolState(p))

@@ -15,10 +15,13 @@ import (
 // server does not serve them.
 var (
 	csiClusterRules = []rbacv1.PolicyRule{
-		// csi-provisioner: provision and delete; get: the source PV of a clone.
+		// csi-provisioner: provision and delete; get: the source PV of a
+		// clone, and hpp-csi's peer transport (the source's PV) and its
+		// sweep of uncollected copies (a PV of the copy's name).
 		{APIGroups: []string{""}, Resources: []string{"persistentvolumes"}, Verbs: []string{"get", "list", "watch", "create", "patch", "delete"}},
 		// csi-provisioner (update: clone-source finalizer, rescheduling),
-		// hpp-csi --check-binding-mode (get).
+		// hpp-csi --check-binding-mode, its peer transport and its sweep
+		// of uncollected copies (get).
 		{APIGroups: []string{""}, Resources: []string{"persistentvolumeclaims"}, Verbs: []string{"get", "list", "watch", "update"}},
 		// csi-provisioner, hpp-csi --check-binding-mode.
 		{APIGroups: []string{"storage.k8s.io"}, Resources: []string{"storageclasses"}, Verbs: []string{"get", "list", "watch"}},

@@ -1,0 +1,62 @@
+package kubeapi
+
+import (
+	"context"
+	"net/http"
+	"net/http/httptest"
+	"testing"
+)
+
+// What the sweep of uncollected copies reads: a claim's UID, whether a PV
+// exists. Only the API server's 404 says "gone"; a failure, or a claim
+// answered without a UID, is an error (the sweep then keeps the volume).
+func TestClaimUIDAndPersistentVolumeExists(t *testing.T) {
+	objects := map[string]string{
+		"/api/v1/namespaces/ns/persistentvolumeclaims/here":   `{"metadata":{"namespace":"ns","name":"here","uid":"u-1"}}`,
+		"/api/v1/namespaces/ns/persistentvolumeclaims/no-uid": `{"metadata":{"namespace":"ns","name":"no-uid"}}`,
+		"/api/v1/persistentvolumes/pvc-u-1":                   `{"metadata":{"name":"pvc-u-1"}}`,
+	}
+	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		switch body, ok := objects[r.URL.Path]; {
+		case r.URL.Path == "/api/v1/namespaces/ns/persistentvolumeclaims/broken", r.URL.Path == "/api/v1/persistentvolumes/broken":
+			http.Error(w, `{"reason":"InternalError"}`, http.StatusInternalServerError)
+		case !ok:
+			http.Error(w, `{"reason":"NotFound"}`, http.StatusNotFound)
+		default:
+			_, _ = w.Write([]byte(body))
+		}
+	}))
+	defer srv.Close()
+	s := NewSourcesForHost(srv.URL, srv.Client())
+	ctx := context.Background()
+	for _, tt := range []struct {
+		claim   string
+		uid     string
+		found   bool
+		wantErr bool
+	}{
+		{"here", "u-1", true, false},
+		{"gone", "", false, false},
+		{"broken", "", false, true},
+		{"no-uid", "", false, true},
+	} {
+		uid, found, err := s.ClaimUID(ctx, "ns", tt.claim)
+		if uid != tt.uid || found != tt.found || (err != nil) != tt.wantErr {
+			t.Errorf("claim %s: %q, found %v, %v; want %q, %v, error %v", tt.claim, uid, found, err, tt.uid, tt.found, tt.wantErr)
+		}
+	}
+	for _, tt := range []struct {
+		pv      string
+		exists  bool
+		wantErr bool
+	}{
+		{"pvc-u-1", true, false},
+		{"pvc-gone", false, false},
+		{"broken", false, true},
+	} {
+		exists, err := s.PersistentVolumeExists(ctx, tt.pv)
+		if exists != tt.exists || (err != nil) != tt.wantErr {
+			t.Errorf("PV %s: %v, %v; want %v, error %v", tt.pv, exists, err, tt.exists, tt.wantErr)
+		}
+	}
+}

@@ -1,0 +1,57 @@
+package dirvol
+
+import (
+	"context"
+	"fmt"
+	"maps"
+)
+
+// SetAttribute sets the attribute key of the volume id's record to value,
+// or removes it when value is "", durably and atomically as
+// BumpWriteGeneration does: the record is one document, rewritten whole.
+// Setting what is already there writes nothing, so a repeated call (a
+// retry after a crash) is harmless. A directory without a record is
+// refused (ErrNotFound wraps a missing directory); removing a key from it
+// is a no-op, since it holds no attribute.
+func (s *Store) SetAttribute(ctx context.Context, id, key, value string) (Volume, error) {
+	if err := ctx.Err(); err != nil {
+		return Volume{}, fmt.Errorf("attribute %s of volume %q: %w", key, id, err)
+	}
+	unlock, err := s.lockID(id)
+	if err != nil {
+		return Volume{}, fmt.Errorf("attribute %s of volume %q: %w", key, id, err)
+	}
+	defer unlock()
+	e, err := s.resolve(id)
+	if err != nil {
+		return Volume{}, err
+	}
+	vol, err := s.existing(id, e)
+	if err != nil {
+		return Volume{}, fmt.Errorf("attribute %s of volume %q: %w", key, id, err)
+	}
+	if !vol.HasMeta && value == "" {
+		return vol, nil
+	}
+	r, err := s.readRecord(id, e.path)
+	if err != nil {
+		return Volume{}, fmt.Errorf("attribute %s of volume %q: %w", key, id, err)
+	}
+	if got, ok := r.Attributes[key]; got == value && (ok || value == "") {
+		return r.volume(e.path), nil
+	}
+	// A copy: the record read may share its map with a cached one.
+	r.Attributes = maps.Clone(r.Attributes)
+	if value == "" {
+		delete(r.Attributes, key)
+	} else {
+		if r.Attributes == nil {
+			r.Attributes = map[string]string{}
+		}
+		r.Attributes[key] = value
+	}
+	if err := s.rewriteRecord(e.path, r); err != nil {
+		return Volume{}, fmt.Errorf("attribute %s of volume %q: write record: %w", key, id, err)
+	}
+	return r.volume(e.path), nil
+}
