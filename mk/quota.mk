@@ -68,9 +68,10 @@ QUOTAVM_CLUSTER_RUN ?= ^(TestEnforcedSizeOnlineExpansion|TestOnlineExpansion)$$
 # Bounds, not targets: on 2026-11-28 the VM ran the tier in 18 min (7 to 8
 # on an idle day), its cluster ready after 4.5 min.
 QUOTAVM_CLUSTER_TEST_TIMEOUT ?= 35m
-# -test.parallel 2: the guest kernel brings up one CPU (acpi=off), so go
-# test's default would run TestEnforcedSizeOnlineExpansion's subtests (xfs,
-# ext4) one after the other; they mostly wait for kubelet and the sidecars.
+# -test.parallel 2: the guest has one CPU (hack/quotavm.sh's HPP_QUOTAVM_SMP
+# default), so go test's default would run TestEnforcedSizeOnlineExpansion's
+# subtests (xfs, ext4) one after the other. TestOnlineExpansion stays before
+# them: all three at once on the one CPU started no pod within 5 min.
 
 .PHONY: quota-vm-cluster
 quota-vm-cluster: ## issue 22's cluster tier on an enforcing pool: test/e2e's expansion scenarios on a one-node cluster inside the quota VM (root; 7-8 min)
