@@ -156,8 +156,9 @@ func podDFKiB(t *testing.T, env *kit.Env, ns, pod, path string) int64 {
 // timeout has passed, and returns what df shows then. The loop runs in
 // the pod, one kubectl exec in all: in the quota VM each kubectl exec
 // costs seconds of emulated CPU (kubectl's start, the API server, kubelet,
-// runc), so a poll of one exec per round made the wait for df trail the
-// claim's new size by about a minute (2026-11-29: claim 55 s, df 1 min 51 s).
+// runc) that the other subtest's steps wait for. (df still trails the
+// claim's new size there by about 50 s with the loop in the pod, 56-69 s
+// with an exec per poll, 2026-11-29: that wait is the expansion's own.)
 func podWaitDFKiB(t *testing.T, env *kit.Env, ns, pod, path string, want int64, timeout time.Duration) int64 {
 	t.Helper()
 	script := fmt.Sprintf(`end=$(($(date +%%s) + %d)); `+
