@@ -18,8 +18,9 @@
 #
 # Environment: HPP_QUOTAVM_MEM (default here 6G: the cluster's binaries,
 # about 850 MB, live in guest memory next to what runs), HPP_QUOTAVM_TIMEOUT
-# (default here 2400 s; a run takes 7-8 min on 2 shared cores, 16 to 20 when
-# loaded or slow), and
+# (default here 2400 s; a run took 7-8 min on 2026-11-27's machine, 17 to 27
+# on this one when shared, 24 with ACPI; test/README.md "Where the time
+# goes"), and
 # hack/quotavm.sh's others.
 set -euo pipefail
 

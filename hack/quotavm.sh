@@ -44,11 +44,27 @@
 #   HPP_QUOTAVM_MEM         guest memory (default 2G: the loop images and what
 #                           is written to them live in it; qemu takes host
 #                           memory only as the guest touches it)
-#   HPP_QUOTAVM_SMP         guest CPUs (default 2: qemu runs one thread each)
+#   HPP_QUOTAVM_SMP         guest CPUs (default 1; qemu runs one thread each).
+#                           One, not 2: until 2026-11-29 the guest booted
+#                           with acpi=off and so had one CPU whatever this
+#                           said; with two, on this 2-core machine shared
+#                           with other runs, the cluster tier's cluster took
+#                           6 min 15 s to be ready against 4 min 42 s with
+#                           one (each vCPU thread preempted on the host while
+#                           the other spins, and MTTCG's cross-CPU work)
 #   HPP_QUOTAVM_TIMEOUT     seconds the whole VM may run (default 600; -t too)
 #   HPP_QUOTAVM_BOOT_TIMEOUT seconds until the guest's init must report (default
 #                           300: 20 s on a machine with 2 busy cores, more
 #                           when it is overloaded)
+#   HPP_QUOTAVM_TB_SIZE     MiB of TCG's translated-code cache (default:
+#                           qemu's, 1 GiB); when it fills, qemu drops every
+#                           translation and translates again
+#   HPP_QUOTAVM_QEMU_ARGS   more qemu flags, split at blanks (e.g. a
+#                           -chardev/-mon pair: a monitor socket to read
+#                           TCG's `info jit` from during a run)
+#   HPP_QUOTAVM_STALL       seconds of console silence before the kernel runs
+#                           /init after which qemu is killed and booted again,
+#                           3 boots at most (default 60; see "stalled" below)
 set -euo pipefail
 
 root=$(cd "$(dirname "$0")/.." && pwd)
@@ -56,7 +72,7 @@ cache=${HPP_CACHE:-$HOME/.cache/hpp}/quotavm
 out=$root/_output/quotavm
 kernel_pkg=${HPP_QUOTAVM_KERNEL_PKG:-linux-image-cloud-amd64}
 mem=${HPP_QUOTAVM_MEM:-2G}
-smp=${HPP_QUOTAVM_SMP:-2}
+smp=${HPP_QUOTAVM_SMP:-1}
 timeout_s=${HPP_QUOTAVM_TIMEOUT:-600}
 boot_timeout_s=${HPP_QUOTAVM_BOOT_TIMEOUT:-300}
 # Modules the guest loads (with their dependencies) when the kernel does not
@@ -294,8 +310,7 @@ mount -t devtmpfs devtmpfs /dev 2>/dev/null
 mount -t tmpfs -o mode=1777,size=75% tmpfs /tmp
 mkdir -p /dev/pts /dev/shm && mount -t devpts devpts /dev/pts
 echo /sbin/modprobe >/proc/sys/kernel/modprobe
-# Booted with acpi=off, so no power-off: a reset, which -no-reboot turns
-# into qemu's exit.
+# A reset, which -no-reboot turns into qemu's exit (with or without ACPI).
 finish() { echo "QUOTAVM-EXIT=$1"; sync; reboot -f; sleep 5; }
 for m in $(cat /etc/quotavm-modules); do
   if grep -q "/$m.ko" /lib/modules/$(uname -r)/modules.dep 2>/dev/null; then
@@ -308,7 +323,10 @@ done
 [ -e /dev/loop-control ] || { echo "quotavm: no /dev/loop-control after loading loop"; finish 125; }
 dmesg -n 4
 read up _ </proc/uptime
-echo "QUOTAVM-BOOTED kernel=$(uname -r) uptime=${up}s"
+# CPUs and clocksource: with one CPU or the jiffies clocksource (every
+# clock read a system call, the guest's clock falling behind) a cluster in
+# the VM runs several times slower; the host's log shows them.
+echo "QUOTAVM-BOOTED kernel=$(uname -r) uptime=${up}s cpus=$(grep -c ^processor /proc/cpuinfo) clocksource=$(cat /sys/devices/system/clocksource/clocksource0/current_clocksource)"
 [ -f /quotavm/env ] && . /quotavm/env
 args=""
 [ -f /quotavm/args ] && args=$(cat /quotavm/args)
@@ -397,61 +415,98 @@ qemu_err=$out/qemu.stderr
 now_ms() { echo $(($(date +%s%N) / 1000000)); }
 secs() { printf '%d.%d' $(($1 / 1000)) $(($1 % 1000 / 100)); }
 log "booting kernel $kver under qemu (TCG, $smp CPUs, $mem; timeout ${timeout_s}s) with ${#bins[@]} test binaries; console: $console"
-# No crypto self-tests, mitigations, timer checks, ACPI or PCI (the serial
-# port is ISA; nothing else is attached): seconds each under emulation, a
-# quarter of the boot, and nothing the tests depend on. SeaBIOS, qemu's
-# default firmware, stays: qboot gives no MP table, and without ACPI the
-# kernel then hangs before its first message.
+# No crypto self-tests, mitigations, timer checks or PCI (the serial port
+# is ISA; nothing else is attached): seconds each under emulation and
+# nothing the tests depend on. ACPI stays on: without it (acpi=off until
+# 2026-11-29) the guest has no HPET and no ACPI PM timer, the TSC cannot be
+# calibrated when the PIT calibration fails under a busy host ("No reference
+# (HPET/PMTIMER) available", "Marking TSC unstable"), and the kernel falls
+# back to the jiffies clocksource: every clock read a system call instead
+# of the vDSO, 4 ms resolution, and the guest's clock losing ticks (5 of
+# 26 minutes in one cluster-tier run). With ACPI the HPET calibrates the
+# TSC and the clocksource is tsc (the guest's init prints it). Debian's
+# cloud kernel also has no MP-table support, so without ACPI it brings up
+# one CPU whatever -smp says. SeaBIOS, qemu's default firmware,
+# stays: qboot gives no MP table, and without it the kernel hangs before its
+# first message.
 # Every kernel message goes to the console log (the error shows its tail when
 # the VM fails to boot); only the lines after the guest's init reports are
 # printed live, and init lowers the console level so the kernel's messages
 # come after the tests' output (dumped from dmesg), not inside it.
 append="console=ttyS0 panic=-1 loglevel=7 rdinit=/init mitigations=off cryptomgr.notests"
-append+=" tsc=reliable no_timer_check edd=off acpi=off pci=off i8042.noaux i8042.nokbd"
+append+=" tsc=reliable no_timer_check edd=off pci=off i8042.noaux i8042.nokbd"
+# A kernel that stops printing before it runs /init is stalled, not slow:
+# with ACPI and two CPUs under TCG one boot in eight hung after "sched_clock:
+# Marking stable" (2026-11-29, base initramfs alone: 7 of 8 booted in 6-15
+# s). Until the kernel's "Run /init" line, a silence of stall_s seconds
+# restarts qemu, at most boot_attempts times in all. The longest quiet
+# stretch of a healthy boot is the unpacking of the initramfs (12 s for the
+# cluster tier's 830 MB on 2026-11-29, with the machine busy).
+stall_s=${HPP_QUOTAVM_STALL:-60}
+# HPP_QUOTAVM_QEMU_ARGS: more qemu flags, one a word (e.g. a monitor socket
+# to read TCG's `info jit` while a run goes on).
+read -r -a qemu_extra <<<"${HPP_QUOTAVM_QEMU_ARGS:-}"
+boot_attempts=3
 mkfifo "$run/console"
 start=$(now_ms)
-timeout -k 10 "$timeout_s" qemu-system-x86_64 \
-  -nodefaults -nographic -no-reboot -monitor none -serial stdio -nic none \
-  -machine pc -accel tcg,thread=multi -cpu max -smp "$smp" -m "$mem" \
-  -kernel "$dir/vmlinuz" -initrd "$out/initrd.img" -append "$append" \
-  </dev/null >"$run/console" 2>"$qemu_err" &
-qpid=$!
-exec 8<"$run/console"
-booted= exit_rc= killed= partial= tstart=$start
+attempt=0
 while :; do
-  if IFS= read -r -t 5 line <&8; then
-    line=${partial}${line%$'\r'}
-    partial=
-    printf '%s\n' "$line" >>"$console"
-    case $line in
-      QUOTAVM-BOOTED*)
-        booted=$(now_ms)
-        log "${line#QUOTAVM-BOOTED }; boot took $(secs $((booted - start)))s on the host" ;;
-      QUOTAVM-TEST-START\ *)
-        tstart=$(now_ms)
-        log "running ${line#QUOTAVM-TEST-START } in the VM" ;;
-      QUOTAVM-TEST-END\ *)
-        log "${line#QUOTAVM-TEST-END } after $(secs $(($(now_ms) - tstart)))s" ;;
-      QUOTAVM-KERNEL-LOG-START) log "what the VM's kernel printed during the tests:" ;;
-      QUOTAVM-KERNEL-LOG-END) ;;
-      QUOTAVM-EXIT=*)
-        exit_rc=${line#QUOTAVM-EXIT=}
-        log "the tests took $(secs $(($(now_ms) - ${booted:-$start})))s in the VM" ;;
-      *) [[ -n $booted ]] && printf '%s\n' "$line" ;;
-    esac
-  elif (($? > 128)); then
-    # No full line within 5 s: keep what came.
-    partial+=$line
-  else
-    [[ -n $partial ]] && printf '%s\n' "$partial" | tee -a "$console"
-    break
-  fi
-  if [[ -z $booted && -z $killed ]] && (($(now_ms) - start > boot_timeout_s * 1000)); then
-    killed=boot
-    kill "$qpid" 2>/dev/null || true
-  fi
+  attempt=$((attempt + 1))
+  timeout -k 10 "$timeout_s" qemu-system-x86_64 \
+    -nodefaults -nographic -no-reboot -monitor none -serial stdio -nic none \
+    -machine pc -accel "tcg,thread=multi${HPP_QUOTAVM_TB_SIZE:+,tb-size=$HPP_QUOTAVM_TB_SIZE}" -cpu max -smp "$smp" -m "$mem" \
+    -kernel "$dir/vmlinuz" -initrd "$out/initrd.img" -append "$append" "${qemu_extra[@]}" \
+    </dev/null >"$run/console" 2>"$qemu_err" &
+  qpid=$!
+  exec 8<"$run/console"
+  booted='' exit_rc='' killed='' partial='' initran='' tstart=$start heard=$(now_ms)
+  while :; do
+    if IFS= read -r -t 5 line <&8; then
+      heard=$(now_ms)
+      line=${partial}${line%$'\r'}
+      partial=
+      printf '%s\n' "$line" >>"$console"
+      case $line in
+        *"Run /init as init process"*) initran=1 ;;
+        QUOTAVM-BOOTED*)
+          booted=$(now_ms)
+          log "${line#QUOTAVM-BOOTED }; boot took $(secs $((booted - start)))s on the host" ;;
+        QUOTAVM-TEST-START\ *)
+          tstart=$(now_ms)
+          log "running ${line#QUOTAVM-TEST-START } in the VM" ;;
+        QUOTAVM-TEST-END\ *)
+          log "${line#QUOTAVM-TEST-END } after $(secs $(($(now_ms) - tstart)))s" ;;
+        QUOTAVM-KERNEL-LOG-START) log "what the VM's kernel printed during the tests:" ;;
+        QUOTAVM-KERNEL-LOG-END) ;;
+        QUOTAVM-EXIT=*)
+          exit_rc=${line#QUOTAVM-EXIT=}
+          log "the tests took $(secs $(($(now_ms) - ${booted:-$start})))s in the VM" ;;
+        *) [[ -n $booted ]] && printf '%s\n' "$line" ;;
+      esac
+    elif (($? > 128)); then
+      # No full line within 5 s: keep what came.
+      [[ -n $line ]] && heard=$(now_ms)
+      partial+=$line
+    else
+      [[ -n $partial ]] && printf '%s\n' "$partial" | tee -a "$console"
+      break
+    fi
+    if [[ -z $booted && -z $killed ]] && (($(now_ms) - start > boot_timeout_s * 1000)); then
+      killed=boot
+      kill "$qpid" 2>/dev/null || true
+    fi
+    if [[ -z $initran && -z $killed ]] && (($(now_ms) - heard > stall_s * 1000)); then
+      killed=stall
+      kill "$qpid" 2>/dev/null || true
+    fi
+  done
+  exec 8<&-
+  if [[ $killed != stall ]] || ((attempt >= boot_attempts)); then break; fi
+  wait "$qpid" 2>/dev/null || true
+  log "the kernel printed nothing for ${stall_s}s before running /init (attempt $attempt of $boot_attempts): booting again; its last lines:"
+  tail -n 3 "$console" | sed 's/^/  | /' >&2
+  echo "quotavm: stalled kernel killed after ${stall_s}s of silence; attempt $((attempt + 1))" >>"$console"
 done
-exec 8<&-
 set +e
 wait "$qpid"
 qemu_rc=$?
@@ -464,6 +519,9 @@ fail() {
   exit 1
 }
 if [[ -z $exit_rc ]]; then
+  if [[ $killed == stall ]]; then
+    fail "the VM's kernel printed nothing for ${stall_s}s before running /init, $boot_attempts boots in a row (HPP_QUOTAVM_STALL raises the silence allowed)"
+  fi
   if [[ $killed == boot ]]; then
     fail "the VM's init did not report within ${boot_timeout_s}s of starting qemu (HPP_QUOTAVM_BOOT_TIMEOUT raises it)"
   fi
