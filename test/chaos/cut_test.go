@@ -2,13 +2,11 @@ package chaos
 
 import (
 	"bufio"
-	"bytes"
 	"context"
 	"errors"
 	"fmt"
 	"net/url"
 	"os"
-	"os/exec"
 	"path/filepath"
 	"regexp"
 	"strconv"
@@ -16,6 +14,7 @@ import (
 	"syscall"
 	"time"
 
+	"github.com/hostpath-provisioner/hpp/internal/testutil"
 	"github.com/hostpath-provisioner/hpp/test/cluster"
 	"github.com/hostpath-provisioner/hpp/test/e2e/kit"
 )
@@ -169,14 +168,12 @@ func (c *nodeCut) end() error {
 func connectionsTo(ctx context.Context, port string, pids map[int]bool) ([]string, error) {
 	ctx, cancel := context.WithTimeout(ctx, 10*time.Second)
 	defer cancel()
-	cmd := exec.CommandContext(ctx, "ss", "-tnpH", "state", "established", "dport", "=", ":"+port)
-	var stdout, stderr bytes.Buffer
-	cmd.Stdout, cmd.Stderr = &stdout, &stderr
-	if err := cmd.Run(); err != nil {
-		return nil, fmt.Errorf("ss: %w: %s", err, strings.TrimSpace(stderr.String()))
+	out, err := testutil.Run(ctx, "ss", "-tnpH", "state", "established", "dport", "=", ":"+port)
+	if err != nil {
+		return nil, err
 	}
 	var ports []string
-	for _, line := range strings.Split(stdout.String(), "\n") {
+	for _, line := range strings.Split(out, "\n") {
 		f := strings.Fields(line)
 		if len(f) < 5 {
 			continue

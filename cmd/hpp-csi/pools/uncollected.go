@@ -226,9 +226,7 @@ func (rt *Runtime) scanUncollected(ctx context.Context, p usablePool) error {
 		return wrap("listing the volumes of pool "+p.name()+" for uncollected copies", err)
 	}
 	for _, v := range vols {
-		if _, node, ok := parseUncollectedMark(v.Attributes[uncollectedAttr]); ok && node == rt.cfg.NodeID {
-			rt.uncollected.add(v.ID)
-		}
+		rt.noteUncollected(v)
 	}
 	rt.uncollected.mu.Lock()
 	rt.uncollected.scanned[p.poolState] = true
@@ -317,8 +315,8 @@ func (rt *Runtime) claimGone(ctx context.Context, id string, claim ClaimRef) (st
 // uidSuffix is a whole UID ending a volume name, with its dash.
 var uidSuffix = regexp.MustCompile(`-[0-9a-fA-F]{8}-[0-9a-fA-F]{4}-[0-9a-fA-F]{4}-[0-9a-fA-F]{4}-[0-9a-fA-F]{12}$`)
 
-// noteUncollected adds vol, just committed by a copy job, to the set when
-// it carries this node's mark.
+// noteUncollected adds vol (just committed by a copy job, or read from a
+// pool at start) to the set when it carries this node's mark.
 func (rt *Runtime) noteUncollected(vol dirvol.Volume) {
 	if _, node, ok := parseUncollectedMark(vol.Attributes[uncollectedAttr]); ok && node == rt.cfg.NodeID {
 		rt.uncollected.add(vol.ID)

@@ -1,13 +1,13 @@
 package kit
 
 import (
-	"bytes"
 	"context"
 	"fmt"
-	"os/exec"
 	"strconv"
 	"strings"
 	"time"
+
+	"github.com/hostpath-provisioner/hpp/internal/testutil"
 )
 
 // IPTables runs iptables on this machine's filter table (waiting for the
@@ -18,13 +18,7 @@ import (
 func IPTables(ctx context.Context, args ...string) (string, error) {
 	ctx, cancel := context.WithTimeout(ctx, 30*time.Second)
 	defer cancel()
-	cmd := exec.CommandContext(ctx, "iptables", append([]string{"-w", "10"}, args...)...)
-	var stdout, stderr bytes.Buffer
-	cmd.Stdout, cmd.Stderr = &stdout, &stderr
-	if err := cmd.Run(); err != nil {
-		return "", fmt.Errorf("iptables %s: %w: %s", strings.Join(args, " "), err, strings.TrimSpace(stderr.String()))
-	}
-	return stdout.String(), nil
+	return testutil.Run(ctx, "iptables", append([]string{"-w", "10"}, args...)...)
 }
 
 // DroppedPackets sums the packet counters of the OUTPUT rules whose
