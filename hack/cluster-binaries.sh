@@ -53,6 +53,13 @@ if [[ ${1:-} == --print-env ]]; then
   exit 0
 fi
 
+# One build at a time: make test's quota VM lane (hack/run-tiers.sh) asks
+# for these binaries beside the cluster tiers, and two go builds writing one
+# set would each see the other's half-written files.
+mkdir -p "$HPP_CACHE"
+exec 9>"$HPP_CACHE/.cluster-binaries.lock"
+flock 9
+
 complete() { # dir bin...
   local dir=$1; shift
   local b

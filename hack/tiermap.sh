@@ -100,6 +100,7 @@ table() {
     local what
     what=$(get "$t" what)
     in_test "$t" || what="not in \`make test\`: $what"
+    [[ -z $(get "$t" lane) ]] || what="beside the tiers after it (lane $(get "$t" lane), hack/run-tiers.sh): $what"
     printf '| `%s` | %s | %s | %s | %s | %s |\n' "$t" "$(cell "$what")" "$(cell "$(packages "$t")")" \
       "$(cell "$(get "$t" root)")" "$(cell "$(get "$t" time)")" "$(cell "$(get "$t" when)")"
   done
