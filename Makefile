@@ -81,7 +81,7 @@ include $(wildcard $(ROOT)/mk/*.mk)
 # leaves conformance out. hack/run-tiers.sh runs them one after the other
 # (a recipe, not prerequisites, so that it can time each tier and print the
 # table at the end, or what ran when one fails).
-TEST_TIERS = $(filter-out $(if $(filter 0,$(HPP_CONFORMANCE)),conformance),$(shell $(TIERMAP) tiers))
+TEST_TIERS = $(filter-out $(if $(filter 0,$(HPP_CONFORMANCE)),conformance conformance-binaries),$(shell $(TIERMAP) tiers))
 
 .PHONY: test
 test: ## everything that can run on this machine (what CI runs), with each tier's time at the end

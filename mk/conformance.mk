@@ -5,7 +5,9 @@
 # _output/conformance/junit.xml, ginkgo.log and summary.txt (and
 # cluster-logs/ after a failure).
 #
-# The last cluster tier of `make test` (measured 2026-11-23 on 2 busy cores): building e2e.test, agnhost and ginkgo takes about 7 min once the
+# In `make test` before chaos; its programs are built first by the tier
+# conformance-binaries at the end of the quota VM lane (test/tiers.txt).
+# Measured 2026-11-23 on 2 busy cores: building e2e.test, agnhost and ginkgo takes about 7 min once the
 # k8s set is built (they share its Go build cache; ~200 packages of their
 # own), 1 min when only the link is left, nothing once cached in
 # $(HPP_CACHE); the run takes about 9 min (73 specs selected, 4 ginkgo
