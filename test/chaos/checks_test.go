@@ -169,6 +169,9 @@ func (r *run) report() {
 	b.WriteString("operations (ok/failed):\n")
 	for _, op := range ops {
 		fmt.Fprintf(&b, "  %-18s %d/%d\n", op, r.ops[op].ok, r.ops[op].failed)
+		for _, e := range r.ops[op].errs {
+			fmt.Fprintf(&b, "    failed at %s\n", e)
+		}
 	}
 	fmt.Fprintf(&b, "create-to-Bound without faults: %s\n", quantiles(r.baseline))
 	fmt.Fprintf(&b, "create-to-Bound under chaos:    %s\n", quantiles(r.chaotic))

@@ -37,7 +37,13 @@ type run struct {
 	levelsBefore      probes.Levels
 }
 
-type opCount struct{ ok, failed int }
+// opCount counts one kind of operation; errs says why each failure failed
+// (with its time in the run), for the report: a failure under faults is
+// allowed, but the report must say what it was.
+type opCount struct {
+	ok, failed int
+	errs       []string
+}
 
 // deletedVolume is a claim the churn deleted: its volume must leave
 // nothing in its pool.
@@ -82,6 +88,7 @@ func (r *run) count(op string, err error) {
 	}
 	if err != nil {
 		c.failed++
+		c.errs = append(c.errs, time.Since(r.start).Truncate(100*time.Millisecond).String()+" "+err.Error())
 	} else {
 		c.ok++
 	}

@@ -54,14 +54,23 @@ func (f *fakeRemote) Fetch(ctx context.Context, src pools.Source, claim pools.Cl
 	}
 	f.streams.Add(1)
 	pr, pw := io.Pipe()
+	// A canceled stream is counted once, by whichever sees the cancel
+	// first: the AfterFunc, or the sender whose Write returned the
+	// context's error (it may then stop the AfterFunc before it runs).
+	// Either counts before it closes the pipe that the copy reads.
+	var once sync.Once
+	countCanceled := func() { once.Do(func() { f.canceled.Add(1) }) }
 	stop := context.AfterFunc(ctx, func() {
-		f.canceled.Add(1)
+		countCanceled()
 		pw.CloseWithError(ctx.Err())
 	})
 	w := &fakeWire{f: f, ctx: ctx, w: pw, gate: gate, blockAfter: blockAfter, failAfter: failAfter, failErr: failErr}
 	go func() {
 		defer stop()
 		_, err := treecopy.Encode(ctx, f.dir, w)
+		if err != nil && ctx.Err() != nil {
+			countCanceled()
+		}
 		pw.CloseWithError(err)
 	}()
 	return &pools.RemoteStream{ReadCloser: pr, Node: f.node, AllocatedBytes: f.alloc, Generation: f.generation}, nil
