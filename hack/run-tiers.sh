@@ -150,7 +150,7 @@ rc=0 failed=
 for i in "${!names[@]}"; do
   lane=${lanes[$i]}
   if [[ -n $lane ]]; then
-    [[ -v lane_pid[$lane] || -v lane_state[$lane] ]] || start_lane "$lane"
+    [[ -v lane_state[$lane] ]] || start_lane "$lane"
     continue
   fi
   current=$i start=$SECONDS

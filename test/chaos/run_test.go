@@ -58,10 +58,16 @@ func newRun(t *testing.T, env *kit.Env, binDir string, schedule plan.Plan) *run 
 
 // note adds a line to the timeline printed around a violation.
 func (r *run) note(format string, args ...any) {
-	line := time.Since(r.start).Truncate(100*time.Millisecond).String() + " " + fmt.Sprintf(format, args...)
+	line := r.elapsed() + " " + fmt.Sprintf(format, args...)
 	r.mu.Lock()
 	r.timeline = append(r.timeline, line)
 	r.mu.Unlock()
+}
+
+// elapsed is the time since the run's start, as the timeline and the
+// report print it.
+func (r *run) elapsed() string {
+	return time.Since(r.start).Truncate(100 * time.Millisecond).String()
 }
 
 // violation fails the run and prints the timeline's last lines.
@@ -88,7 +94,7 @@ func (r *run) count(op string, err error) {
 	}
 	if err != nil {
 		c.failed++
-		c.errs = append(c.errs, time.Since(r.start).Truncate(100*time.Millisecond).String()+" "+err.Error())
+		c.errs = append(c.errs, r.elapsed()+" "+err.Error())
 	} else {
 		c.ok++
 	}
