@@ -1,20 +1,21 @@
 #!/usr/bin/env bash
 # Builds the binaries the local cluster harness (test/cluster) runs, from the
-# pinned Go modules under test/{k8s-tools,provisioner-tools,resizer-tools,etcd-tools}, into
+# pinned Go modules test/k8s-tools (Kubernetes, csi-resizer, the snapshotter
+# and the conformance programs: one module, so their shared dependencies
+# compile once), test/provisioner-tools and test/etcd-tools, into
 # $HPP_CACHE/<set>/<version>/ — outside the repository, so a fresh clone (CI)
 # reuses them. A set already complete in the cache is skipped; a cold build
 # prints what it builds and the elapsed time, because it takes minutes.
-# The conformance set (e2e.test, agnhost, ginkgo from test/conformance-tools,
-# for test/conformance) is built only when asked for: it is big (e2e.test is
-# ~150 MB) and only `make conformance` needs it.
+# The conformance set (e2e.test, agnhost, ginkgo, for test/conformance) is
+# built only when asked for: it is big (e2e.test is ~150 MB) and only
+# `make conformance` needs it.
 #
 # The snapshotter set is csi-snapshotter and snapshot-controller of
-# external-snapshotter (test/snapshotter-tools), with the snapshot CRDs of
-# its client module in crd/.
+# external-snapshotter, with the snapshot CRDs of its client module in crd/.
 #
-# The csi-resizer set is external-resizer's csi-resizer
-# (test/resizer-tools; module path github.com/kubernetes-csi/external-resizer/v2,
-# the path without /v2 is not served).
+# The csi-resizer set is external-resizer's csi-resizer (module path
+# github.com/kubernetes-csi/external-resizer/v2; the path without /v2 is not
+# served).
 #
 # Usage: hack/cluster-binaries.sh [k8s] [csi-provisioner] [csi-resizer] [etcd] [snapshotter] [conformance]
 #        (default: k8s csi-provisioner csi-resizer etcd snapshotter)
@@ -36,8 +37,8 @@ PROVISIONER_DIR=$HPP_CACHE/csi-provisioner/$PROVISIONER_VERSION
 RESIZER_DIR=$HPP_CACHE/csi-resizer/$RESIZER_VERSION
 ETCD_DIR=$HPP_CACHE/etcd/$ETCD_VERSION
 SNAPSHOTTER_DIR=$HPP_CACHE/external-snapshotter/$SNAPSHOTTER_VERSION
-# Same k8s.io/kubernetes as the k8s set (test/conformance checks the two
-# go.mod files agree), so its directory is named by the same version.
+# Same k8s.io/kubernetes as the k8s set (one module), so its directory is
+# named by the same version.
 CONFORMANCE_DIR=$HPP_CACHE/conformance/$K8S_VERSION
 
 K8S_BINS=(kube-apiserver kube-controller-manager kube-scheduler kubelet kubectl kube-proxy)
@@ -192,7 +193,7 @@ resizer() {
   if complete "$RESIZER_DIR" csi-resizer; then
     echo "==> csi-resizer $RESIZER_VERSION cached in $RESIZER_DIR"; return
   fi
-  build "csi-resizer $RESIZER_VERSION" "$ROOT/test/resizer-tools" "$RESIZER_DIR" \
+  build "csi-resizer $RESIZER_VERSION" "$ROOT/test/k8s-tools" "$RESIZER_DIR" \
     "-s -w -X main.version=$RESIZER_VERSION" \
     "csi-resizer=github.com/kubernetes-csi/external-resizer/v2/cmd/csi-resizer"
 }
@@ -219,7 +220,7 @@ snapshotter() {
     [[ -f $SNAPSHOTTER_DIR/crd/${SNAPSHOT_CRDS[-1]} ]]; then
     echo "==> external-snapshotter $SNAPSHOTTER_VERSION cached in $SNAPSHOTTER_DIR"; return
   fi
-  local name="external-snapshotter $SNAPSHOTTER_VERSION" moddir=$ROOT/test/snapshotter-tools tmp start=$SECONDS client c
+  local name="external-snapshotter $SNAPSHOTTER_VERSION" moddir=$ROOT/test/k8s-tools tmp start=$SECONDS client c
   new_tmp "$SNAPSHOTTER_DIR"; tmp=$BUILD_TMP
   echo "==> building $name (csi-snapshotter snapshot-controller) into $SNAPSHOTTER_DIR — cold builds take minutes on 2 cores"
   go_build "$name" "$moddir" "$tmp" "-s -w -X main.version=$SNAPSHOTTER_VERSION" \
@@ -237,14 +238,14 @@ snapshotter() {
 
 # conformance — the Kubernetes e2e suite (e2e.test), agnhost (the image
 # most of its pods run) and the ginkgo CLI (runs e2e.test in parallel), all
-# from test/conformance-tools, i.e. the same sources and flags as the k8s
-# set: with the k8s set built, most of e2e.test's ~2,600 packages come from
-# Go's build cache.
+# from test/k8s-tools, i.e. the same sources and flags as the k8s set: with
+# the k8s set built, most of e2e.test's ~2,600 packages come from Go's
+# build cache.
 conformance() {
   if complete "$CONFORMANCE_DIR" "${CONFORMANCE_BINS[@]}"; then
     echo "==> conformance $K8S_VERSION binaries cached in $CONFORMANCE_DIR"; return
   fi
-  local name="conformance $K8S_VERSION" moddir=$ROOT/test/conformance-tools tmp start=$SECONDS ld
+  local name="conformance $K8S_VERSION" moddir=$ROOT/test/k8s-tools tmp start=$SECONDS ld
   ld=$(k8s_ldflags)
   new_tmp "$CONFORMANCE_DIR"; tmp=$BUILD_TMP
   echo "==> building $name (${CONFORMANCE_BINS[*]}) into $CONFORMANCE_DIR — cold builds take minutes on 2 cores"

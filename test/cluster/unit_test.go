@@ -14,26 +14,58 @@ import (
 	"strings"
 	"syscall"
 	"testing"
+
+	"golang.org/x/mod/modfile"
 )
 
-// The Go constants and the build script must name the same versions, or
-// the harness looks for binaries the script never builds.
-func TestVersionsMatchBuildScript(t *testing.T) {
+// The Go constants, the build script and the tools modules must name the
+// same versions, or the harness looks for binaries the script never builds,
+// or the script builds another version than its directory says.
+func TestVersionsMatchBuildScriptAndModules(t *testing.T) {
 	_, self, _, _ := runtime.Caller(0)
-	script, err := os.ReadFile(filepath.Join(filepath.Dir(self), "..", "..", "hack", "cluster-binaries.sh"))
+	root := filepath.Join(filepath.Dir(self), "..", "..")
+	script, err := os.ReadFile(filepath.Join(root, "hack", "cluster-binaries.sh"))
 	if err != nil {
 		t.Fatal(err)
 	}
-	for name, want := range map[string]string{"K8S_VERSION": K8sVersion, "PROVISIONER_VERSION": CSIProvisionerVersion, "ETCD_VERSION": EtcdVersion, "SNAPSHOTTER_VERSION": SnapshotterVersion, "RESIZER_VERSION": CSIResizerVersion} {
-		m := regexp.MustCompile(`(?m)^` + name + `=(\S+)$`).FindSubmatch(script)
+	for _, v := range []struct{ name, want, module, dir string }{
+		{"K8S_VERSION", K8sVersion, "k8s.io/kubernetes", "k8s-tools"},
+		{"PROVISIONER_VERSION", CSIProvisionerVersion, "github.com/kubernetes-csi/external-provisioner/v6", "provisioner-tools"},
+		{"ETCD_VERSION", EtcdVersion, "go.etcd.io/etcd/server/v3", "etcd-tools"},
+		{"SNAPSHOTTER_VERSION", SnapshotterVersion, "github.com/kubernetes-csi/external-snapshotter/v8", "k8s-tools"},
+		// The snapshot CRDs come from the client module of the same release.
+		{"SNAPSHOTTER_VERSION", SnapshotterVersion, "github.com/kubernetes-csi/external-snapshotter/client/v8", "k8s-tools"},
+		{"RESIZER_VERSION", CSIResizerVersion, "github.com/kubernetes-csi/external-resizer/v2", "k8s-tools"},
+	} {
+		m := regexp.MustCompile(`(?m)^` + v.name + `=(\S+)$`).FindSubmatch(script)
 		if m == nil {
-			t.Errorf("hack/cluster-binaries.sh: no %s= line", name)
-			continue
+			t.Errorf("hack/cluster-binaries.sh: no %s= line", v.name)
+		} else if string(m[1]) != v.want {
+			t.Errorf("hack/cluster-binaries.sh %s=%s, test/cluster has %s", v.name, m[1], v.want)
 		}
-		if string(m[1]) != want {
-			t.Errorf("hack/cluster-binaries.sh %s=%s, test/cluster has %s", name, m[1], want)
+		if got := required(t, filepath.Join(root, "test", v.dir, "go.mod"), v.module); got != v.want {
+			t.Errorf("test/%s/go.mod requires %s %q, test/cluster has %s", v.dir, v.module, got, v.want)
 		}
 	}
+}
+
+// required is the version a go.mod requires of module ("" when none).
+func required(t *testing.T, path, module string) string {
+	t.Helper()
+	data, err := os.ReadFile(path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	f, err := modfile.ParseLax(path, data, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, r := range f.Require {
+		if r.Mod.Path == module {
+			return r.Mod.Version
+		}
+	}
+	return ""
 }
 
 func TestRestoreScriptDeletesJumpsThenChains(t *testing.T) {

@@ -5,7 +5,7 @@
 // with the ginkgo CLI, writing a JUnit report and printing a summary.
 //
 // The binaries (e2e.test, agnhost, ginkgo) come from
-// `hack/cluster-binaries.sh conformance`, pinned by test/conformance-tools
+// `hack/cluster-binaries.sh conformance`, pinned by test/k8s-tools
 // to the same Kubernetes as the cluster. The suite's images are built on
 // this machine (busybox and agnhost, see cluster.AgnhostImage) under the
 // names e2e.test asks for, with KUBE_TEST_REPO_LIST pointing the suite's

@@ -19,7 +19,7 @@ import (
 )
 
 // Tools are the tier's binaries, built by
-// `hack/cluster-binaries.sh conformance` from test/conformance-tools.
+// `hack/cluster-binaries.sh conformance` from test/k8s-tools.
 type Tools struct {
 	E2ETest, Agnhost, Ginkgo string
 }
