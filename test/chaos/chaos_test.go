@@ -5,9 +5,10 @@
 // are checked during the run and at its end; the report prints the faults,
 // the operations and create-to-Bound latency with and without faults.
 //
-// What the tier does not inject yet (issue 31 stays open for them):
-// hpp-operator and hpp-mounter kills (the
-// operator-on-node tier's install would be needed), a Block pvcTemplate pool.
+// hpp-operator and hpp-mounter exist only as the operator's pods, so their
+// kills, the CR back to Available and the pvcTemplate pools (one on a Block
+// claim) are the operator-on-node tier's, where the operator is installed
+// (test/onnode/faults_test.go, from the same plan and records packages).
 package chaos
 
 import (

@@ -65,8 +65,9 @@ func (p *templatePool) cleanupJob(node string) string {
 // deploy/overlays/operator) gets a CR with a Block and a Filesystem
 // pvcTemplate pool; each pool claim binds to a loop device offered as a
 // local PV, the mounter Deployment's pod mounts it at the pool path, and a
-// pod's file written through hpp-csi lands on the loop device. Then the
-// block pool's mounter goes away (see mounterDeleted) and hpp-csi refuses
+// pod's file written through hpp-csi lands on the loop device. Then
+// hpp-operator, the mounters and hpp-csi are killed under writers on both
+// pools (operatorFaults, issue 31). Then the block pool's mounter goes away (see mounterDeleted) and hpp-csi refuses
 // creates there; last the CR is deleted (see deleteTemplateCR).
 func (e *env) testPVCPools(t *testing.T) {
 	ctx := t.Context()
@@ -128,6 +129,7 @@ func (e *env) testPVCPools(t *testing.T) {
 			t.Fatal(err)
 		}
 	}
+	e.operatorFaults(ctx, t, pools)
 	e.mounterDeleted(ctx, t, pools[0])
 	e.deleteTemplateCR(ctx, t, pools)
 	e.remove(ctx, t, "overlay operator", manifests)
