@@ -236,10 +236,12 @@ func (e *env) waitRecovered(ctx context.Context, t *testing.T, lastFault time.Ti
 		if err != nil {
 			return false, "", kit.Retry(err)
 		}
-		if err := probes.CheckRecovered(cr.Status); err != nil {
-			return false, err.Error() + "; " + e.podStates(ctx), nil
+		// Not whole yet is a state to wait on, not an error of the poll.
+		verdict := probes.CheckRecovered(cr.Status)
+		if verdict == nil {
+			return true, "", nil
 		}
-		return true, "", nil
+		return false, verdict.Error() + "; " + e.podStates(ctx), nil
 	})
 	if err != nil {
 		t.Fatal(err)
