@@ -15,15 +15,13 @@ import (
 	"context"
 	"fmt"
 	"os"
-	"os/exec"
 	"path/filepath"
-	"runtime"
-	"strings"
 	"testing"
 	"time"
 
 	"github.com/hostpath-provisioner/hpp/internal/testutil"
 	"github.com/hostpath-provisioner/hpp/test/chaos/plan"
+	"github.com/hostpath-provisioner/hpp/test/chaos/records"
 	"github.com/hostpath-provisioner/hpp/test/cluster"
 	"github.com/hostpath-provisioner/hpp/test/e2e/kit"
 )
@@ -116,7 +114,7 @@ func TestChaos(t *testing.T) {
 		}
 	})
 	writerBin := filepath.Join(env.C.Dir, "chaosbin", "writer")
-	if err := buildWriter(ctx, writerBin); err != nil {
+	if err := records.BuildWriter(ctx, writerBin); err != nil {
 		t.Fatal(err)
 	}
 	r := newRun(t, env, filepath.Dir(writerBin), schedule)
@@ -136,22 +134,6 @@ func TestChaos(t *testing.T) {
 	watch()
 	r.checkAtEnd(ctx)
 	r.report()
-}
-
-// buildWriter builds test/chaos/writer, static: the pods run it from a
-// hostPath in the busybox image.
-func buildWriter(ctx context.Context, out string) error {
-	_, self, _, ok := runtime.Caller(0)
-	if !ok {
-		return fmt.Errorf("build the writer: cannot locate the source tree")
-	}
-	cmd := exec.CommandContext(ctx, "go", "build", "-o", out, "./writer")
-	cmd.Dir = filepath.Dir(self)
-	cmd.Env = append(os.Environ(), "CGO_ENABLED=0")
-	if b, err := cmd.CombinedOutput(); err != nil {
-		return fmt.Errorf("build the writer in %s: %w: %s", cmd.Dir, err, strings.TrimSpace(string(b)))
-	}
-	return nil
 }
 
 // envDuration reads a duration from the environment, def when unset.

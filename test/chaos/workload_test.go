@@ -1,14 +1,11 @@
 package chaos
 
 import (
-	"bufio"
 	"context"
 	"errors"
 	"fmt"
 	"os"
 	"path/filepath"
-	"strconv"
-	"strings"
 	"time"
 
 	corev1 "k8s.io/api/core/v1"
@@ -118,14 +115,7 @@ func (r *run) readAcks(ctx context.Context) {
 		if err != nil {
 			continue // the API server or kubelet may be down: next poll
 		}
-		sc := bufio.NewScanner(strings.NewReader(string(b)))
-		for sc.Scan() {
-			if v, ok := strings.CutPrefix(sc.Text(), "ack "); ok {
-				if n, err := strconv.ParseUint(v, 10, 64); err == nil && n > w.acked {
-					w.acked = n
-				}
-			}
-		}
+		w.acked = max(w.acked, records.HighestAck(b))
 	}
 }
 
@@ -134,20 +124,14 @@ func (r *run) readAcks(ctx context.Context) {
 func (r *run) checkWriters(ctx context.Context) {
 	r.readAcks(ctx)
 	for _, w := range r.writers {
-		f, err := os.Open(w.file)
-		if err != nil {
-			r.violation("writer %d: its records file %s: %v", w.id, w.file, err)
-			continue
-		}
-		fi, err := f.Stat()
-		if err == nil {
-			_, err = records.Verify(f, fi.Size(), w.id, w.acked)
-		}
-		_ = f.Close()
+		_, err := records.VerifyFile(w.file, w.id, w.acked)
 		var v *records.Violation
-		if errors.As(err, &v) {
+		switch {
+		case errors.Is(err, os.ErrNotExist):
+			r.violation("writer %d: its records file %s: %v", w.id, w.file, err)
+		case errors.As(err, &v):
 			r.violation("writer %d on pool %s: %v", w.id, w.pool, err)
-		} else if err != nil {
+		case err != nil:
 			r.t.Logf("writer %d: reading %s: %v", w.id, w.file, err)
 		}
 	}

@@ -1,12 +1,10 @@
 package onnode
 
 import (
-	"bufio"
 	"context"
 	"errors"
 	"fmt"
 	"os"
-	"os/exec"
 	"path/filepath"
 	"strconv"
 	"strings"
@@ -141,11 +139,8 @@ func (e *env) operatorFaults(ctx context.Context, t *testing.T, pools []*templat
 func (e *env) startWriters(ctx context.Context, t *testing.T, ns string, pools []*templatePool) []*poolWriter {
 	t.Helper()
 	bin := filepath.Join(e.c.Dir, "chaosbin")
-	cmd := exec.CommandContext(ctx, "go", "build", "-o", filepath.Join(bin, "writer"), "./chaos/writer")
-	cmd.Dir = filepath.Join(repoRoot(t), "test")
-	cmd.Env = append(os.Environ(), "CGO_ENABLED=0")
-	if out, err := cmd.CombinedOutput(); err != nil {
-		t.Fatalf("build the records writer: %v: %s", err, out)
+	if err := records.BuildWriter(ctx, filepath.Join(bin, "writer")); err != nil {
+		t.Fatal(err)
 	}
 	client := e.c.Client
 	var writers []*poolWriter
@@ -261,16 +256,7 @@ func (e *env) checkWriters(ctx context.Context, t *testing.T, ns string, writers
 		if w.acked <= before {
 			t.Errorf("writer on pool %s: no record acknowledged in a second after the faults (%d acknowledged)", w.pool.name, w.acked)
 		}
-		f, err := os.Open(w.file)
-		if err != nil {
-			t.Fatalf("writer on pool %s: %v", w.pool.name, err)
-		}
-		fi, err := f.Stat()
-		if err != nil {
-			t.Fatal(err)
-		}
-		rep, err := records.Verify(f, fi.Size(), w.id, w.acked)
-		_ = f.Close()
+		rep, err := records.VerifyFile(w.file, w.id, w.acked)
 		if err != nil {
 			t.Errorf("writer on pool %s: %v", w.pool.name, err)
 			continue
@@ -289,16 +275,7 @@ func (e *env) writerAcks(ctx context.Context, t *testing.T, ns string, w *poolWr
 	if err != nil {
 		t.Fatalf("writer on pool %s: its log: %v", w.pool.name, err)
 	}
-	var acked uint64
-	sc := bufio.NewScanner(strings.NewReader(string(b)))
-	for sc.Scan() {
-		if v, ok := strings.CutPrefix(sc.Text(), "ack "); ok {
-			if n, err := strconv.ParseUint(v, 10, 64); err == nil && n > acked {
-				acked = n
-			}
-		}
-	}
-	return acked
+	return records.HighestAck(b)
 }
 
 // stopWriters deletes the writers' pods and claims and waits until their

@@ -29,13 +29,7 @@ func write(t *testing.T, n int) string {
 
 func verifyFile(t *testing.T, path string, acked uint64) (Report, error) {
 	t.Helper()
-	f, err := os.Open(path)
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer f.Close()
-	fi, _ := f.Stat()
-	return Verify(f, fi.Size(), 7, acked)
+	return VerifyFile(path, 7, acked)
 }
 
 func patch(t *testing.T, path string, slot int, with []byte) {
@@ -129,5 +123,15 @@ func TestLargeDevice(t *testing.T) {
 	rep, err := verifyFile(t, path, 3)
 	if err != nil || rep.Valid != 3 {
 		t.Fatalf("Verify of a 64 MiB file with 3 records: %+v, %v", rep, err)
+	}
+}
+
+func TestHighestAck(t *testing.T) {
+	out := []byte("ack 1\nack 2\nerror: syncing record 3: no space left on device\nack 3\nack 12\nack x\n")
+	if got := HighestAck(out); got != 12 {
+		t.Fatalf("HighestAck = %d, want 12", got)
+	}
+	if got := HighestAck(nil); got != 0 {
+		t.Fatalf("HighestAck(nothing) = %d, want 0", got)
 	}
 }
