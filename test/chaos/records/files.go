@@ -19,7 +19,7 @@ func VerifyFile(path string, writer uint32, acked uint64) (Report, error) {
 	if err != nil {
 		return Report{}, err
 	}
-	defer f.Close()
+	defer func() { _ = f.Close() }()
 	fi, err := f.Stat()
 	if err != nil {
 		return Report{}, err
