@@ -40,6 +40,9 @@ const (
 	// recoverBound is the issue's: everything whole again within 2
 	// minutes of the last fault.
 	recoverBound = 2 * time.Minute
+	// recoverStable is how long the CR must stay whole to count: its
+	// operator reconciles again within seconds of any change it sees.
+	recoverStable = 10 * time.Second
 )
 
 var operatorFaultSpecs = []plan.Spec{{Kind: killOperator, Weight: 1}, {Kind: killMounters, Weight: 1}, {Kind: killCSI, Weight: 1}}
@@ -222,26 +225,61 @@ func killComponent(kind plan.Kind) (int, error) {
 	return n, errors.Join(errs...)
 }
 
-// waitRecovered waits until the CR says the install is whole again
-// (probes.CheckRecovered), failing after recoverBound from lastFault.
+// waitRecovered waits until every pod of the install is Ready again (the
+// killed containers restarted) and then until the CR says the install is
+// whole (probes.CheckRecovered) at every poll for recoverStable, failing
+// after recoverBound from lastFault. Both, because a CR read while the
+// operator is down still holds its word from before the faults, and the
+// operator's first reconcile after its restart takes a moment.
 func (e *env) waitRecovered(ctx context.Context, t *testing.T, lastFault time.Time) {
 	t.Helper()
+	var wholeSince time.Time
 	err := kit.Poll(ctx, time.Until(lastFault.Add(recoverBound)), "HostPathProvisioner "+crName+" whole again", func(ctx context.Context) (bool, string, error) {
+		waiting, err := e.podsNotReady(ctx)
+		if err != nil {
+			wholeSince = time.Time{}
+			return false, "", kit.Retry(err)
+		}
+		if waiting != "" {
+			wholeSince = time.Time{}
+			return false, "pods not ready: " + waiting, nil
+		}
 		cr, err := e.getCR(ctx)
 		if err != nil {
+			wholeSince = time.Time{}
 			return false, "", kit.Retry(err)
 		}
 		// Not whole yet is a state to wait on, not an error of the poll.
-		verdict := probes.CheckRecovered(cr.Status)
-		if verdict == nil {
-			return true, "", nil
+		if verdict := probes.CheckRecovered(cr.Status); verdict != nil {
+			wholeSince = time.Time{}
+			return false, verdict.Error(), nil
 		}
-		return false, verdict.Error() + "; " + e.podStates(ctx), nil
+		if wholeSince.IsZero() {
+			wholeSince = time.Now()
+		}
+		return time.Since(wholeSince) >= recoverStable, "whole since " + wholeSince.Format(time.TimeOnly), nil
 	})
 	if err != nil {
 		t.Fatal(err)
 	}
-	t.Logf("HostPathProvisioner %s whole again %v after the last fault", crName, time.Since(lastFault).Round(100*time.Millisecond))
+	t.Logf("HostPathProvisioner %s whole again %v after the last fault (every pod Ready, then the CR whole for %v)",
+		crName, wholeSince.Sub(lastFault).Round(100*time.Millisecond), recoverStable)
+}
+
+// podsNotReady names the install's pods that are not Ready ("" when all
+// are); pods that ran to completion (cleanup Jobs) do not count.
+func (e *env) podsNotReady(ctx context.Context) (string, error) {
+	pods, err := e.c.Client.CoreV1().Pods(namespace).List(ctx, metav1.ListOptions{})
+	if err != nil {
+		return "", err
+	}
+	var waiting []string
+	for i := range pods.Items {
+		if p := &pods.Items[i]; p.Status.Phase != corev1.PodSucceeded && !podReady(p) {
+			waiting = append(waiting, kit.PodSummary(p))
+		}
+	}
+	return strings.Join(waiting, "; "), nil
 }
 
 // checkWriters: each writer acknowledged records after the faults too
