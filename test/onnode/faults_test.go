@@ -17,6 +17,8 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/utils/ptr"
 
+	hppv1 "github.com/hostpath-provisioner/hpp/internal/api/v1beta1"
+
 	"github.com/hostpath-provisioner/hpp/test/chaos/plan"
 	"github.com/hostpath-provisioner/hpp/test/chaos/probes"
 	"github.com/hostpath-provisioner/hpp/test/chaos/records"
@@ -250,9 +252,9 @@ func (e *env) waitRecovered(ctx context.Context, t *testing.T, lastFault time.Ti
 			return false, "", kit.Retry(err)
 		}
 		// Not whole yet is a state to wait on, not an error of the poll.
-		if verdict := probes.CheckRecovered(cr.Status); verdict != nil {
+		if state := recoveryState(cr.Status); state != "" {
 			wholeSince = time.Time{}
-			return false, verdict.Error(), nil
+			return false, state, nil
 		}
 		if wholeSince.IsZero() {
 			wholeSince = time.Now()
@@ -264,6 +266,15 @@ func (e *env) waitRecovered(ctx context.Context, t *testing.T, lastFault time.Ti
 	}
 	t.Logf("HostPathProvisioner %s whole again %v after the last fault (every pod Ready, then the CR whole for %v)",
 		crName, wholeSince.Sub(lastFault).Round(100*time.Millisecond), recoverStable)
+}
+
+// recoveryState is probes.CheckRecovered's verdict as text, "" when the
+// install is whole.
+func recoveryState(st hppv1.HostPathProvisionerStatus) string {
+	if verdict := probes.CheckRecovered(st); verdict != nil {
+		return verdict.Error()
+	}
+	return ""
 }
 
 // podsNotReady names the install's pods that are not Ready ("" when all
