@@ -17,8 +17,6 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/utils/ptr"
 
-	hppv1 "github.com/hostpath-provisioner/hpp/internal/api/v1beta1"
-
 	"github.com/hostpath-provisioner/hpp/test/chaos/plan"
 	"github.com/hostpath-provisioner/hpp/test/chaos/probes"
 	"github.com/hostpath-provisioner/hpp/test/chaos/records"
@@ -237,23 +235,13 @@ func (e *env) waitRecovered(ctx context.Context, t *testing.T, lastFault time.Ti
 	t.Helper()
 	var wholeSince time.Time
 	err := kit.Poll(ctx, time.Until(lastFault.Add(recoverBound)), "HostPathProvisioner "+crName+" whole again", func(ctx context.Context) (bool, string, error) {
-		waiting, err := e.podsNotReady(ctx)
-		if err != nil {
+		state, err := e.recoveryState(ctx)
+		if err != nil || state != "" {
+			// Not whole yet is a state to wait on; a failed read is retried.
 			wholeSince = time.Time{}
-			return false, "", kit.Retry(err)
-		}
-		if waiting != "" {
-			wholeSince = time.Time{}
-			return false, "pods not ready: " + waiting, nil
-		}
-		cr, err := e.getCR(ctx)
-		if err != nil {
-			wholeSince = time.Time{}
-			return false, "", kit.Retry(err)
-		}
-		// Not whole yet is a state to wait on, not an error of the poll.
-		if state := recoveryState(cr.Status); state != "" {
-			wholeSince = time.Time{}
+			if err != nil {
+				return false, "", kit.Retry(err)
+			}
 			return false, state, nil
 		}
 		if wholeSince.IsZero() {
@@ -268,18 +256,10 @@ func (e *env) waitRecovered(ctx context.Context, t *testing.T, lastFault time.Ti
 		crName, wholeSince.Sub(lastFault).Round(100*time.Millisecond), recoverStable)
 }
 
-// recoveryState is probes.CheckRecovered's verdict as text, "" when the
-// install is whole.
-func recoveryState(st hppv1.HostPathProvisionerStatus) string {
-	if verdict := probes.CheckRecovered(st); verdict != nil {
-		return verdict.Error()
-	}
-	return ""
-}
-
-// podsNotReady names the install's pods that are not Ready ("" when all
-// are); pods that ran to completion (cleanup Jobs) do not count.
-func (e *env) podsNotReady(ctx context.Context) (string, error) {
+// recoveryState says what keeps the install from being whole: the pods
+// not Ready (pods that ran to completion, cleanup Jobs, do not count),
+// else probes.CheckRecovered's verdict on the CR; "" when it is whole.
+func (e *env) recoveryState(ctx context.Context) (string, error) {
 	pods, err := e.c.Client.CoreV1().Pods(namespace).List(ctx, metav1.ListOptions{})
 	if err != nil {
 		return "", err
@@ -290,7 +270,19 @@ func (e *env) podsNotReady(ctx context.Context) (string, error) {
 			waiting = append(waiting, kit.PodSummary(p))
 		}
 	}
-	return strings.Join(waiting, "; "), nil
+	if len(waiting) > 0 {
+		return "pods not ready: " + strings.Join(waiting, "; "), nil
+	}
+	cr, err := e.getCR(ctx)
+	if err != nil {
+		return "", err
+	}
+	// CheckRecovered's only error is a *Violation: what is still missing.
+	var missing *probes.Violation
+	if errors.As(probes.CheckRecovered(cr.Status), &missing) {
+		return missing.Msg, nil
+	}
+	return "", nil
 }
 
 // checkWriters: each writer acknowledged records after the faults too
