@@ -2,10 +2,10 @@ package kubeapi
 
 import (
 	"context"
-	"net/http"
-	"net/http/httptest"
 	"strings"
 	"testing"
+
+	"github.com/hostpath-provisioner/hpp/cmd/hpp-csi/kubeapi/kubeapitest"
 )
 
 // A fake API server answering the two GETs the check makes.
@@ -19,15 +19,7 @@ func TestImmediateClass(t *testing.T) {
 		"/apis/storage.k8s.io/v1/storageclasses/now":     `{"volumeBindingMode":"Immediate"}`,
 		"/apis/storage.k8s.io/v1/storageclasses/unset":   `{}`,
 	}
-	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
-		body, ok := objects[r.URL.Path]
-		if !ok {
-			http.Error(w, `{"reason":"NotFound"}`, http.StatusNotFound)
-			return
-		}
-		_, _ = w.Write([]byte(body))
-	}))
-	defer srv.Close()
+	srv := kubeapitest.Server(t, objects, nil)
 	b := NewForHost(srv.URL, srv.Client())
 	for name, want := range map[string]bool{"a": false, "b": true, "c": true, "d": false} {
 		_, immediate, err := b.ImmediateClass(context.Background(), "ns", name)

@@ -2,9 +2,9 @@ package kubeapi
 
 import (
 	"context"
-	"net/http"
-	"net/http/httptest"
 	"testing"
+
+	"github.com/hostpath-provisioner/hpp/cmd/hpp-csi/kubeapi/kubeapitest"
 )
 
 // What the sweep of uncollected copies reads: a claim's UID, whether a PV
@@ -16,17 +16,7 @@ func TestClaimUIDAndPersistentVolumeExists(t *testing.T) {
 		"/api/v1/namespaces/ns/persistentvolumeclaims/no-uid": `{"metadata":{"namespace":"ns","name":"no-uid"}}`,
 		"/api/v1/persistentvolumes/pvc-u-1":                   `{"metadata":{"name":"pvc-u-1"}}`,
 	}
-	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
-		switch body, ok := objects[r.URL.Path]; {
-		case r.URL.Path == "/api/v1/namespaces/ns/persistentvolumeclaims/broken", r.URL.Path == "/api/v1/persistentvolumes/broken":
-			http.Error(w, `{"reason":"InternalError"}`, http.StatusInternalServerError)
-		case !ok:
-			http.Error(w, `{"reason":"NotFound"}`, http.StatusNotFound)
-		default:
-			_, _ = w.Write([]byte(body))
-		}
-	}))
-	defer srv.Close()
+	srv := kubeapitest.Server(t, objects, nil) // the claim and the PV "apidown" answer 500
 	s := NewSourcesForHost(srv.URL, srv.Client())
 	ctx := context.Background()
 	for _, tt := range []struct {
@@ -37,7 +27,7 @@ func TestClaimUIDAndPersistentVolumeExists(t *testing.T) {
 	}{
 		{"here", "u-1", true, false},
 		{"gone", "", false, false},
-		{"broken", "", false, true},
+		{"apidown", "", false, true},
 		{"no-uid", "", false, true},
 	} {
 		uid, found, err := s.ClaimUID(ctx, "ns", tt.claim)
@@ -52,7 +42,7 @@ func TestClaimUIDAndPersistentVolumeExists(t *testing.T) {
 	}{
 		{"pvc-u-1", true, false},
 		{"pvc-gone", false, false},
-		{"broken", false, true},
+		{"apidown", false, true},
 	} {
 		exists, err := s.PersistentVolumeExists(ctx, tt.pv)
 		if exists != tt.exists || (err != nil) != tt.wantErr {

@@ -2,10 +2,10 @@ package kubeapi
 
 import (
 	"context"
-	"net/http"
-	"net/http/httptest"
 	"reflect"
 	"testing"
+
+	"github.com/hostpath-provisioner/hpp/cmd/hpp-csi/kubeapi/kubeapitest"
 )
 
 // What the fetching side of cross-node clones reads: a Node's addresses, a
@@ -18,15 +18,7 @@ func TestSourcesNodeAndPlacement(t *testing.T) {
 		"/apis/snapshot.storage.k8s.io/v1/volumesnapshotcontents/c": `{"metadata":{"name":"c","labels":{"l":"v"}},` +
 			`"spec":{"driver":"d","source":{"volumeHandle":"pv"},"volumeSnapshotRef":{"namespace":"ns","name":"s","uid":"u"}},"status":{"snapshotHandle":"h"}}`,
 	}
-	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
-		body, ok := objects[r.URL.Path]
-		if !ok {
-			http.Error(w, `{"reason":"NotFound"}`, http.StatusNotFound)
-			return
-		}
-		_, _ = w.Write([]byte(body))
-	}))
-	defer srv.Close()
+	srv := kubeapitest.Server(t, objects, nil)
 	s := NewSourcesForHost(srv.URL, srv.Client())
 	ctx := context.Background()
 	n, err := s.Node(ctx, "n1")

@@ -2,9 +2,9 @@ package kubeapi
 
 import (
 	"context"
-	"net/http"
-	"net/http/httptest"
 	"testing"
+
+	"github.com/hostpath-provisioner/hpp/cmd/hpp-csi/kubeapi/kubeapitest"
 )
 
 // The claim's dataSourceRef wins over its dataSource; a missing object is
@@ -17,19 +17,7 @@ func TestSourcesClaim(t *testing.T) {
 		"/api/v1/namespaces/ns/persistentvolumeclaims/old": `{"metadata":{"namespace":"ns","name":"old"},` +
 			`"spec":{"volumeName":"pv","dataSource":{"kind":"PersistentVolumeClaim","name":"src"}}}`,
 	}
-	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
-		if r.URL.Path == "/api/v1/namespaces/ns/persistentvolumeclaims/broken" {
-			http.Error(w, "{}", http.StatusInternalServerError)
-			return
-		}
-		body, ok := objects[r.URL.Path]
-		if !ok {
-			http.Error(w, `{"reason":"NotFound"}`, http.StatusNotFound)
-			return
-		}
-		_, _ = w.Write([]byte(body))
-	}))
-	defer srv.Close()
+	srv := kubeapitest.Server(t, objects, nil) // the claim "apidown" answers 500
 	s := NewSourcesForHost(srv.URL, srv.Client())
 	ctx := context.Background()
 	c, err := s.Claim(ctx, "ns", "both")
@@ -49,7 +37,7 @@ func TestSourcesClaim(t *testing.T) {
 	if _, err := s.Claim(ctx, "ns", "missing"); !IsNotFound(err) {
 		t.Errorf("missing claim: %v, want IsNotFound", err)
 	}
-	if _, err := s.Claim(ctx, "ns", "broken"); err == nil || IsNotFound(err) {
+	if _, err := s.Claim(ctx, "ns", "apidown"); err == nil || IsNotFound(err) {
 		t.Errorf("failing API: %v, want an error that is not IsNotFound", err)
 	}
 }

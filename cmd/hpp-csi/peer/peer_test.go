@@ -79,11 +79,12 @@ func apiObjects() map[string]string {
 // fakeAPI serves apiObjects; the claim "apidown" answers 500.
 func fakeAPI(t *testing.T) *kubeapi.Sources {
 	t.Helper()
-	return kubeapitest.Serve(t, apiObjects(), func(r *http.Request) {
+	srv := kubeapitest.Server(t, apiObjects(), func(r *http.Request) {
 		if r.Method != http.MethodGet {
 			t.Errorf("API %s %s: the check only reads", r.Method, r.URL.Path)
 		}
 	})
+	return kubeapi.NewSourcesForHost(srv.URL, srv.Client())
 }
 
 // fakeSource holds node-a's sources and records every Open.

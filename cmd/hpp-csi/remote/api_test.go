@@ -128,5 +128,6 @@ func apiObjects() map[string]string {
 // 500.
 func fakeAPI(t *testing.T) *kubeapi.Sources {
 	t.Helper()
-	return kubeapitest.Serve(t, apiObjects(), nil)
+	srv := kubeapitest.Server(t, apiObjects(), nil)
+	return kubeapi.NewSourcesForHost(srv.URL, srv.Client())
 }

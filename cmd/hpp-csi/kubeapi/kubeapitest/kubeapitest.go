@@ -1,6 +1,10 @@
 // Package kubeapitest is a fake API server for the tests of what reads the
-// API through kubeapi.Sources (the peer transport's claim check, the remote
+// API (kubeapi's own readers, the peer transport's claim check, the remote
 // resolver): objects by path, and builders of the claims they hold.
+//
+// It does not import kubeapi, so that kubeapi's own tests can use it
+// without an import cycle: a test makes its client over Server's URL, as
+// kubeapi.NewSourcesForHost(srv.URL, srv.Client()).
 package kubeapitest
 
 import (
@@ -10,7 +14,6 @@ import (
 	"strings"
 	"testing"
 
-	"github.com/hostpath-provisioner/hpp/cmd/hpp-csi/kubeapi"
 	"github.com/hostpath-provisioner/hpp/internal/contract"
 )
 
@@ -37,9 +40,11 @@ func PVCSource(name string) string {
 	return fmt.Sprintf(`,"dataSource":{"kind":"PersistentVolumeClaim","name":%q}`, name)
 }
 
-// Serve answers GETs of objects by path (404 for others); a path ending in
-// "/apidown" answers 500. check, when set, sees every request first.
-func Serve(t *testing.T, objects map[string]string, check func(*http.Request)) *kubeapi.Sources {
+// Server answers GETs of objects by path (404 NotFound for others, as the
+// API server answers a missing object); a path ending in "/apidown"
+// answers 500. check, when set, sees every request first. The server stops
+// when the test ends.
+func Server(t *testing.T, objects map[string]string, check func(*http.Request)) *httptest.Server {
 	t.Helper()
 	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		if check != nil {
@@ -57,5 +62,5 @@ func Serve(t *testing.T, objects map[string]string, check func(*http.Request)) *
 		_, _ = w.Write([]byte(body))
 	}))
 	t.Cleanup(srv.Close)
-	return kubeapi.NewSourcesForHost(srv.URL, srv.Client())
+	return srv
 }
