@@ -2,7 +2,6 @@ package remote
 
 import (
 	"context"
-	"os"
 	"path/filepath"
 	"testing"
 	"time"
@@ -31,27 +30,10 @@ type receivingNode struct {
 
 func startReceivingNode(t *testing.T, ca *testutil.TestCA, port string, cacheBytes int64) *receivingNode {
 	t.Helper()
-	dir := t.TempDir()
-	p := pool.Pool{Name: "b", Path: filepath.Join(dir, "b", "csi"), CacheBytes: cacheBytes}
-	if err := os.MkdirAll(filepath.Dir(p.Path), 0o755); err != nil {
-		t.Fatal(err)
-	}
-	set, err := pool.NewSet([]pool.Pool{p})
-	if err != nil {
-		t.Fatal(err)
-	}
+	p := pool.Pool{Name: "b", Path: filepath.Join(t.TempDir(), "b", "csi"), CacheBytes: cacheBytes}
 	reg := prometheus.NewRegistry()
-	mounter := poolstest.NewMounter()
-	fsys := poolstest.NewFS(mounter)
-	rt, err := pools.New(pools.Config{NodeID: "node-b", Pools: set, StatsCacheTTL: time.Minute, StatsTimeout: 10 * time.Second},
-		pools.Deps{Mounter: mounter, Labeler: &poolstest.Labeler{}, FS: fsys, Remote: fetcherOnB(t, ca, port), Metrics: reg})
-	if err != nil {
-		t.Fatal(err)
-	}
-	if err := rt.OpenPools(context.Background()); err != nil {
-		t.Fatal(err)
-	}
-	return &receivingNode{rt: rt, reg: reg, p: set.All()[0], fs: fsys}
+	rt, fsys := openNodeRuntime(t, "node-b", p, pools.Deps{Remote: fetcherOnB(t, ca, port), Metrics: reg})
+	return &receivingNode{rt: rt, reg: reg, p: p, fs: fsys}
 }
 
 // create makes volume id from src for the claim, asked again (as

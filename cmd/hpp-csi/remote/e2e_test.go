@@ -41,22 +41,7 @@ func startServingNode(t *testing.T, ca *testutil.TestCA) *servingNode {
 	dir := t.TempDir()
 	p := pool.Pool{Name: "a", Path: filepath.Join(dir, "a", "csi"),
 		SnapshotProvider: pool.SnapshotProviderReflink, SnapshotPath: filepath.Join(dir, "a", "snapshots")}
-	if err := os.MkdirAll(filepath.Dir(p.Path), 0o755); err != nil {
-		t.Fatal(err)
-	}
-	set, err := pool.NewSet([]pool.Pool{p})
-	if err != nil {
-		t.Fatal(err)
-	}
-	mounter := poolstest.NewMounter()
-	rt, err := pools.New(pools.Config{NodeID: "node-a", Pools: set, StatsCacheTTL: time.Minute, StatsTimeout: 10 * time.Second},
-		pools.Deps{Mounter: mounter, Labeler: &poolstest.Labeler{}, FS: poolstest.NewFS(mounter)})
-	if err != nil {
-		t.Fatal(err)
-	}
-	if err := rt.OpenPools(ctx); err != nil {
-		t.Fatal(err)
-	}
+	rt, _ := openNodeRuntime(t, "node-a", p, pools.Deps{})
 	vol, err := rt.Create(ctx, pools.Creation{Pool: "a", ID: "pvc-src", What: "volume",
 		Spec:   dirvol.Spec{CapacityBytes: 64 << 20, Fill: fillTree(t)},
 		Accept: func(dirvol.Volume) error { return nil }})
@@ -88,6 +73,33 @@ func startServingNode(t *testing.T, ca *testutil.TestCA) *servingNode {
 
 // fillTree writes the source volume: modes, a symlink, a hard link, an
 // empty file, and a sparse file with data between two holes.
+// openNodeRuntime is node's pool runtime over the one pool p, with fake
+// mounts and statfs, opened as run opens it before serving. p's host pool
+// directory (its path's parent) is made first, as a deployment has it.
+// deps adds what the node needs beyond the fakes (its Remote, its
+// Metrics). It returns the fake statfs too, for a test that changes it.
+func openNodeRuntime(t *testing.T, node string, p pool.Pool, deps pools.Deps) (*pools.Runtime, *poolstest.FS) {
+	t.Helper()
+	if err := os.MkdirAll(filepath.Dir(p.Path), 0o755); err != nil {
+		t.Fatal(err)
+	}
+	set, err := pool.NewSet([]pool.Pool{p})
+	if err != nil {
+		t.Fatal(err)
+	}
+	mounter := poolstest.NewMounter()
+	fsys := poolstest.NewFS(mounter)
+	deps.Mounter, deps.Labeler, deps.FS = mounter, &poolstest.Labeler{}, fsys
+	rt, err := pools.New(pools.Config{NodeID: node, Pools: set, StatsCacheTTL: time.Minute, StatsTimeout: 10 * time.Second}, deps)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := rt.OpenPools(context.Background()); err != nil {
+		t.Fatal(err)
+	}
+	return rt, fsys
+}
+
 func fillTree(t *testing.T) func(dir string) error {
 	return func(dir string) error {
 		t.Helper()
@@ -334,46 +346,7 @@ func compareTrees(t *testing.T, src, dst string) {
 func TestCreateFromAnotherNode(t *testing.T) {
 	ca := newCA(t)
 	a := startServingNode(t, ca)
-	ctx := context.Background()
-	dir := t.TempDir()
-	p := pool.Pool{Name: "b", Path: filepath.Join(dir, "b", "csi")}
-	if err := os.MkdirAll(filepath.Dir(p.Path), 0o755); err != nil {
-		t.Fatal(err)
-	}
-	set, err := pool.NewSet([]pool.Pool{p})
-	if err != nil {
-		t.Fatal(err)
-	}
-	mounter := poolstest.NewMounter()
-	rt, err := pools.New(pools.Config{NodeID: "node-b", Pools: set, StatsCacheTTL: time.Minute, StatsTimeout: 10 * time.Second},
-		pools.Deps{Mounter: mounter, Labeler: &poolstest.Labeler{}, FS: poolstest.NewFS(mounter), Remote: fetcherOnB(t, ca, a.port)})
-	if err != nil {
-		t.Fatal(err)
-	}
-	if err := rt.OpenPools(ctx); err != nil {
-		t.Fatal(err)
-	}
-	create := func() (pools.Volume, error) {
-		release, err := rt.Lock("pvc-clone")
-		if err != nil {
-			return pools.Volume{}, err
-		}
-		defer release()
-		return rt.Create(ctx, pools.Creation{Pool: "b", ID: "pvc-clone", What: "volume",
-			Spec: dirvol.Spec{CapacityBytes: 64 << 20}, Source: &pools.Source{ID: "pvc-src"},
-			Claim:  pools.ClaimRef{Namespace: ns, Name: "clone"},
-			Accept: func(dirvol.Volume) error { return nil }})
-	}
-	deadline := time.Now().Add(30 * time.Second)
-	for {
-		vol, err := create()
-		if err == nil {
-			compareTrees(t, a.vol.Path, vol.Path)
-			return
-		}
-		if pools.KindOf(err) != pools.Busy || time.Now().After(deadline) {
-			t.Fatalf("Create from node-a's volume: %v (kind %v)", err, pools.KindOf(err))
-		}
-		time.Sleep(50 * time.Millisecond)
-	}
+	b := startReceivingNode(t, ca, a.port, 0)
+	vol := b.create(t, "pvc-clone", pools.Source{ID: "pvc-src"}, "clone")
+	compareTrees(t, a.vol.Path, vol.Path)
 }
