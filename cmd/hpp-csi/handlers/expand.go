@@ -5,6 +5,8 @@ import (
 
 	"github.com/container-storage-interface/spec/lib/go/csi"
 	"google.golang.org/grpc/codes"
+
+	"github.com/hostpath-provisioner/hpp/cmd/hpp-csi/pools"
 )
 
 // validateExpand checks a ControllerExpandVolume request and returns the
@@ -48,20 +50,32 @@ func (d *Driver) ControllerExpandVolume(ctx context.Context, req *csi.Controller
 	if err != nil {
 		return nil, err
 	}
-	release, err := d.pools.Lock(id)
+	vol, release, err := d.findLocked(ctx, "ControllerExpandVolume", id)
 	if err != nil {
-		return nil, toStatus("ControllerExpandVolume", err)
+		return nil, err
 	}
 	defer release()
-	vol, err := d.pools.Find(ctx, id)
-	if err != nil {
-		return nil, toStatus("ControllerExpandVolume", err)
-	}
 	recorded, err := d.pools.RecordSize(ctx, vol, size)
 	if err != nil {
 		return nil, toStatus("ControllerExpandVolume", err)
 	}
 	return &csi.ControllerExpandVolumeResponse{CapacityBytes: recorded, NodeExpansionRequired: vol.Enforced()}, nil
+}
+
+// findLocked takes volume id's lock and finds the volume, as both
+// expansion calls do before they change its size; the caller releases the
+// lock. op names the call in the gRPC error.
+func (d *Driver) findLocked(ctx context.Context, op, id string) (pools.Volume, func(), error) {
+	release, err := d.pools.Lock(id)
+	if err != nil {
+		return pools.Volume{}, nil, toStatus(op, err)
+	}
+	vol, err := d.pools.Find(ctx, id)
+	if err != nil {
+		release()
+		return pools.Volume{}, nil, toStatus(op, err)
+	}
+	return vol, release, nil
 }
 
 // validateNodeExpand returns the requested size; 0 when the request has
@@ -97,15 +111,11 @@ func (d *Driver) NodeExpandVolume(ctx context.Context, req *csi.NodeExpandVolume
 		return nil, err
 	}
 	id := req.GetVolumeId()
-	release, err := d.pools.Lock(id)
+	vol, release, err := d.findLocked(ctx, "NodeExpandVolume", id)
 	if err != nil {
-		return nil, toStatus("NodeExpandVolume", err)
+		return nil, err
 	}
 	defer release()
-	vol, err := d.pools.Find(ctx, id)
-	if err != nil {
-		return nil, toStatus("NodeExpandVolume", err)
-	}
 	if size == 0 {
 		size = max(vol.CapacityBytes, d.pools.EnforcedSize(vol))
 		if size == 0 {

@@ -20,13 +20,23 @@ func volumeHealth(id string, problems []pools.Problem) *csi.VolumeHealth {
 	return h
 }
 
-func (d *Driver) ControllerGetVolumeHealth(ctx context.Context, req *csi.ControllerGetVolumeHealthRequest) (*csi.ControllerGetVolumeHealthResponse, error) {
-	if err := validateVolumeID(req.GetVolumeId()); err != nil {
+// volumeProblems checks the volume id and reads the volume's problems, as
+// both volume health calls do; op names the call in the gRPC error.
+func (d *Driver) volumeProblems(ctx context.Context, op, id string) ([]pools.Problem, error) {
+	if err := validateVolumeID(id); err != nil {
 		return nil, err
 	}
-	problems, err := d.pools.VolumeProblems(ctx, req.GetVolumeId())
+	problems, err := d.pools.VolumeProblems(ctx, id)
 	if err != nil {
-		return nil, toStatus("ControllerGetVolumeHealth", err)
+		return nil, toStatus(op, err)
+	}
+	return problems, nil
+}
+
+func (d *Driver) ControllerGetVolumeHealth(ctx context.Context, req *csi.ControllerGetVolumeHealthRequest) (*csi.ControllerGetVolumeHealthResponse, error) {
+	problems, err := d.volumeProblems(ctx, "ControllerGetVolumeHealth", req.GetVolumeId())
+	if err != nil {
+		return nil, err
 	}
 	return &csi.ControllerGetVolumeHealthResponse{VolumeHealth: volumeHealth(req.GetVolumeId(), problems)}, nil
 }
@@ -51,12 +61,9 @@ func (d *Driver) ControllerListVolumeHealth(ctx context.Context, req *csi.Contro
 }
 
 func (d *Driver) NodeGetVolumeHealth(ctx context.Context, req *csi.NodeGetVolumeHealthRequest) (*csi.NodeGetVolumeHealthResponse, error) {
-	if err := validateVolumeID(req.GetVolumeId()); err != nil {
-		return nil, err
-	}
-	problems, err := d.pools.VolumeProblems(ctx, req.GetVolumeId())
+	problems, err := d.volumeProblems(ctx, "NodeGetVolumeHealth", req.GetVolumeId())
 	if err != nil {
-		return nil, toStatus("NodeGetVolumeHealth", err)
+		return nil, err
 	}
 	if target := req.GetVolumePublishPath(); target != "" {
 		if err := validatePath("volume_publish_path", target); err != nil {
