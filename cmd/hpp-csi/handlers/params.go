@@ -2,8 +2,9 @@ package handlers
 
 import (
 	"fmt"
+	"maps"
 	"os"
-	"sort"
+	"slices"
 	"strconv"
 	"strings"
 
@@ -45,49 +46,36 @@ type volumeParams struct {
 func parseParams(params map[string]string) (volumeParams, error) {
 	p := volumeParams{ownership: dirvol.Ownership{UID: -1, GID: -1}}
 	var problems []string
-	keys := make([]string, 0, len(params))
-	for k := range params {
-		keys = append(keys, k)
-	}
-	sort.Strings(keys)
-	for _, k := range keys {
+	for _, k := range slices.Sorted(maps.Keys(params)) {
 		v := params[k]
+		var err error
 		switch k {
 		case contract.ParamStoragePool:
 			p.storagePool = v
 		case ParamDirectoryUID:
-			id, err := parseID(v)
-			if err != nil {
-				problems = append(problems, fmt.Sprintf("parameters.%s: %v", k, err))
-			}
-			p.ownership.UID = id
+			p.ownership.UID, err = parseID(v)
 		case ParamDirectoryGID:
-			id, err := parseID(v)
-			if err != nil {
-				problems = append(problems, fmt.Sprintf("parameters.%s: %v", k, err))
-			}
-			p.ownership.GID = id
+			p.ownership.GID, err = parseID(v)
+		case ParamDirectoryMode:
+			p.ownership.Mode, err = parseMode(v)
 		case contract.ParamOverlayCSI:
 			// Whether a pool is shared comes from --datadir, so hpp only
 			// checks that the value is a boolean.
-			if _, err := strconv.ParseBool(v); err != nil {
-				problems = append(problems, fmt.Sprintf("parameters.%s: %q must be \"true\" or \"false\"", k, v))
+			if _, err = strconv.ParseBool(v); err != nil {
+				err = fmt.Errorf("%q must be \"true\" or \"false\"", v)
 			}
-		case ParamDirectoryMode:
-			mode, err := parseMode(v)
-			if err != nil {
-				problems = append(problems, fmt.Sprintf("parameters.%s: %v", k, err))
-			}
-			p.ownership.Mode = mode
 		case paramPVCNamespace:
 			p.claim.Namespace = v
 		case paramPVCName:
 			p.claim.Name = v
 		default:
 			if !hasIgnoredPrefix(k) {
-				problems = append(problems, fmt.Sprintf("parameters.%s: unknown parameter (known: %s, %s, %s, %s, %s)",
-					k, contract.ParamStoragePool, ParamDirectoryUID, ParamDirectoryGID, ParamDirectoryMode, contract.ParamOverlayCSI))
+				err = fmt.Errorf("unknown parameter (known: %s, %s, %s, %s, %s)",
+					contract.ParamStoragePool, ParamDirectoryUID, ParamDirectoryGID, ParamDirectoryMode, contract.ParamOverlayCSI)
 			}
+		}
+		if err != nil {
+			problems = append(problems, fmt.Sprintf("parameters.%s: %v", k, err))
 		}
 	}
 	if len(problems) > 0 {
