@@ -270,12 +270,8 @@ func TestGetCapacityHeadroomAndReservations(t *testing.T) {
 	if _, err := h.d.CreateVolume(ctx, createReq("pvc-1", "fast", 50<<20)); err != nil {
 		t.Fatal(err)
 	}
-	resp, err := h.d.GetCapacity(ctx, &csi.GetCapacityRequest{Parameters: map[string]string{contract.ParamStoragePool: "fast"}})
-	if err != nil {
-		t.Fatal(err)
-	}
 	// 512 MiB free - 100 MiB headroom - 50 MiB requested but unwritten.
-	if got := resp.GetAvailableCapacity(); got != 362<<20 {
+	if got := h.offered(t, "fast"); got != 362<<20 {
 		t.Fatalf("available = %d MiB, want 362 MiB", got>>20)
 	}
 	// Once measured, what the volume wrote no longer counts as reserved.
@@ -294,21 +290,13 @@ func TestGetCapacityHeadroomAndReservations(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	resp, err = h.d.GetCapacity(ctx, &csi.GetCapacityRequest{Parameters: map[string]string{contract.ParamStoragePool: "fast"}})
-	if err != nil {
-		t.Fatal(err)
-	}
-	if got, want := resp.GetAvailableCapacity(), int64(412<<20)-(50<<20-used.Bytes); got != want {
+	if got, want := h.offered(t, "fast"), int64(412<<20)-(50<<20-used.Bytes); got != want {
 		t.Fatalf("available after measuring %d bytes used = %d, want %d", used.Bytes, got, want)
 	}
 	if _, err := h.d.DeleteVolume(ctx, &csi.DeleteVolumeRequest{VolumeId: "pvc-1"}); err != nil {
 		t.Fatal(err)
 	}
-	resp, err = h.d.GetCapacity(ctx, &csi.GetCapacityRequest{Parameters: map[string]string{contract.ParamStoragePool: "fast"}})
-	if err != nil {
-		t.Fatal(err)
-	}
-	if got := resp.GetAvailableCapacity(); got != 412<<20 {
+	if got := h.offered(t, "fast"); got != 412<<20 {
 		t.Fatalf("available after DeleteVolume = %d, want 412 MiB", got)
 	}
 }

@@ -103,6 +103,17 @@ func (h *harness) newDriver(t testing.TB) (*Driver, *pools.Runtime) {
 	return d, rt
 }
 
+// offered is the capacity GetCapacity offers in pool poolName; a failed
+// call fails the test.
+func (h *harness) offered(t testing.TB, poolName string) int64 {
+	t.Helper()
+	resp, err := h.d.GetCapacity(context.Background(), &csi.GetCapacityRequest{Parameters: map[string]string{contract.ParamStoragePool: poolName}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	return resp.GetAvailableCapacity()
+}
+
 // gib is a statfs result of total GiB with the given fraction free.
 func gib(total float64, free float64) capacity.Stats {
 	t := int64(total * (1 << 30))

@@ -11,7 +11,6 @@ import (
 	"google.golang.org/grpc/codes"
 
 	"github.com/hostpath-provisioner/hpp/cmd/hpp-csi/pools"
-	"github.com/hostpath-provisioner/hpp/internal/contract"
 	"github.com/hostpath-provisioner/hpp/internal/grpctest"
 	"github.com/hostpath-provisioner/hpp/internal/pool"
 	"github.com/hostpath-provisioner/hpp/internal/prjquota"
@@ -56,9 +55,8 @@ func TestEnforcedCreateStatsExpandDelete(t *testing.T) {
 
 	// Offered capacity counts the volume's full limit, not what it wrote.
 	fake.SetUsage(id, 30*MiB, 12)
-	c, err := h.d.GetCapacity(ctx, &csi.GetCapacityRequest{Parameters: map[string]string{contract.ParamStoragePool: "fast"}})
-	if err != nil || c.GetAvailableCapacity() != 512*MiB-70*MiB {
-		t.Fatalf("GetCapacity = %v, %v; want 512 MiB free less the 70 MiB the volume may still write", c, err)
+	if got := h.offered(t, "fast"); got != 512*MiB-70*MiB {
+		t.Fatalf("GetCapacity offers %d bytes; want 512 MiB free less the 70 MiB the volume may still write", got)
 	}
 
 	// Stats from the quota accounting, no walk.
