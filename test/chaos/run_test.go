@@ -27,6 +27,7 @@ type run struct {
 	writers     []*writer
 	mountIDs    map[string]int
 	poolPaths   map[string]string
+	quotaLinks  int // the most project ID links a pool held at the end's check
 
 	mu       sync.Mutex
 	ops      map[string]*opCount

@@ -212,10 +212,17 @@ func createPod(t *testing.T, env *kit.Env, pod *corev1.Pod) *corev1.Pod {
 // boundPV returns the PV bound to a claim, after waiting for the binding.
 func boundPV(t *testing.T, env *kit.Env, ns, claim string) *corev1.PersistentVolume {
 	t.Helper()
+	return boundPVWithin(t, env, ns, claim, 2*time.Minute)
+}
+
+// boundPVWithin waits up to within for claim to be Bound and returns its
+// PV; a timeout fails the test with the claim's events.
+func boundPVWithin(t *testing.T, env *kit.Env, ns, claim string, within time.Duration) *corev1.PersistentVolume {
+	t.Helper()
 	ctx := context.Background()
-	pvc, err := kit.WaitPVCBound(ctx, env.C.Client, ns, claim, 2*time.Minute)
+	pvc, err := kit.WaitPVCBound(ctx, env.C.Client, ns, claim, within)
 	if err != nil {
-		t.Fatal(err)
+		t.Fatalf("%v\n%s", err, kit.Events(ctx, env.C.Client, ns, "PersistentVolumeClaim", claim))
 	}
 	pv, err := env.C.Client.CoreV1().PersistentVolumes().Get(ctx, pvc.Spec.VolumeName, metav1.GetOptions{})
 	if err != nil {
