@@ -14,28 +14,18 @@ import (
 // refused (ErrNotFound wraps a missing directory); removing a key from it
 // is a no-op, since it holds no attribute.
 func (s *Store) SetAttribute(ctx context.Context, id, key, value string) (Volume, error) {
-	if err := ctx.Err(); err != nil {
-		return Volume{}, fmt.Errorf("attribute %s of volume %q: %w", key, id, err)
-	}
-	unlock, err := s.lockID(id)
-	if err != nil {
-		return Volume{}, fmt.Errorf("attribute %s of volume %q: %w", key, id, err)
-	}
-	defer unlock()
-	e, err := s.resolve(id)
+	what := fmt.Sprintf("attribute %s of volume %q", key, id)
+	e, vol, unlock, err := s.lockExisting(ctx, id, what)
 	if err != nil {
 		return Volume{}, err
 	}
-	vol, err := s.existing(id, e)
-	if err != nil {
-		return Volume{}, fmt.Errorf("attribute %s of volume %q: %w", key, id, err)
-	}
+	defer unlock()
 	if !vol.HasMeta && value == "" {
 		return vol, nil
 	}
 	r, err := s.readRecord(id, e.path)
 	if err != nil {
-		return Volume{}, fmt.Errorf("attribute %s of volume %q: %w", key, id, err)
+		return Volume{}, fmt.Errorf("%s: %w", what, err)
 	}
 	if got, ok := r.Attributes[key]; got == value && (ok || value == "") {
 		return r.volume(e.path), nil
@@ -51,7 +41,7 @@ func (s *Store) SetAttribute(ctx context.Context, id, key, value string) (Volume
 		r.Attributes[key] = value
 	}
 	if err := s.rewriteRecord(e.path, r); err != nil {
-		return Volume{}, fmt.Errorf("attribute %s of volume %q: write record: %w", key, id, err)
+		return Volume{}, fmt.Errorf("%s: write record: %w", what, err)
 	}
 	return r.volume(e.path), nil
 }

@@ -15,24 +15,15 @@ import (
 // missing directory): such volumes have no generation, and callers treat
 // them as never cacheable.
 func (s *Store) BumpWriteGeneration(ctx context.Context, id string) (Volume, error) {
-	if err := ctx.Err(); err != nil {
-		return Volume{}, fmt.Errorf("write generation of volume %q: %w", id, err)
-	}
-	unlock, err := s.lockID(id)
-	if err != nil {
-		return Volume{}, fmt.Errorf("write generation of volume %q: %w", id, err)
-	}
-	defer unlock()
-	e, err := s.resolve(id)
+	what := fmt.Sprintf("write generation of volume %q", id)
+	e, _, unlock, err := s.lockExisting(ctx, id, what)
 	if err != nil {
 		return Volume{}, err
 	}
-	if _, err := s.existing(id, e); err != nil {
-		return Volume{}, fmt.Errorf("write generation of volume %q: %w", id, err)
-	}
+	defer unlock()
 	r, err := s.readRecord(id, e.path)
 	if err != nil {
-		return Volume{}, fmt.Errorf("write generation of volume %q: %w", id, err)
+		return Volume{}, fmt.Errorf("%s: %w", what, err)
 	}
 	var b [12]byte
 	if _, err := rand.Read(b[:]); err != nil {
@@ -40,7 +31,7 @@ func (s *Store) BumpWriteGeneration(ctx context.Context, id string) (Volume, err
 	}
 	r.WriteGeneration = hex.EncodeToString(b[:])
 	if err := s.rewriteRecord(e.path, r); err != nil {
-		return Volume{}, fmt.Errorf("write generation of volume %q: write record: %w", id, err)
+		return Volume{}, fmt.Errorf("%s: write record: %w", what, err)
 	}
 	return r.volume(e.path), nil
 }

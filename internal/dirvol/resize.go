@@ -26,34 +26,25 @@ func (s *Store) Resize(ctx context.Context, id string, capacityBytes int64) (Vol
 	if capacityBytes < 0 {
 		return Volume{}, fieldErr("capacityBytes", "%d is negative", capacityBytes)
 	}
-	if err := ctx.Err(); err != nil {
-		return Volume{}, fmt.Errorf("resize volume %q: %w", id, err)
-	}
-	unlock, err := s.lockID(id)
-	if err != nil {
-		return Volume{}, fmt.Errorf("resize volume %q: %w", id, err)
-	}
-	defer unlock()
-	e, err := s.resolve(id)
+	what := fmt.Sprintf("resize volume %q", id)
+	e, _, unlock, err := s.lockExisting(ctx, id, what)
 	if err != nil {
 		return Volume{}, err
 	}
-	if _, err := s.existing(id, e); err != nil {
-		return Volume{}, fmt.Errorf("resize volume %q: %w", id, err)
-	}
+	defer unlock()
 	r, err := s.readRecord(id, e.path)
 	if errors.Is(err, fs.ErrNotExist) {
 		r = newRecord(id, Spec{Ownership: Ownership{UID: -1, GID: -1}}, time.Now())
 		r.Mode = "" // not made by hpp: unknown, not DefaultMode
 	} else if err != nil {
-		return Volume{}, fmt.Errorf("resize volume %q: %w", id, err)
+		return Volume{}, fmt.Errorf("%s: %w", what, err)
 	}
 	if r.CapacityBytes == capacityBytes {
 		return r.volume(e.path), nil
 	}
 	r.CapacityBytes = capacityBytes
 	if err := s.rewriteRecord(e.path, r); err != nil {
-		return Volume{}, fmt.Errorf("resize volume %q: write record: %w", id, err)
+		return Volume{}, fmt.Errorf("%s: write record: %w", what, err)
 	}
 	s.index.put(id, capacityBytes, r.Kind)
 	return r.volume(e.path), nil

@@ -1,6 +1,7 @@
 package dirvol
 
 import (
+	"context"
 	"crypto/rand"
 	"errors"
 	"fmt"
@@ -224,6 +225,32 @@ func (s *Store) resolve(id string) (entry, error) {
 type entry struct {
 	path string
 	fi   fs.FileInfo
+}
+
+// lockExisting is how a change to an existing volume's record begins
+// (Resize, BumpWriteGeneration, SetAttribute): under id's lock, the
+// volume's entry and the volume found there. Its errors begin with what
+// (e.g. resize volume "pvc-1"), but resolve's, which name the id
+// themselves. On success the caller holds the lock until it calls unlock.
+func (s *Store) lockExisting(ctx context.Context, id, what string) (e entry, vol Volume, unlock func(), err error) {
+	if err := ctx.Err(); err != nil {
+		return entry{}, Volume{}, nil, fmt.Errorf("%s: %w", what, err)
+	}
+	unlock, err = s.lockID(id)
+	if err != nil {
+		return entry{}, Volume{}, nil, fmt.Errorf("%s: %w", what, err)
+	}
+	e, err = s.resolve(id)
+	if err != nil {
+		unlock()
+		return entry{}, Volume{}, nil, err
+	}
+	vol, err = s.existing(id, e)
+	if err != nil {
+		unlock()
+		return entry{}, Volume{}, nil, fmt.Errorf("%s: %w", what, err)
+	}
+	return e, vol, unlock, nil
 }
 
 // randomSuffix names temporary and trash entries; crypto/rand needs no

@@ -1,7 +1,8 @@
 // Package manifests decodes Kubernetes manifests (multi-document YAML or
 // JSON, as kubectl kustomize prints them) into unstructured objects: the
 // one reader of that format, for hpp-migrate's takeover and for the tests
-// that read deploy/.
+// that read deploy/. Holds compares a manifest with the live object, for
+// the takeover and hpp-operator's applier.
 package manifests
 
 import (

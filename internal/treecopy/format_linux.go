@@ -198,25 +198,23 @@ func (f *fields) fail(field, format string, args ...any) {
 }
 
 func (f *fields) uvarint(field string) uint64 {
-	if f.err != nil {
-		return 0
-	}
-	v, n := binary.Uvarint(f.b)
-	if n <= 0 {
-		f.fail(field, "not a uvarint (%d bytes left)", len(f.b))
-		return 0
-	}
-	f.b = f.b[n:]
-	return v
+	return readVarint(f, field, "uvarint", binary.Uvarint)
 }
 
 func (f *fields) varint(field string) int64 {
+	return readVarint(f, field, "varint", binary.Varint)
+}
+
+// readVarint reads one field with decode (binary.Uvarint or
+// binary.Varint, which differ only in their sign); encoding names it in
+// the error when the bytes left are not one.
+func readVarint[T uint64 | int64](f *fields, field, encoding string, decode func([]byte) (T, int)) T {
 	if f.err != nil {
 		return 0
 	}
-	v, n := binary.Varint(f.b)
+	v, n := decode(f.b)
 	if n <= 0 {
-		f.fail(field, "not a varint (%d bytes left)", len(f.b))
+		f.fail(field, "not a %s (%d bytes left)", encoding, len(f.b))
 		return 0
 	}
 	f.b = f.b[n:]

@@ -90,17 +90,23 @@ func checkCounts(t *testing.T, stats Stats) {
 	}
 }
 
-// buildTree makes, below root, an entry of every kind with owners, modes,
-// xattrs and old times, and two sparse files: "sparse" (64 MiB, a few
-// bytes written) and "image" (buildImage).
-func buildTree(t testing.TB, root string) {
-	t.Helper()
-	must := func(err error) {
+// fatalOnError is the tree builders' check of each step: the function it
+// returns fails t on an error, so that a builder reads as its steps.
+func fatalOnError(t testing.TB) func(error) {
+	return func(err error) {
 		t.Helper()
 		if err != nil {
 			t.Fatal(err)
 		}
 	}
+}
+
+// buildTree makes, below root, an entry of every kind with owners, modes,
+// xattrs and old times, and two sparse files: "sparse" (64 MiB, a few
+// bytes written) and "image" (buildImage).
+func buildTree(t testing.TB, root string) {
+	t.Helper()
+	must := fatalOnError(t)
 	must(os.MkdirAll(filepath.Join(root, "dir", "sub"), 0o755))
 	must(os.WriteFile(filepath.Join(root, "dir", "data"), bytes.Repeat([]byte("hpp data\n"), 100000), 0o640))
 	must(os.Link(filepath.Join(root, "dir", "data"), filepath.Join(root, "hardlink")))

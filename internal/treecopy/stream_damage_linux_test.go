@@ -22,12 +22,7 @@ import (
 // xattrs where the filesystem keeps them.
 func buildSmallTree(t *testing.T, root string) {
 	t.Helper()
-	must := func(err error) {
-		t.Helper()
-		if err != nil {
-			t.Fatal(err)
-		}
-	}
+	must := fatalOnError(t)
 	must(os.MkdirAll(filepath.Join(root, "a", "b"), 0o755))
 	must(os.WriteFile(filepath.Join(root, "a", "b", "small"), []byte("hpp\n"), 0o640))
 	must(os.WriteFile(filepath.Join(root, "a", "text"), bytes.Repeat([]byte("stream "), 300), 0o600))

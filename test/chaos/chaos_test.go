@@ -67,10 +67,7 @@ func TestChaos(t *testing.T) {
 	if os.Geteuid() != 0 {
 		testutil.MissingPrerequisite(t, "chaos: needs root (kubelet, containerd, mounts)")
 	}
-	cache := os.Getenv("HPP_CACHE")
-	if cache == "" {
-		cache, _ = cluster.DefaultCacheDir()
-	}
+	cache, _ := cluster.CacheDir()
 	binaries := cluster.BinariesFromCache(cache)
 	if err := binaries.Validate(); err != nil {
 		testutil.MissingPrerequisite(t, "chaos: %v", err)

@@ -14,12 +14,10 @@ import (
 	"k8s.io/apimachinery/pkg/api/resource"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
-	"k8s.io/apimachinery/pkg/runtime/schema"
 	"k8s.io/client-go/dynamic"
 	"k8s.io/utils/ptr"
 
 	"github.com/hostpath-provisioner/hpp/test/chaos/records"
-	"github.com/hostpath-provisioner/hpp/test/cluster"
 	"github.com/hostpath-provisioner/hpp/test/e2e/kit"
 )
 
@@ -35,8 +33,6 @@ type writer struct {
 	file  string // on the host, once the claim is bound
 	acked uint64
 }
-
-var volumeSnapshots = schema.GroupVersionResource{Group: "snapshot.storage.k8s.io", Version: "v1", Resource: "volumesnapshots"}
 
 func className(pool string) string { return "chaos-" + pool }
 
@@ -234,20 +230,15 @@ func (r *run) snapshotRoundTrip(ctx context.Context, lat *[]time.Duration) error
 	}
 	claimSeq++
 	name := fmt.Sprintf("snap-%d", claimSeq)
-	snap := &unstructured.Unstructured{Object: map[string]any{
-		"apiVersion": "snapshot.storage.k8s.io/v1", "kind": "VolumeSnapshot",
-		"metadata": map[string]any{"name": name, "namespace": ns},
-		"spec": map[string]any{"volumeSnapshotClassName": cluster.SnapshotClassName,
-			"source": map[string]any{"persistentVolumeClaimName": r.writers[0].claim}},
-	}}
-	if _, err := dyn.Resource(volumeSnapshots).Namespace(ns).Create(ctx, snap, metav1.CreateOptions{}); err != nil {
+	snap := kit.VolumeSnapshot(ns, name, r.writers[0].claim)
+	if _, err := dyn.Resource(kit.VolumeSnapshots).Namespace(ns).Create(ctx, snap, metav1.CreateOptions{}); err != nil {
 		return fmt.Errorf("create snapshot %s: %w", name, err)
 	}
 	defer func() {
-		_ = dyn.Resource(volumeSnapshots).Namespace(ns).Delete(context.WithoutCancel(ctx), name, metav1.DeleteOptions{})
+		_ = dyn.Resource(kit.VolumeSnapshots).Namespace(ns).Delete(context.WithoutCancel(ctx), name, metav1.DeleteOptions{})
 	}()
 	err = kit.Poll(ctx, r.bindDeadline(time.Now()), "snapshot "+name+" ready", func(ctx context.Context) (bool, string, error) {
-		u, err := dyn.Resource(volumeSnapshots).Namespace(ns).Get(ctx, name, metav1.GetOptions{})
+		u, err := dyn.Resource(kit.VolumeSnapshots).Namespace(ns).Get(ctx, name, metav1.GetOptions{})
 		if err != nil {
 			return false, err.Error(), kit.Retry(err)
 		}

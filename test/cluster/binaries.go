@@ -72,6 +72,15 @@ func BinariesFromCache(cacheDir string) Binaries {
 	}
 }
 
+// CacheDir is where the cluster binaries are cached: $HPP_CACHE, as the
+// Makefile passes it, else DefaultCacheDir.
+func CacheDir() (string, error) {
+	if dir := os.Getenv("HPP_CACHE"); dir != "" {
+		return dir, nil
+	}
+	return DefaultCacheDir()
+}
+
 // DefaultCacheDir is where the Makefile caches cluster binaries when
 // HPP_CACHE is not set.
 func DefaultCacheDir() (string, error) {

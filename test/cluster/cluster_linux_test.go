@@ -26,12 +26,9 @@ func requireClusterTier(t *testing.T) Binaries {
 	if os.Geteuid() != 0 {
 		testutil.MissingPrerequisite(t, "cluster tier: needs root (kubelet, containerd, mounts)")
 	}
-	cache := os.Getenv("HPP_CACHE")
-	if cache == "" {
-		var err error
-		if cache, err = DefaultCacheDir(); err != nil {
-			t.Fatal(err)
-		}
+	cache, err := CacheDir()
+	if err != nil {
+		t.Fatal(err)
 	}
 	bins := BinariesFromCache(cache)
 	if err := bins.Validate(); err != nil {

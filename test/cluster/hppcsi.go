@@ -5,8 +5,6 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
-	"io"
-	"net/http"
 	"os"
 	"path/filepath"
 	"strconv"
@@ -19,6 +17,7 @@ import (
 
 	"github.com/hostpath-provisioner/hpp/internal/contract"
 	"github.com/hostpath-provisioner/hpp/internal/pool"
+	"github.com/hostpath-provisioner/hpp/internal/testutil"
 )
 
 // The hpp-csi compatibility names (docs/design.md, the compatibility contract) are in internal/contract.
@@ -277,21 +276,9 @@ func (n *Node) HPPCSIMetrics(ctx context.Context) (string, error) {
 	if n.metricsURL == "" {
 		return "", fmt.Errorf("node %s: hpp-csi not started by StartHPPCSI", n.Name)
 	}
-	req, err := http.NewRequestWithContext(ctx, http.MethodGet, n.metricsURL, nil)
+	text, err := testutil.HTTPGetOK(ctx, n.metricsURL)
 	if err != nil {
-		return "", err
+		return "", fmt.Errorf("hpp-csi /metrics on %s: %w", n.Name, err)
 	}
-	resp, err := http.DefaultClient.Do(req)
-	if err != nil {
-		return "", err
-	}
-	defer func() { _ = resp.Body.Close() }()
-	body, err := io.ReadAll(resp.Body)
-	if err != nil {
-		return "", err
-	}
-	if resp.StatusCode != http.StatusOK {
-		return "", fmt.Errorf("hpp-csi /metrics on %s: %s", n.Name, resp.Status)
-	}
-	return string(body), nil
+	return text, nil
 }

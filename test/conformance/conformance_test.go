@@ -32,12 +32,9 @@ func TestExternalStorage(t *testing.T) {
 	if tier := os.Getenv("HPP_TEST_TIER"); tier != "conformance" {
 		t.Skipf("the conformance tier runs with `make conformance` (HPP_TEST_TIER=conformance), this is tier %q", tier)
 	}
-	cache := os.Getenv("HPP_CACHE")
-	if cache == "" {
-		var err error
-		if cache, err = cluster.DefaultCacheDir(); err != nil {
-			t.Fatal(err)
-		}
+	cache, err := cluster.CacheDir()
+	if err != nil {
+		t.Fatal(err)
 	}
 	snapshotter, err := cluster.SnapshotterFromCache(cache)
 	if err != nil {

@@ -18,7 +18,6 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"k8s.io/apimachinery/pkg/runtime/schema"
-	"k8s.io/client-go/dynamic"
 	"k8s.io/utils/ptr"
 
 	"github.com/hostpath-provisioner/hpp/internal/clonecache"
@@ -603,23 +602,11 @@ func sourceClaim(env *kit.Env, ns string, src goldenSrc) deletedSource {
 func sourceSnapshot(t *testing.T, env *kit.Env, ns, name string, src goldenSrc, poolPath string) deletedSource {
 	t.Helper()
 	ctx := context.Background()
-	dyn, err := dynamic.NewForConfig(env.C.RESTConfig)
-	if err != nil {
-		t.Fatal(err)
-	}
 	area := filepath.Join(poolPath, "csi", ".hpp-snapshots")
 	before := snapshotDirs(t, area)
-	snap := &unstructured.Unstructured{Object: map[string]any{
-		"apiVersion": "snapshot.storage.k8s.io/v1", "kind": "VolumeSnapshot",
-		"metadata": map[string]any{"name": name, "namespace": ns},
-		"spec": map[string]any{"volumeSnapshotClassName": cluster.SnapshotClassName,
-			"source": map[string]any{"persistentVolumeClaimName": src.claim}},
-	}}
-	snaps := dyn.Resource(volumeSnapshots).Namespace(ns)
-	if _, err := snaps.Create(ctx, snap, metav1.CreateOptions{}); err != nil {
-		t.Fatal(err)
-	}
+	dyn := createSnapshot(t, env, ns, name, src.claim)
 	waitSnapshotReady(t, env, dyn, ns, name)
+	snaps := dyn.Resource(kit.VolumeSnapshots).Namespace(ns)
 	got, err := snaps.Get(ctx, name, metav1.GetOptions{})
 	if err != nil {
 		t.Fatal(err)

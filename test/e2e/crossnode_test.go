@@ -54,22 +54,10 @@ func TestCrossNodeCloneAndRestore(t *testing.T) {
 	want := treeSums(t, goldenDir)
 	allocated := allocatedBytes(t, goldenDir)
 
-	dyn, err := dynamic.NewForConfig(env.C.RESTConfig)
-	if err != nil {
-		t.Fatal(err)
-	}
-	snap := &unstructured.Unstructured{Object: map[string]any{
-		"apiVersion": "snapshot.storage.k8s.io/v1", "kind": "VolumeSnapshot",
-		"metadata": map[string]any{"name": "golden-snap", "namespace": ns},
-		"spec": map[string]any{"volumeSnapshotClassName": cluster.SnapshotClassName,
-			"source": map[string]any{"persistentVolumeClaimName": "golden-image"}},
-	}}
-	if _, err := dyn.Resource(volumeSnapshots).Namespace(ns).Create(ctx, snap, metav1.CreateOptions{}); err != nil {
-		t.Fatal(err)
-	}
+	dyn := createSnapshot(t, env, ns, "golden-snap", "golden-image")
 	waitSnapshotReady(t, env, dyn, ns, "golden-snap")
 	t.Cleanup(func() { // before the golden node goes: its drivers delete what it holds
-		_ = dyn.Resource(volumeSnapshots).Namespace(ns).Delete(ctx, "golden-snap", metav1.DeleteOptions{})
+		_ = dyn.Resource(kit.VolumeSnapshots).Namespace(ns).Delete(ctx, "golden-snap", metav1.DeleteOptions{})
 		_ = env.C.Client.CoreV1().PersistentVolumeClaims(ns).Delete(ctx, "golden-image", metav1.DeleteOptions{})
 		waitPVGone(t, env, pv.Name)
 	})
@@ -141,7 +129,7 @@ func waitSnapshotReady(t *testing.T, env *kit.Env, dyn dynamic.Interface, ns, na
 	t.Helper()
 	ctx := context.Background()
 	if err := kit.Poll(ctx, 2*time.Minute, "VolumeSnapshot "+ns+"/"+name+" ReadyToUse", func(ctx context.Context) (bool, string, error) {
-		got, err := dyn.Resource(volumeSnapshots).Namespace(ns).Get(ctx, name, metav1.GetOptions{})
+		got, err := dyn.Resource(kit.VolumeSnapshots).Namespace(ns).Get(ctx, name, metav1.GetOptions{})
 		if err != nil {
 			return false, "", kit.Retry(err)
 		}

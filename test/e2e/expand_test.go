@@ -3,7 +3,6 @@ package e2e
 import (
 	"context"
 	"fmt"
-	"os"
 	"os/exec"
 	"path/filepath"
 	"strings"
@@ -119,10 +118,7 @@ const slowVMWait = 3 * time.Minute
 // kubectlPatchSize asks for size on the claim as a user does.
 func kubectlPatchSize(t *testing.T, env *kit.Env, ns, claim, size string) {
 	t.Helper()
-	cache := os.Getenv("HPP_CACHE")
-	if cache == "" {
-		cache, _ = cluster.DefaultCacheDir()
-	}
+	cache, _ := cluster.CacheDir()
 	ctx, cancel := context.WithTimeout(context.Background(), slowVMWait)
 	defer cancel()
 	patch := fmt.Sprintf(`{"spec":{"resources":{"requests":{"storage":%q}}}}`, size)

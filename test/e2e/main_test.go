@@ -57,10 +57,7 @@ func TestMain(m *testing.M) {
 		// other runs on this machine hold it; each bring-up step has its
 		// own timeout and go test's -timeout bounds the whole.
 		ctx := context.Background()
-		cache := os.Getenv("HPP_CACHE")
-		if cache == "" {
-			cache, _ = cluster.DefaultCacheDir()
-		}
+		cache, _ := cluster.CacheDir()
 		hppcsi := ""
 		binaries := cluster.BinariesFromCache(cache)
 		if dir := os.Getenv("HPP_BIN_DIR"); dir != "" {
@@ -114,10 +111,7 @@ func skipReason() (reason string, missing bool) {
 	if os.Geteuid() != 0 {
 		return "needs root (kubelet, containerd, mounts)", true
 	}
-	cache := os.Getenv("HPP_CACHE")
-	if cache == "" {
-		cache, _ = cluster.DefaultCacheDir()
-	}
+	cache, _ := cluster.CacheDir()
 	if err := cluster.BinariesFromCache(cache).Validate(); err != nil {
 		return err.Error(), true
 	}

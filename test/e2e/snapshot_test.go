@@ -11,16 +11,26 @@ import (
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
-	"k8s.io/apimachinery/pkg/runtime/schema"
 	"k8s.io/client-go/dynamic"
 	"k8s.io/utils/ptr"
 
 	"github.com/hostpath-provisioner/hpp/internal/testutil"
-	"github.com/hostpath-provisioner/hpp/test/cluster"
 	"github.com/hostpath-provisioner/hpp/test/e2e/kit"
 )
 
-var volumeSnapshots = schema.GroupVersionResource{Group: "snapshot.storage.k8s.io", Version: "v1", Resource: "volumesnapshots"}
+// createSnapshot creates VolumeSnapshot ns/name of claim and returns the
+// dynamic client the test follows it with.
+func createSnapshot(t *testing.T, env *kit.Env, ns, name, claim string) dynamic.Interface {
+	t.Helper()
+	dyn, err := dynamic.NewForConfig(env.C.RESTConfig)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := dyn.Resource(kit.VolumeSnapshots).Namespace(ns).Create(context.Background(), kit.VolumeSnapshot(ns, name, claim), metav1.CreateOptions{}); err != nil {
+		t.Fatal(err)
+	}
+	return dyn
+}
 
 // Scenario: snapshots and clones with the real control plane,
 // snapshot-controller and csi-snapshotter in node-deployment mode. A pod
@@ -44,22 +54,10 @@ func TestSnapshotRestoreAndClone(t *testing.T) {
 	run(t, env, kit.OnNode(kit.Pod(ns, "writer", "echo at-snapshot > /data/file && mkdir /data/dir && ln -s ../file /data/dir/link", vol), node))
 	source := boundPV(t, env, ns, "source")
 
-	dyn, err := dynamic.NewForConfig(env.C.RESTConfig)
-	if err != nil {
-		t.Fatal(err)
-	}
-	snap := &unstructured.Unstructured{Object: map[string]any{
-		"apiVersion": "snapshot.storage.k8s.io/v1", "kind": "VolumeSnapshot",
-		"metadata": map[string]any{"name": "snap", "namespace": ns},
-		"spec": map[string]any{"volumeSnapshotClassName": cluster.SnapshotClassName,
-			"source": map[string]any{"persistentVolumeClaimName": "source"}},
-	}}
-	if _, err := dyn.Resource(volumeSnapshots).Namespace(ns).Create(ctx, snap, metav1.CreateOptions{}); err != nil {
-		t.Fatal(err)
-	}
+	dyn := createSnapshot(t, env, ns, "snap", "source")
 	var handle string
 	if err := kit.Poll(ctx, 2*time.Minute, "VolumeSnapshot "+ns+"/snap ReadyToUse", func(ctx context.Context) (bool, string, error) {
-		got, err := dyn.Resource(volumeSnapshots).Namespace(ns).Get(ctx, "snap", metav1.GetOptions{})
+		got, err := dyn.Resource(kit.VolumeSnapshots).Namespace(ns).Get(ctx, "snap", metav1.GetOptions{})
 		if err != nil {
 			return false, "", kit.Retry(err)
 		}

@@ -1,24 +1,11 @@
 package migrate
 
 import (
-	"fmt"
 	"net"
 	"testing"
+
+	"github.com/hostpath-provisioner/hpp/internal/testutil"
 )
-
-// endTB notes how a helper ended the test instead of ending it.
-type endTB struct {
-	testing.TB
-	how, msg string
-}
-
-func (r *endTB) Helper() {}
-func (r *endTB) Fatalf(format string, args ...any) {
-	r.how, r.msg = "fail", fmt.Sprintf(format, args...)
-}
-func (r *endTB) Skipf(format string, args ...any) {
-	r.how, r.msg = "skip", fmt.Sprintf(format, args...)
-}
 
 // The control-plane tests need a global IPv4 address for the kubernetes
 // Service's endpoint; without one they skip, and fail under CI=true, where
@@ -41,9 +28,9 @@ func TestAdvertiseIPFromFailsUnderCIWithoutGlobalIPv4(t *testing.T) {
 	} {
 		t.Run(c.name, func(t *testing.T) {
 			t.Setenv("CI", c.ci)
-			r := &endTB{TB: t}
-			if got := advertiseIPFrom(r, c.addrs); got != c.want || r.how != c.how {
-				t.Errorf("advertiseIPFrom = %q and the test %s (%s), want %q and %q", got, orElse(r.how, "went on"), r.msg, c.want, orElse(c.how, "went on"))
+			r := &testutil.EndRecorder{TB: t}
+			if got := advertiseIPFrom(r, c.addrs); got != c.want || r.How != c.how {
+				t.Errorf("advertiseIPFrom = %q and the test %s (%s), want %q and %q", got, orElse(r.How, "went on"), r.Msg, c.want, orElse(c.how, "went on"))
 			}
 		})
 	}

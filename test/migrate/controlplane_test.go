@@ -40,12 +40,9 @@ type controlPlane struct {
 // with the reason.
 func binaries(t testing.TB) cluster.Binaries {
 	t.Helper()
-	cache := os.Getenv("HPP_CACHE")
-	if cache == "" {
-		var err error
-		if cache, err = cluster.DefaultCacheDir(); err != nil {
-			t.Fatal(err)
-		}
+	cache, err := cluster.CacheDir()
+	if err != nil {
+		t.Fatal(err)
 	}
 	b := cluster.BinariesFromCache(cache)
 	var missing []string

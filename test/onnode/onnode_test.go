@@ -90,12 +90,9 @@ func skipReason() string {
 func startOnNodeCluster(t *testing.T, extra ...cluster.Image) *env {
 	t.Helper()
 	ctx := t.Context()
-	cache := os.Getenv("HPP_CACHE")
-	if cache == "" {
-		var err error
-		if cache, err = cluster.DefaultCacheDir(); err != nil {
-			t.Fatal(err)
-		}
+	cache, err := cluster.CacheDir()
+	if err != nil {
+		t.Fatal(err)
 	}
 	bins := cluster.BinariesFromCache(cache)
 	images := append(componentImages(ctx, t, bins), extra...)

@@ -184,10 +184,7 @@ func startTakeoverRun(t *testing.T, extra ...upstreamBin) *takeoverRun {
 type upstreamBin struct{ ref, name, path string }
 
 func cacheDir(t *testing.T) string {
-	if c := os.Getenv("HPP_CACHE"); c != "" {
-		return c
-	}
-	c, err := cluster.DefaultCacheDir()
+	c, err := cluster.CacheDir()
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -19,6 +19,7 @@ import (
 	"k8s.io/client-go/util/csaupgrade"
 
 	"github.com/hostpath-provisioner/hpp/internal/contract"
+	"github.com/hostpath-provisioner/hpp/internal/manifests"
 )
 
 // CSIDaemonSetName is the CSI driver's DaemonSet, upstream's and hpp's.
@@ -215,7 +216,7 @@ func (r *Runner) applyAll(ctx context.Context, objs []*unstructured.Unstructured
 		if err != nil {
 			return err
 		}
-		if live != nil && holds(live.Object, o.Object) {
+		if live != nil && manifests.Holds(live.Object, o.Object) {
 			continue // this very manifest was applied and nothing changed since: no write
 		}
 		data, err := json.Marshal(o.Object)
@@ -254,44 +255,6 @@ func stamped(m *unstructured.Unstructured) (*unstructured.Unstructured, error) {
 	ann[contract.AnnTakeoverApplied] = hex.EncodeToString(sum[:16])
 	out.SetAnnotations(ann)
 	return out, nil
-}
-
-// holds: got has every field of want with want's value (maps key by key,
-// lists item by item and of the same length, scalars as printed, so that
-// JSON's and YAML's numbers compare equal). A null or empty map in want
-// holds where got has nothing: the API server drops them.
-func holds(got, want any) bool {
-	switch w := want.(type) {
-	case map[string]any:
-		g, ok := got.(map[string]any)
-		if !ok {
-			return got == nil && len(w) == 0
-		}
-		for k, wv := range w {
-			if gv, ok := g[k]; ok {
-				if !holds(gv, wv) {
-					return false
-				}
-			} else if !holds(nil, wv) {
-				return false
-			}
-		}
-		return true
-	case []any:
-		g, ok := got.([]any)
-		if !ok || len(g) != len(w) {
-			return got == nil && len(w) == 0
-		}
-		for i := range w {
-			if !holds(g[i], w[i]) {
-				return false
-			}
-		}
-		return true
-	case nil:
-		return true
-	}
-	return got != nil && fmt.Sprint(got) == fmt.Sprint(want)
 }
 
 func ptrTrue() *bool { b := true; return &b }

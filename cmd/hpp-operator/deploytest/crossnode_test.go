@@ -234,15 +234,7 @@ func checkAdded[T any](t *testing.T, what string, got, base, peer []T) {
 // the very DaemonSet the operator builds with the peer transport.
 func TestCSIOnlyWithCrossNodeIsTheOperators(t *testing.T) {
 	ds := typed[appsv1.DaemonSet](t, buildCrossNode(t, "csi-only"), "DaemonSet", render.CSIDaemonSetName)
-	if ds == nil {
-		t.Fatal("no DaemonSet")
-	}
-	want := csiOnlyOperatorDaemonSet(t, true)
-	normalize(ds)
-	normalize(want)
-	if !equality.Semantic.DeepEqual(ds.Spec, want.Spec) {
-		t.Errorf("csi-only with %s differs from the operator's DaemonSet with the peer transport", crossNodeComponent)
-	}
+	checkIsTheOperators(t, "csi-only with "+crossNodeComponent, ds, true)
 }
 
 // The component follows the overlay's namespace: line.

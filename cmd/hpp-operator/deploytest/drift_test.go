@@ -57,17 +57,25 @@ func TestCSIOnlyDaemonSetIsTheOperators(t *testing.T) {
 			}
 		}
 	}
+	checkIsTheOperators(t, "csi-only", rendered, false)
+}
+
+// checkIsTheOperators fails unless rendered, the DaemonSet of a csi-only
+// install (what names it), has the spec of the one the operator builds
+// for csi-only's pool and images, with or without the peer transport.
+func checkIsTheOperators(t *testing.T, what string, rendered *appsv1.DaemonSet, peer bool) {
+	t.Helper()
 	if rendered == nil {
-		t.Fatal("csi-only has no DaemonSet")
+		t.Fatalf("%s has no DaemonSet", what)
 	}
-	want := csiOnlyOperatorDaemonSet(t, false)
+	want := csiOnlyOperatorDaemonSet(t, peer)
 	// A strategic merge patch may reorder named lists; order is no drift.
 	normalize(rendered)
 	normalize(want)
 	if !equality.Semantic.DeepEqual(rendered.Spec, want.Spec) {
 		got, _ := json.MarshalIndent(rendered.Spec, "", " ")
 		exp, _ := json.MarshalIndent(want.Spec, "", " ")
-		t.Errorf("csi-only DaemonSet differs from the operator's:\n got  %s\n want %s", got, exp)
+		t.Errorf("%s: the DaemonSet differs from the operator's:\n got  %s\n want %s", what, got, exp)
 	}
 }
 

@@ -120,10 +120,7 @@ func run(cfg config) (err error) {
 			return err
 		}
 	}
-	cache := os.Getenv("HPP_CACHE")
-	if cache == "" {
-		cache, _ = cluster.DefaultCacheDir()
-	}
+	cache, _ := cluster.CacheDir()
 	env, err := kit.Setup(ctx, kit.SetupOptions{Binaries: cluster.BinariesFromCache(cache), HPPCSI: cfg.hppcsi, Logf: logf, HandleSignals: true, MaxPods: 1000, ControlPlaneQPS: cfg.cpQPS})
 	if err != nil {
 		return err

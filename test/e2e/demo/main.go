@@ -30,12 +30,9 @@ func main() {
 		fmt.Fprintln(os.Stderr, "demo: needs root (it runs kubelet and containerd on this machine)")
 		os.Exit(1)
 	}
-	cache := os.Getenv("HPP_CACHE")
-	if cache == "" {
-		var err error
-		if cache, err = cluster.DefaultCacheDir(); err != nil {
-			fail("find the binary cache", err, nil)
-		}
+	cache, err := cluster.CacheDir()
+	if err != nil {
+		fail("find the binary cache", err, nil)
 	}
 	hppcsi := ""
 	if *binDir != "" {

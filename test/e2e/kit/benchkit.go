@@ -71,10 +71,7 @@ func Machine() string {
 // cluster binaries of $HPP_CACHE (else the default cache) and the hpp-csi
 // in binDir ("" when binDir is empty: Setup builds it from cmd/hpp-csi).
 func BenchBinaries(binDir string) (bins cluster.Binaries, hppcsi string) {
-	cache := os.Getenv("HPP_CACHE")
-	if cache == "" {
-		cache, _ = cluster.DefaultCacheDir()
-	}
+	cache, _ := cluster.CacheDir()
 	if binDir != "" {
 		hppcsi = filepath.Join(binDir, "hpp-csi")
 	}

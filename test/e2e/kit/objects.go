@@ -5,6 +5,8 @@ import (
 	storagev1 "k8s.io/api/storage/v1"
 	"k8s.io/apimachinery/pkg/api/resource"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
+	"k8s.io/apimachinery/pkg/runtime/schema"
 	"k8s.io/utils/ptr"
 
 	"github.com/hostpath-provisioner/hpp/internal/contract"
@@ -67,6 +69,21 @@ func PVC(ns, name, storageClass, size string) *corev1.PersistentVolumeClaim {
 			Resources:        corev1.VolumeResourceRequirements{Requests: corev1.ResourceList{corev1.ResourceStorage: resource.MustParse(size)}},
 		},
 	}
+}
+
+// VolumeSnapshots is the VolumeSnapshot resource, for a dynamic client:
+// the snapshot API has no typed client among the tests' dependencies.
+var VolumeSnapshots = schema.GroupVersionResource{Group: "snapshot.storage.k8s.io", Version: "v1", Resource: "volumesnapshots"}
+
+// VolumeSnapshot is a snapshot of claim in the class the cluster installs
+// (cluster.SnapshotClassName).
+func VolumeSnapshot(ns, name, claim string) *unstructured.Unstructured {
+	return &unstructured.Unstructured{Object: map[string]any{
+		"apiVersion": "snapshot.storage.k8s.io/v1", "kind": "VolumeSnapshot",
+		"metadata": map[string]any{"name": name, "namespace": ns},
+		"spec": map[string]any{"volumeSnapshotClassName": cluster.SnapshotClassName,
+			"source": map[string]any{"persistentVolumeClaimName": claim}},
+	}}
 }
 
 // PodVolume mounts a claim (or, with Source set, any volume) at Path.

@@ -6,7 +6,6 @@ import (
 	"encoding/hex"
 	"encoding/json"
 	"fmt"
-	"reflect"
 
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
@@ -15,6 +14,7 @@ import (
 
 	"github.com/hostpath-provisioner/hpp/cmd/hpp-operator/controller/adopt"
 	"github.com/hostpath-provisioner/hpp/cmd/hpp-operator/render"
+	"github.com/hostpath-provisioner/hpp/internal/manifests"
 )
 
 // hashAnnotation holds a digest of what was last applied, so a reconcile
@@ -69,7 +69,7 @@ func (a *applier) apply(ctx context.Context, obj client.Object) (bool, error) {
 	ann[hashAnnotation] = sum
 	desired.SetAnnotations(ann)
 
-	if live != nil && live.GetAnnotations()[hashAnnotation] == sum && isSubset(desired.Object, liveFields) {
+	if live != nil && live.GetAnnotations()[hashAnnotation] == sum && manifests.Holds(liveFields, desired.Object) {
 		return false, nil
 	}
 	if len(kept) > 0 && a.kept != nil {
@@ -138,41 +138,4 @@ func digest(u *unstructured.Unstructured) (string, error) {
 	}
 	s := sha256.Sum256(b)
 	return hex.EncodeToString(s[:8]), nil
-}
-
-// isSubset reports whether every value in want is in have. The API server
-// adds defaults and other managers add fields, so have may hold more; lists
-// must have the same length (a list we set is ours as a whole).
-func isSubset(want, have any) bool {
-	switch w := want.(type) {
-	case map[string]any:
-		h, ok := have.(map[string]any)
-		if !ok {
-			return len(w) == 0 && have == nil
-		}
-		for k, wv := range w {
-			if !isSubset(wv, h[k]) {
-				return false
-			}
-		}
-		return true
-	case []any:
-		h, ok := have.([]any)
-		if !ok {
-			return len(w) == 0 && have == nil
-		}
-		if len(w) != len(h) {
-			return false
-		}
-		for i := range w {
-			if !isSubset(w[i], h[i]) {
-				return false
-			}
-		}
-		return true
-	case nil:
-		return true
-	default:
-		return reflect.DeepEqual(want, have) || fmt.Sprint(want) == fmt.Sprint(have)
-	}
 }

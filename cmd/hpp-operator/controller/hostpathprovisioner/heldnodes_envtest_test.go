@@ -46,14 +46,7 @@ func TestNodeSelectorChangeKeepsDriverWhereVolumesAre(t *testing.T) {
 		return nil
 	})
 
-	n := &corev1.Node{}
-	if err := h.get(client.ObjectKey{Name: "held-1"}, n); err != nil {
-		t.Fatal(err)
-	}
-	n.Labels = nil
-	if err := h.admin.Update(h.ctx, n); err != nil {
-		t.Fatal(err)
-	}
+	h.setNodeLabels("held-1", nil)
 	eventually(t, "DaemonSet kept on the node holding a volume", func() error {
 		return heldPlacement(h.csiDaemonSet(), []string{"held-1"})
 	})

@@ -197,14 +197,7 @@ func TestTemplatePoolMountersFollowNodes(t *testing.T) {
 
 	// node-b leaves the placement: its mounter goes, a cleanup Job
 	// unmounts, its claim is kept.
-	nb := &corev1.Node{}
-	if err := h.get(client.ObjectKey{Name: "node-b"}, nb); err != nil {
-		t.Fatal(err)
-	}
-	nb.Labels = map[string]string{"hpp": "no"}
-	if err := h.admin.Update(h.ctx, nb); err != nil {
-		t.Fatal(err)
-	}
+	h.setNodeLabels("node-b", map[string]string{"hpp": "no"})
 	h.waitGone("mounter on node-b", deployment(ns, "hpp-pool-block-node-b"))
 	job := &batchv1.Job{}
 	if err := h.get(client.ObjectKey{Namespace: ns, Name: "cleanup-pool-block-node-b"}, job); err != nil {
@@ -412,14 +405,7 @@ func TestNodeLeavingWithVolumesKeepsItsMounter(t *testing.T) {
 	if err := h.admin.Create(h.ctx, pv); err != nil {
 		t.Fatal(err)
 	}
-	n := &corev1.Node{}
-	if err := h.get(client.ObjectKey{Name: "keep-1"}, n); err != nil {
-		t.Fatal(err)
-	}
-	n.Labels = nil
-	if err := h.admin.Update(h.ctx, n); err != nil {
-		t.Fatal(err)
-	}
+	h.setNodeLabels("keep-1", nil)
 	eventually(t, "node reported as kept", func() error {
 		ps, err := h.poolStatus("hpp", "blk")
 		if err != nil {

@@ -44,6 +44,20 @@ func createNode(t *testing.T, admin client.Client, name string, labels map[strin
 	}
 }
 
+// setNodeLabels replaces node name's labels: how a test moves a node in or
+// out of the CR's placement.
+func (h *harness) setNodeLabels(name string, labels map[string]string) {
+	h.t.Helper()
+	n := &corev1.Node{}
+	if err := h.get(client.ObjectKey{Name: name}, n); err != nil {
+		h.t.Fatal(err)
+	}
+	n.Labels = labels
+	if err := h.admin.Update(h.ctx, n); err != nil {
+		h.t.Fatal(err)
+	}
+}
+
 func template(mode corev1.PersistentVolumeMode, access corev1.PersistentVolumeAccessMode) *corev1.PersistentVolumeClaimSpec {
 	return &corev1.PersistentVolumeClaimSpec{
 		VolumeMode:       ptr.To(mode),
