@@ -124,10 +124,7 @@ func quotaUnavailable(t *testing.T, reason string) {
 // user would) and returns its combined output.
 func podExec(t *testing.T, env *kit.Env, ns, pod, script string) (string, error) {
 	t.Helper()
-	cache := os.Getenv("HPP_CACHE")
-	if cache == "" {
-		cache, _ = cluster.DefaultCacheDir()
-	}
+	cache, _ := cluster.CacheDir()
 	// Bounded at 5 min: inside the quota VM (qemu under emulation) a dd of
 	// 150 MiB into a 100Mi claim ran past 2 min on 2026-11-28, with the
 	// xfs and ext4 subtests side by side; it returns as soon as it is done.
