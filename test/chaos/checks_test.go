@@ -134,8 +134,8 @@ func (r *run) checkDeleted(ctx context.Context) {
 	err := kit.Poll(ctx, 2*time.Minute, "deleted volumes gone from their pools", func(context.Context) (bool, string, error) {
 		// A violation keeps the poll going (deletes take a moment); its
 		// text is the state the timeout reports.
-		if err := probes.CheckLeftovers(dirs, stores); err != nil {
-			return false, err.Error(), nil
+		if left, err := probes.Split(probes.CheckLeftovers(dirs, stores)); left != "" || err != nil {
+			return false, left, err
 		}
 		for _, v := range volumes {
 			links, err := probes.QuotaLinks(v)
@@ -143,8 +143,8 @@ func (r *run) checkDeleted(ctx context.Context) {
 				return false, "", err
 			}
 			r.quotaLinks = max(r.quotaLinks, len(links))
-			if err := probes.CheckQuotaReleased(links, gone, nil); err != nil {
-				return false, err.Error(), nil
+			if held, err := probes.Split(probes.CheckQuotaReleased(links, gone, nil)); held != "" || err != nil {
+				return false, held, err
 			}
 		}
 		return true, "", nil

@@ -117,8 +117,8 @@ func TestEnforcedClaimsUnderDriverKills(t *testing.T) {
 	}
 	kernel := prjquota.NewLinux()
 	err := kit.Poll(ctx, slowVMWait, "deleted volumes gone from their pools, their project IDs released", func(context.Context) (bool, string, error) {
-		if err := probes.CheckLeftovers(doomedDirs, stores); err != nil {
-			return false, err.Error(), nil
+		if left, err := probes.Split(probes.CheckLeftovers(doomedDirs, stores)); left != "" || err != nil {
+			return false, left, err
 		}
 		for _, p := range pools {
 			volumes := filepath.Join(env.Pools[p], "csi")
@@ -130,8 +130,8 @@ func TestEnforcedClaimsUnderDriverKills(t *testing.T) {
 				q, err := kernel.Quota(volumes, id)
 				return q.HardBytes, err
 			}
-			if err := probes.CheckQuotaReleased(links, heldBefore[p], limit); err != nil {
-				return false, fmt.Sprintf("pool %s: %v", p, err), nil
+			if held, err := probes.Split(probes.CheckQuotaReleased(links, heldBefore[p], limit)); held != "" || err != nil {
+				return false, "pool " + p + ": " + held, err
 			}
 		}
 		return true, "", nil

@@ -6,6 +6,7 @@ package probes
 
 import (
 	"bufio"
+	"errors"
 	"fmt"
 	"io"
 	"os"
@@ -100,4 +101,15 @@ func CheckLevels(before, after Levels, slack int) error {
 		return &Violation{fmt.Sprintf("hpp-csi runs %d goroutines, %d before the run: %d leaked", after.Goroutines, before.Goroutines, after.Goroutines-before.Goroutines)}
 	}
 	return nil
+}
+
+// Split tells a broken invariant from an error that stopped a check: a
+// *Violation gives its text (a poll keeps going and reports it at its
+// deadline), anything else comes back as the error (the poll stops).
+func Split(err error) (violation string, stopped error) {
+	var v *Violation
+	if errors.As(err, &v) {
+		return v.Error(), nil
+	}
+	return "", err
 }

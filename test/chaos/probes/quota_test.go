@@ -58,3 +58,16 @@ func TestQuotaReleased(t *testing.T) {
 		t.Fatalf("a limit that cannot be read is an error, not a pass: %v", err)
 	}
 }
+
+func TestSplit(t *testing.T) {
+	if v, err := Split(nil); v != "" || err != nil {
+		t.Fatalf("nil: %q, %v", v, err)
+	}
+	if v, err := Split(&Violation{"pool mount gone"}); v != "probe: pool mount gone" || err != nil {
+		t.Fatalf("a violation: %q, %v; want its text and no error", v, err)
+	}
+	stop := errors.New("reading /proc: permission denied")
+	if v, err := Split(stop); v != "" || !errors.Is(err, stop) {
+		t.Fatalf("an error: %q, %v; want it back, no violation", v, err)
+	}
+}
