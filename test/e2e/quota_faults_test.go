@@ -9,6 +9,7 @@ import (
 
 	corev1 "k8s.io/api/core/v1"
 
+	"github.com/hostpath-provisioner/hpp/internal/contract"
 	"github.com/hostpath-provisioner/hpp/internal/dirvol"
 	"github.com/hostpath-provisioner/hpp/internal/prjquota"
 	"github.com/hostpath-provisioner/hpp/test/chaos/probes"
@@ -44,7 +45,7 @@ func TestEnforcedClaimsUnderDriverKills(t *testing.T) {
 
 	claim := func(pool, name string) {
 		pvc := kit.PVC(ns, pool+"-"+name, ns+"-"+pool, "16Mi")
-		pvc.Annotations = map[string]string{"volume.kubernetes.io/selected-node": node.Name}
+		pvc.Annotations = map[string]string{contract.AnnSelectedNode: node.Name}
 		createPVC(t, env, pvc)
 	}
 	for _, p := range pools {
