@@ -12,7 +12,6 @@ import (
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 
-	"github.com/hostpath-provisioner/hpp/internal/dirvol"
 	"github.com/hostpath-provisioner/hpp/test/chaos/probes"
 	"github.com/hostpath-provisioner/hpp/test/e2e/kit"
 )
@@ -126,10 +125,9 @@ func (r *run) checkDeleted(ctx context.Context) {
 		gone[d.handle] = 0 // the ID it held is not known here: links only
 	}
 	for _, pool := range []string{kit.PoolLocal, kit.PoolShared, poolFull} {
-		volumes = append(volumes, filepath.Join(r.poolPaths[pool], "csi"))
-		for _, sub := range []string{dirvol.StagingDir, dirvol.TrashDir} {
-			stores = append(stores, filepath.Join(r.poolPaths[pool], "csi", sub))
-		}
+		v := filepath.Join(r.poolPaths[pool], "csi")
+		volumes = append(volumes, v)
+		stores = append(stores, probes.StoreDirs(v)...)
 	}
 	err := kit.Poll(ctx, 2*time.Minute, "deleted volumes gone from their pools", func(context.Context) (bool, string, error) {
 		// A violation keeps the poll going (deletes take a moment); its

@@ -10,7 +10,6 @@ import (
 	corev1 "k8s.io/api/core/v1"
 
 	"github.com/hostpath-provisioner/hpp/internal/contract"
-	"github.com/hostpath-provisioner/hpp/internal/dirvol"
 	"github.com/hostpath-provisioner/hpp/internal/prjquota"
 	"github.com/hostpath-provisioner/hpp/test/chaos/probes"
 	"github.com/hostpath-provisioner/hpp/test/e2e/kit"
@@ -42,6 +41,12 @@ func TestEnforcedClaimsUnderDriverKills(t *testing.T) {
 	ctx := context.Background()
 	node := env.C.RealNode()
 	const kept, churned = 2, 3
+	volumes := map[string]string{} // each pool's volumes directory, where its ledger is
+	var stores []string
+	for _, p := range pools {
+		volumes[p] = filepath.Join(env.Pools[p], "csi")
+		stores = append(stores, probes.StoreDirs(volumes[p])...)
+	}
 
 	claim := func(pool, name string) {
 		pvc := kit.PVC(ns, pool+"-"+name, ns+"-"+pool, "16Mi")
@@ -63,7 +68,7 @@ func TestEnforcedClaimsUnderDriverKills(t *testing.T) {
 		for i := range kept + churned {
 			pvs = append(pvs, boundPVWithin(t, env, ns, fmt.Sprintf("%s-a%d", p, i), slowVMWait))
 		}
-		links := quotaLinks(t, env, p)
+		links := quotaLinks(t, volumes[p])
 		byVol := map[string]uint32{}
 		for id, vol := range links {
 			byVol[vol] = id
@@ -110,25 +115,18 @@ func TestEnforcedClaimsUnderDriverKills(t *testing.T) {
 	}
 	t.Logf("every new claim Bound %s after the last kill", time.Since(lastFault).Round(100*time.Millisecond))
 
-	var stores []string
-	for _, p := range pools {
-		for _, sub := range []string{dirvol.StagingDir, dirvol.TrashDir} {
-			stores = append(stores, filepath.Join(env.Pools[p], "csi", sub))
-		}
-	}
 	kernel := prjquota.NewLinux()
 	err := kit.Poll(ctx, slowVMWait, "deleted volumes gone from their pools, their project IDs released", func(context.Context) (bool, string, error) {
 		if left, err := probes.Split(probes.CheckLeftovers(doomedDirs, stores)); left != "" || err != nil {
 			return false, left, err
 		}
 		for _, p := range pools {
-			volumes := filepath.Join(env.Pools[p], "csi")
-			links, err := probes.QuotaLinks(volumes)
+			links, err := probes.QuotaLinks(volumes[p])
 			if err != nil {
 				return false, "", err
 			}
 			limit := func(id uint32) (int64, error) {
-				q, err := kernel.Quota(volumes, id)
+				q, err := kernel.Quota(volumes[p], id)
 				return q.HardBytes, err
 			}
 			if held, err := probes.Split(probes.CheckQuotaReleased(links, heldBefore[p], limit)); held != "" || err != nil {
@@ -143,7 +141,7 @@ func TestEnforcedClaimsUnderDriverKills(t *testing.T) {
 	// The live volumes, old and new, still hold their IDs: the ledger read
 	// above is the one hpp-csi keeps.
 	for _, p := range pools {
-		links := quotaLinks(t, env, p)
+		links := quotaLinks(t, volumes[p])
 		held := map[string]bool{}
 		for _, vol := range links {
 			held[vol] = true
@@ -158,9 +156,9 @@ func TestEnforcedClaimsUnderDriverKills(t *testing.T) {
 	}
 }
 
-func quotaLinks(t *testing.T, env *kit.Env, pool string) map[uint32]string {
+func quotaLinks(t *testing.T, volumesDir string) map[uint32]string {
 	t.Helper()
-	links, err := probes.QuotaLinks(filepath.Join(env.Pools[pool], "csi"))
+	links, err := probes.QuotaLinks(volumesDir)
 	if err != nil {
 		t.Fatal(err)
 	}

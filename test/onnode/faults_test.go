@@ -277,12 +277,7 @@ func (e *env) recoveryState(ctx context.Context) (string, error) {
 	if err != nil {
 		return "", err
 	}
-	// CheckRecovered's only error is a *Violation: what is still missing.
-	var missing *probes.Violation
-	if errors.As(probes.CheckRecovered(cr.Status), &missing) {
-		return missing.Msg, nil
-	}
-	return "", nil
+	return probes.Split(probes.CheckRecovered(cr.Status))
 }
 
 // checkWriters: each writer acknowledged records after the faults too

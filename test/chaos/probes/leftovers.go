@@ -7,7 +7,16 @@ import (
 	"path/filepath"
 	"regexp"
 	"strings"
+
+	"github.com/hostpath-provisioner/hpp/internal/dirvol"
 )
+
+// StoreDirs are the directories of a pool's volumes directory that hold
+// only work under way (staging) or not yet purged (trash): empty once
+// every create and delete has finished.
+func StoreDirs(volumesDir string) []string {
+	return []string{filepath.Join(volumesDir, dirvol.StagingDir), filepath.Join(volumesDir, dirvol.TrashDir)}
+}
 
 // CheckLeftovers fails when a deleted volume's directory is still there
 // (volumeDirs: one per deleted volume) or when a store directory (a
