@@ -11,6 +11,7 @@ import (
 	"regexp"
 	"strconv"
 	"strings"
+	"sync/atomic"
 	"syscall"
 	"time"
 
@@ -46,7 +47,9 @@ func (r *run) cutNode(ctx context.Context, d time.Duration) error {
 	if err != nil {
 		return err
 	}
-	c := &nodeCut{name: fmt.Sprintf("hpp-chaos-cut-%d", os.Getpid()), port: port, root: root,
+	// A name of its own per cut: two cuts may overlap, and the first to
+	// end must not remove the other's group or count its drops.
+	c := &nodeCut{name: fmt.Sprintf("hpp-chaos-cut-%d-%d", os.Getpid(), cutSeq.Add(1)), port: port, root: root,
 		procs: r.nodeProcesses(), cut: map[string]bool{}}
 	c.group = filepath.Join(root, c.name)
 	if err := os.Mkdir(c.group, 0o755); err != nil && !errors.Is(err, os.ErrExist) {
@@ -83,6 +86,9 @@ func (r *run) cutNode(ctx context.Context, d time.Duration) error {
 	// check after it for a reason that is the harness's, not hpp's.
 	return errors.Join(err, countErr, c.end())
 }
+
+// cutSeq numbers the cuts of this process.
+var cutSeq atomic.Int64
 
 // nodeCut is one cut in progress: its rules (each with the comment name,
 // by which they are counted) and the connections it cut.
