@@ -22,9 +22,7 @@ func TestCrossNodeClonesFollowTheCR(t *testing.T) {
 	h := startWith(t, "hpp-cross-node", options{config: func(cfg *render.Config) { cfg.PeerTransport = true }})
 	cr := poolsCR("hpp", hppv1.StoragePool{Name: "local", Path: "/var/hpp"})
 	cr.Spec.CrossNodeClones = ptr.To(false)
-	if err := h.admin.Create(h.ctx, cr); err != nil {
-		t.Fatal(err)
-	}
+	h.create(cr)
 	stored := func(want *bool) {
 		t.Helper()
 		cur := &hppv1.HostPathProvisioner{}

@@ -31,9 +31,7 @@ func TestPoolsCRInstallsCSIDriverAndSteadyStateWritesNothing(t *testing.T) {
 		NodeSelector: map[string]string{"hpp": "yes"},
 		Tolerations:  []corev1.Toleration{{Key: "storage", Operator: corev1.TolerationOpExists, Effect: corev1.TaintEffectNoSchedule}},
 	}
-	if err := h.admin.Create(h.ctx, cr); err != nil {
-		t.Fatal(err)
-	}
+	h.create(cr)
 	ns := h.cfg.Namespace
 	ds := &appsv1.DaemonSet{}
 	eventually(t, "CSI DaemonSet created", func() error {

@@ -2,6 +2,7 @@ package hostpathprovisioner_test
 
 import (
 	"context"
+	"fmt"
 	"strings"
 	"testing"
 
@@ -159,6 +160,14 @@ func poolsCR(name string, pools ...hppv1.StoragePool) *hppv1.HostPathProvisioner
 	}
 }
 
+// create makes obj with the admin client; a test cannot go on without it.
+func (h *harness) create(obj client.Object) {
+	h.t.Helper()
+	if err := h.admin.Create(h.ctx, obj); err != nil {
+		h.t.Fatal(err)
+	}
+}
+
 func (h *harness) get(key client.ObjectKey, obj client.Object) error {
 	return h.admin.Get(h.ctx, key, obj)
 }
@@ -185,4 +194,27 @@ func argValue(args []string, flag string) (string, bool) {
 		}
 	}
 	return "", false
+}
+
+// needUnserved skips without envtest, and fails when the API that served
+// probes for is already there: such a test starts from its absence.
+func needUnserved(t *testing.T, what string, served func(*rest.Config) (bool, error)) {
+	t.Helper()
+	needEnv(t)
+	if got, err := served(restCfg); err != nil || got {
+		t.Fatalf("%s: served %v, %v; want false, nil", what, got, err)
+	}
+}
+
+// waitServed waits until served reports want: the API server takes up and
+// drops CRDs asynchronously.
+func waitServed(t *testing.T, what string, served func(*rest.Config) (bool, error), want bool) {
+	t.Helper()
+	eventually(t, what, func() error {
+		got, err := served(restCfg)
+		if err == nil && got != want {
+			err = fmt.Errorf("served %v, want %v", got, want)
+		}
+		return err
+	})
 }

@@ -29,14 +29,10 @@ func TestNodeSelectorChangeKeepsDriverWhereVolumesAre(t *testing.T) {
 	addNode(t, h, "held-1", sel)
 	addNode(t, h, "stay-1", sel)
 	pv := testenv.DriverPV("pvc-held", "local", "held-1")
-	if err := h.admin.Create(h.ctx, pv); err != nil {
-		t.Fatal(err)
-	}
+	h.create(pv)
 	cr := poolsCR("hpp", hppv1.StoragePool{Name: "local", Path: "/var/local"})
 	cr.Spec.Workload.NodeSelector = sel
-	if err := h.admin.Create(h.ctx, cr); err != nil {
-		t.Fatal(err)
-	}
+	h.create(cr)
 	h.readyCSIPod("stay-1")
 	eventually(t, "DaemonSet with the plain placement", func() error {
 		ds := h.csiDaemonSet()
@@ -123,9 +119,7 @@ func (h *harness) readyCSIPod(node string) {
 			OwnerReferences: []metav1.OwnerReference{{APIVersion: "apps/v1", Kind: "DaemonSet", Name: ds.Name, UID: ds.UID, Controller: ptr.To(true)}}},
 		Spec: corev1.PodSpec{NodeName: node, Containers: []corev1.Container{{Name: "hpp-csi", Image: "hpp-csi"}}},
 	}
-	if err := h.admin.Create(h.ctx, p); err != nil {
-		h.t.Fatal(err)
-	}
+	h.create(p)
 	// Before the harness deletes the CR (cleanups run last first): the
 	// finalizer waits for the node pods to go, and no kubelet removes this
 	// one; grace 0 deletes it at once.

@@ -30,9 +30,7 @@ func TestLegacyCRAndSwitchToPools(t *testing.T) {
 			Workload:   hppv1.NodePlacement{NodeSelector: map[string]string{"kubernetes.io/os": "linux"}},
 		},
 	}
-	if err := h.admin.Create(h.ctx, cr); err != nil {
-		t.Fatal(err)
-	}
+	h.create(cr)
 	legacy := &appsv1.DaemonSet{}
 	eventually(t, "legacy DaemonSet created", func() error {
 		return h.get(client.ObjectKey{Namespace: ns, Name: render.LegacyDaemonSetName}, legacy)
@@ -122,9 +120,7 @@ func TestLegacyCRAndSwitchToPools(t *testing.T) {
 func TestDeletionRemovesObjectsAndKeepsCSIDriverWhilePVsExist(t *testing.T) {
 	h := start(t, "hpp-deletion")
 	ns := h.cfg.Namespace
-	if err := h.admin.Create(h.ctx, poolsCR("hpp", hppv1.StoragePool{Name: "local", Path: "/var/hpp"})); err != nil {
-		t.Fatal(err)
-	}
+	h.create(poolsCR("hpp", hppv1.StoragePool{Name: "local", Path: "/var/hpp"}))
 	eventually(t, "CSI DaemonSet created", func() error {
 		return h.get(client.ObjectKey{Namespace: ns, Name: render.CSIDaemonSetName}, &appsv1.DaemonSet{})
 	})
@@ -140,9 +136,7 @@ func TestDeletionRemovesObjectsAndKeepsCSIDriverWhilePVsExist(t *testing.T) {
 				VolumeAttributes: map[string]string{contract.ParamStoragePool: "local"}}},
 		},
 	}
-	if err := h.admin.Create(h.ctx, pv); err != nil {
-		t.Fatal(err)
-	}
+	h.create(pv)
 	if err := h.admin.Delete(h.ctx, poolsCR("hpp")); err != nil {
 		t.Fatal(err)
 	}

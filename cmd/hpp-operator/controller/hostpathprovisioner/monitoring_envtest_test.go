@@ -24,10 +24,7 @@ import (
 // then makes upstream's ServiceMonitor, PrometheusRule and Prometheus RBAC,
 // restores a deleted one, and writes nothing in the steady state.
 func TestPrometheusObjectsFollowPrometheusOperator(t *testing.T) {
-	needEnv(t)
-	if served, err := hostpathprovisioner.ServesPrometheusOperator(restCfg); err != nil || served {
-		t.Fatalf("before its CRDs: served %v, %v; want false", served, err)
-	}
+	needUnserved(t, "before its CRDs", hostpathprovisioner.ServesPrometheusOperator)
 	h := startWith(t, "hpp-monitoring", options{
 		setup: func(admin client.Client) { servePrometheusOperator(t, admin) },
 		config: func(cfg *render.Config) {
@@ -37,9 +34,7 @@ func TestPrometheusObjectsFollowPrometheusOperator(t *testing.T) {
 		},
 	})
 	ns := h.cfg.Namespace
-	if err := h.admin.Create(h.ctx, poolsCR("hpp", hppv1.StoragePool{Name: "local", Path: "/var/hpp"})); err != nil {
-		t.Fatal(err)
-	}
+	h.create(poolsCR("hpp", hppv1.StoragePool{Name: "local", Path: "/var/hpp"}))
 	setDaemonSetReady(t, h, ns, render.CSIDaemonSetName, 1)
 	waitAvailable(t, h, "hpp")
 
@@ -156,11 +151,5 @@ func servePrometheusOperator(t *testing.T, admin client.Client) {
 			_ = admin.Delete(context.Background(), crd)
 		}
 	})
-	eventually(t, "prometheus-operator's API served", func() error {
-		served, err := hostpathprovisioner.ServesPrometheusOperator(restCfg)
-		if err == nil && !served {
-			err = fmt.Errorf("not yet")
-		}
-		return err
-	})
+	waitServed(t, "prometheus-operator's API served", hostpathprovisioner.ServesPrometheusOperator, true)
 }

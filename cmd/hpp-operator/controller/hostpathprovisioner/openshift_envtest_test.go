@@ -2,7 +2,6 @@ package hostpathprovisioner_test
 
 import (
 	"context"
-	"errors"
 	"fmt"
 	"slices"
 	"strings"
@@ -24,15 +23,10 @@ import (
 // Without OpenShift's API the operator finds no SCC API and never asks for
 // one: not a request to security.openshift.io, no annotation, no error.
 func TestNoSCCWithoutOpenShift(t *testing.T) {
-	needEnv(t)
-	if served, err := hostpathprovisioner.ServesSCC(restCfg); err != nil || served {
-		t.Fatalf("without OpenShift's CRDs: served %v, %v; want false, nil", served, err)
-	}
+	needUnserved(t, "without OpenShift's CRDs", hostpathprovisioner.ServesSCC)
 	var counter testenv.Counter
 	h := startWith(t, "hpp-no-openshift", options{operatorCfg: counter.Wrap(restCfg)})
-	if err := h.admin.Create(h.ctx, legacyCR("hpp")); err != nil {
-		t.Fatal(err)
-	}
+	h.create(legacyCR("hpp"))
 	for _, name := range []string{render.LegacyDaemonSetName, render.CSIDaemonSetName} {
 		setDaemonSetReady(t, h, h.cfg.Namespace, name, 1)
 	}
@@ -67,9 +61,7 @@ func TestSCCsOnOpenShift(t *testing.T) {
 	serveOpenShift(t)
 	h := startWith(t, "hpp-openshift", options{config: func(c *render.Config) { c.OpenShift = true }})
 	ns := h.cfg.Namespace
-	if err := h.admin.Create(h.ctx, legacyCR("hpp")); err != nil {
-		t.Fatal(err)
-	}
+	h.create(legacyCR("hpp"))
 	csiSCC := waitSCC(t, h, render.CSISCCName, "system:serviceaccount:"+ns+":"+render.CSIServiceAccount)
 	if !csiSCC.AllowPrivilegedContainer || !csiSCC.AllowHostDirVolumePlugin || csiSCC.AllowHostNetwork || csiSCC.AllowHostPID ||
 		!slices.Equal(csiSCC.Volumes, []secv1.FSType{secv1.FSTypeHostPath, secv1.FSTypePersistentVolumeClaim, secv1.FSProjected}) ||
@@ -127,9 +119,7 @@ func TestForeignSCCIsKept(t *testing.T) {
 		},
 	})
 	t.Cleanup(func() { _ = h.admin.Delete(context.Background(), foreign) })
-	if err := h.admin.Create(h.ctx, poolsCR("hpp", hppv1.StoragePool{Name: "local", Path: "/var/hpp"})); err != nil {
-		t.Fatal(err)
-	}
+	h.create(poolsCR("hpp", hppv1.StoragePool{Name: "local", Path: "/var/hpp"}))
 	waitSCC(t, h, render.CSISCCName, "system:serviceaccount:"+h.cfg.Namespace+":"+render.CSIServiceAccount)
 	// A pools CR's reconciles remove the legacy SCC only if it is ours.
 	setDaemonSetReady(t, h, h.cfg.Namespace, render.CSIDaemonSetName, 1)
@@ -182,19 +172,7 @@ func serveOpenShift(t *testing.T) {
 			t.Errorf("uninstall OpenShift's CRDs: %v", err)
 		}
 		// Gone before the next test, which must not find them served.
-		eventually(t, "OpenShift's CRDs gone", func() error {
-			served, err := hostpathprovisioner.ServesSCC(restCfg)
-			if err == nil && served {
-				err = errors.New("still served")
-			}
-			return err
-		})
+		waitServed(t, "OpenShift's CRDs gone", hostpathprovisioner.ServesSCC, false)
 	})
-	eventually(t, "SCC API served", func() error {
-		served, err := hostpathprovisioner.ServesSCC(restCfg)
-		if err == nil && !served {
-			err = fmt.Errorf("not yet")
-		}
-		return err
-	})
+	waitServed(t, "SCC API served", hostpathprovisioner.ServesSCC, true)
 }

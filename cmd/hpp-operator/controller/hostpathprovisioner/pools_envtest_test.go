@@ -41,9 +41,7 @@ func TestTemplatePoolMountersFollowNodes(t *testing.T) {
 		hppv1.StoragePool{Name: "block", Path: "/var/hpp-block", PVCTemplate: template(corev1.PersistentVolumeBlock, corev1.ReadWriteOnce)})
 	cr.Spec.Workload = hppv1.NodePlacement{NodeSelector: sel,
 		Tolerations: []corev1.Toleration{{Key: "storage", Operator: corev1.TolerationOpExists, Effect: corev1.TaintEffectNoSchedule}}}
-	if err := h.admin.Create(h.ctx, cr); err != nil {
-		t.Fatal(err)
-	}
+	h.create(cr)
 	nodes := []string{"node-a", "node-b", "node-cordoned", long}
 	for _, n := range nodes {
 		eventually(t, "mounter and claim on "+n, func() error {
@@ -248,9 +246,7 @@ func TestTemplatePoolRemovalAndCRDeletion(t *testing.T) {
 	addNode(t, h, "rm-2", nil)
 	cr := poolsCR("hpp", hppv1.StoragePool{Name: "fs", Path: "/var/fs", PVCTemplate: template(corev1.PersistentVolumeFilesystem, corev1.ReadWriteOnce)},
 		hppv1.StoragePool{Name: "blk", Path: "/var/blk", PVCTemplate: template(corev1.PersistentVolumeBlock, corev1.ReadWriteOnce)})
-	if err := h.admin.Create(h.ctx, cr); err != nil {
-		t.Fatal(err)
-	}
+	h.create(cr)
 	for _, p := range []string{"fs", "blk"} {
 		for _, n := range []string{"rm-1", "rm-2"} {
 			eventually(t, "mounter "+p+" on "+n, func() error { _, err := h.mounter(p, n); return err })
@@ -319,9 +315,7 @@ func TestSharedPoolAndOverlayClassConflict(t *testing.T) {
 		}
 	})
 	cr := poolsCR("hpp", hppv1.StoragePool{Name: "nfs", Path: "/var/nfs", PVCTemplate: template(corev1.PersistentVolumeFilesystem, corev1.ReadWriteMany)})
-	if err := h.admin.Create(h.ctx, cr); err != nil {
-		t.Fatal(err)
-	}
+	h.create(cr)
 	for _, n := range []string{"sh-1", "sh-2"} {
 		eventually(t, "mounter on "+n, func() error {
 			d, err := h.mounter("nfs", n)
@@ -397,14 +391,10 @@ func TestNodeLeavingWithVolumesKeepsItsMounter(t *testing.T) {
 	addNode(t, h, "keep-1", sel)
 	cr := poolsCR("hpp", hppv1.StoragePool{Name: "blk", Path: "/var/blk", PVCTemplate: template(corev1.PersistentVolumeBlock, corev1.ReadWriteOnce)})
 	cr.Spec.Workload.NodeSelector = sel
-	if err := h.admin.Create(h.ctx, cr); err != nil {
-		t.Fatal(err)
-	}
+	h.create(cr)
 	eventually(t, "mounter", func() error { _, err := h.mounter("blk", "keep-1"); return err })
 	pv := testenv.DriverPV("pvc-keep", "blk", "keep-1")
-	if err := h.admin.Create(h.ctx, pv); err != nil {
-		t.Fatal(err)
-	}
+	h.create(pv)
 	h.setNodeLabels("keep-1", nil)
 	eventually(t, "node reported as kept", func() error {
 		ps, err := h.poolStatus("hpp", "blk")
@@ -464,13 +454,9 @@ func TestUpstreamMounterIsAdoptedInPlace(t *testing.T) {
 					Command: []string{"/usr/bin/mounter", "--storagePoolPath", "/dev/data", "--mountPath", "/var/blk/csi", "--hostPath", "/host"}}}}},
 		},
 	}
-	if err := h.admin.Create(h.ctx, upstream); err != nil {
-		t.Fatal(err)
-	}
+	h.create(upstream)
 	cr := poolsCR("hpp", hppv1.StoragePool{Name: "blk", Path: "/var/blk", PVCTemplate: template(corev1.PersistentVolumeBlock, corev1.ReadWriteOnce)})
-	if err := h.admin.Create(h.ctx, cr); err != nil {
-		t.Fatal(err)
-	}
+	h.create(cr)
 	eventually(t, "upstream's mounter runs hpp's image, selector and uid kept", func() error {
 		d, err := h.mounter("blk", "tk-1")
 		if err != nil {

@@ -124,9 +124,7 @@ func (h *harness) playMounterPodFailing(pool, node, reason, message string) {
 		ObjectMeta: metav1.ObjectMeta{Namespace: d.Namespace, Name: d.Name + "-play", Labels: d.Spec.Template.Labels},
 		Spec:       *d.Spec.Template.Spec.DeepCopy(),
 	}
-	if err := h.admin.Create(h.ctx, pod); err != nil {
-		h.t.Fatal(err)
-	}
+	h.create(pod)
 	h.t.Cleanup(func() { _ = h.admin.Delete(context.WithoutCancel(h.ctx), pod, client.GracePeriodSeconds(0)) })
 	pod.Status = corev1.PodStatus{Phase: corev1.PodPending, ContainerStatuses: []corev1.ContainerStatus{{
 		Name: "mounter", Image: d.Spec.Template.Spec.Containers[0].Image,

@@ -50,10 +50,8 @@ func TestOperatorRunsWithItsOwnRBAC(t *testing.T) {
 	t.Cleanup(func() {
 		_ = h.admin.Delete(h.ctx, &storagev1.StorageClass{ObjectMeta: metav1.ObjectMeta{Name: render.DefaultOverlayClassName}})
 	})
-	if err := h.admin.Create(h.ctx, poolsCR("hpp", hppv1.StoragePool{Name: "local", Path: "/var/hpp"},
-		hppv1.StoragePool{Name: "nfs", Path: "/var/nfs", PVCTemplate: template(corev1.PersistentVolumeFilesystem, corev1.ReadWriteMany)})); err != nil {
-		t.Fatal(err)
-	}
+	h.create(poolsCR("hpp", hppv1.StoragePool{Name: "local", Path: "/var/hpp"},
+		hppv1.StoragePool{Name: "nfs", Path: "/var/nfs", PVCTemplate: template(corev1.PersistentVolumeFilesystem, corev1.ReadWriteMany)}))
 	setDaemonSetReady(t, h, ns, render.CSIDaemonSetName, 1)
 	h.playMounterReady("nfs", "rbac-node")
 	waitAvailable(t, h, "hpp")

@@ -52,9 +52,7 @@ func TestTakeoverOfUpstreamObjects(t *testing.T) {
 		}
 		uid = ds.UID
 	}})
-	if err := h.admin.Create(h.ctx, poolsCR("hpp", hppv1.StoragePool{Name: "local", Path: "/var/hpvolumes"})); err != nil {
-		t.Fatal(err)
-	}
+	h.create(poolsCR("hpp", hppv1.StoragePool{Name: "local", Path: "/var/hpvolumes"}))
 	eventually(t, "upstream DaemonSet adopted in place", func() error {
 		ds := &appsv1.DaemonSet{}
 		if err := h.get(client.ObjectKey{Namespace: ns, Name: render.CSIDaemonSetName}, ds); err != nil {
@@ -160,9 +158,7 @@ func TestTakeoverKeepsLongNamedPool(t *testing.T) {
 		t.Fatalf("hpp names the claim %s, upstream %s", got, upstreamName)
 	}
 	cr := poolsCR("hpp", hppv1.StoragePool{Name: pool, Path: "/var/long", PVCTemplate: template(corev1.PersistentVolumeFilesystem, corev1.ReadWriteOnce)})
-	if err := h.admin.Create(h.ctx, cr); err != nil {
-		t.Fatal(err)
-	}
+	h.create(cr)
 	eventually(t, "upstream's long-named mounter adopted", func() error {
 		d := &appsv1.Deployment{}
 		if err := h.get(client.ObjectKey{Namespace: ns, Name: upstreamName}, d); err != nil {
@@ -210,9 +206,7 @@ func TestTakeoverKeepsLongNamedPool(t *testing.T) {
 func TestMissingPriorityClassDegradesInsteadOfBlockingPods(t *testing.T) {
 	const ns = "hpp-priority"
 	h := startWith(t, ns, options{config: func(c *render.Config) { c.PriorityClassName = "hpp-node-critical" }})
-	if err := h.admin.Create(h.ctx, poolsCR("hpp", hppv1.StoragePool{Name: "local", Path: "/var/hpvolumes"})); err != nil {
-		t.Fatal(err)
-	}
+	h.create(poolsCR("hpp", hppv1.StoragePool{Name: "local", Path: "/var/hpvolumes"}))
 	eventually(t, "Degraded=PriorityClassMissing, DaemonSet without priority class", func() error {
 		c, err := h.cond("hpp", hppv1.ConditionDegraded)
 		if err != nil {
@@ -232,9 +226,7 @@ func TestMissingPriorityClassDegradesInsteadOfBlockingPods(t *testing.T) {
 		return nil
 	})
 	pc := &schedulingv1.PriorityClass{ObjectMeta: metav1.ObjectMeta{Name: "hpp-node-critical"}, Value: 1000000}
-	if err := h.admin.Create(h.ctx, pc); err != nil {
-		t.Fatal(err)
-	}
+	h.create(pc)
 	t.Cleanup(func() { _ = h.admin.Delete(h.ctx, pc) })
 	eventually(t, "DaemonSet uses the PriorityClass once it exists", func() error {
 		ds := &appsv1.DaemonSet{}
