@@ -66,17 +66,33 @@ func (d *Driver) NodePublishVolume(ctx context.Context, req *csi.NodePublishVolu
 	if err := validatePublish(req); err != nil {
 		return nil, err
 	}
-	id, target := req.GetVolumeId(), req.GetTargetPath()
+	if err := d.underLock("NodePublishVolume", req.GetVolumeId(), func() error { return d.publish(ctx, req) }); err != nil {
+		return nil, err
+	}
+	return &csi.NodePublishVolumeResponse{}, nil
+}
+
+// underLock runs f holding volume id's lock, so that a publication, an
+// unpublication and a deletion of one volume never interleave; op names
+// the call in the gRPC error.
+func (d *Driver) underLock(op, id string, f func() error) error {
 	release, err := d.pools.Lock(id)
 	if err != nil {
-		return nil, toStatus("NodePublishVolume", err)
+		return toStatus(op, err)
 	}
 	defer release()
+	return toStatus(op, f())
+}
 
+// publish mounts the volume of a validated request at its target; the
+// caller holds the volume's lock.
+func (d *Driver) publish(ctx context.Context, req *csi.NodePublishVolumeRequest) error {
+	id, target := req.GetVolumeId(), req.GetTargetPath()
 	// Volumes made by the KubeVirt driver carry its volume context, the
 	// StorageClass parameters (possibly none): only storagePool is read
 	// from it, as a hint; the volume is found wherever it is.
 	var vol pools.Volume
+	var err error
 	multiNode := false
 	if isEphemeral(req.GetVolumeContext()) {
 		vol, err = d.ensureEphemeral(ctx, req)
@@ -85,10 +101,10 @@ func (d *Driver) NodePublishVolume(ctx context.Context, req *csi.NodePublishVolu
 		vol, multiNode, err = d.findForContext(ctx, id, req.GetVolumeContext())
 	}
 	if err != nil {
-		return nil, toStatus("NodePublishVolume", err)
+		return err
 	}
 	if why := checkCapability(req.GetVolumeCapability(), multiNode); why != "" {
-		return nil, invalidArg("volume_capability: %s", why)
+		return invalidArg("volume_capability: %s", why)
 	}
 	flags, _ := parseMountFlags(req.GetVolumeCapability().GetMount().GetMountFlags())
 	mode := req.GetVolumeCapability().GetAccessMode().GetMode()
@@ -96,11 +112,11 @@ func (d *Driver) NodePublishVolume(ctx context.Context, req *csi.NodePublishVolu
 		mode == csi.VolumeCapability_AccessMode_MULTI_NODE_READER_ONLY
 	if err := d.pools.Publish(vol, pools.Publication{Target: target, ReadOnly: readOnly, Flags: flags,
 		SingleWriter: mode == csi.VolumeCapability_AccessMode_SINGLE_NODE_SINGLE_WRITER}); err != nil {
-		return nil, toStatus("NodePublishVolume", err)
+		return err
 	}
 	d.log.Info("volume published", zap.String("volume", id), zap.String("source", vol.Path),
 		zap.String("target", target), zap.Bool("readOnly", readOnly))
-	return &csi.NodePublishVolumeResponse{}, nil
+	return nil
 }
 
 // checkPoolIdentity refuses to publish a volume whose volume context
@@ -123,17 +139,14 @@ func (d *Driver) NodeUnpublishVolume(ctx context.Context, req *csi.NodeUnpublish
 	if err := validateUnpublish(req); err != nil {
 		return nil, err
 	}
-	id, target := req.GetVolumeId(), req.GetTargetPath()
-	release, err := d.pools.Lock(id)
-	if err != nil {
-		return nil, toStatus("NodeUnpublishVolume", err)
-	}
-	defer release()
-	if err := d.pools.Unpublish(target); err != nil {
-		return nil, toStatus("NodeUnpublishVolume", err)
-	}
-	if err := d.deleteIfEphemeral(ctx, id); err != nil {
-		return nil, toStatus("NodeUnpublishVolume", err)
+	id := req.GetVolumeId()
+	if err := d.underLock("NodeUnpublishVolume", id, func() error {
+		if err := d.pools.Unpublish(req.GetTargetPath()); err != nil {
+			return err
+		}
+		return d.deleteIfEphemeral(ctx, id)
+	}); err != nil {
+		return nil, err
 	}
 	return &csi.NodeUnpublishVolumeResponse{}, nil
 }
