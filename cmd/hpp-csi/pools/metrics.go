@@ -30,27 +30,23 @@ func (rt *Runtime) registerMetrics(reg prometheus.Registerer) error {
 	rt.reflink = prometheus.NewGaugeVec(prometheus.GaugeOpts{
 		Name: "hpp_pool_reflink", Help: "1 when clones and snapshots in the pool share data by reflink, 0 when they copy it (probed when the pool is opened).",
 	}, []string{"pool"})
-	rt.remoteBytes = prometheus.NewCounterVec(prometheus.CounterOpts{
-		Name: "hpp_pool_remote_copy_received_bytes_total", Help: "Bytes of treecopy stream received from other nodes for clones and restores whose source is there.",
-	}, []string{"pool"})
-	rt.remoteResults = prometheus.NewCounterVec(prometheus.CounterOpts{
-		Name: "hpp_pool_remote_copies_total", Help: "Clones and restores copied from other nodes, by result (succeeded, canceled, or the failure: not_found, unavailable, denied, invalid, no_room, failed).",
-	}, []string{"pool", "result"})
-	rt.cacheHits = prometheus.NewCounterVec(prometheus.CounterOpts{
-		Name: "hpp_pool_clone_cache_hits_total", Help: "Clones and restores whose source is on another node filled from the pool's clone cache, with no data sent.",
-	}, []string{"pool"})
-	rt.cacheMisses = prometheus.NewCounterVec(prometheus.CounterOpts{
-		Name: "hpp_pool_clone_cache_misses_total", Help: "Clones and restores whose source is on another node fetched over the network by a pool with a clone cache.",
-	}, []string{"pool"})
-	rt.cacheEvictions = prometheus.NewCounterVec(prometheus.CounterOpts{
-		Name: "hpp_pool_clone_cache_evictions_total", Help: "Clone cache entries removed to stay within the limit or to make room for a volume.",
-	}, []string{"pool"})
+	rt.remoteBytes = poolCounter("hpp_pool_remote_copy_received_bytes_total", "Bytes of treecopy stream received from other nodes for clones and restores whose source is there.")
+	rt.remoteResults = poolCounter("hpp_pool_remote_copies_total", "Clones and restores copied from other nodes, by result (succeeded, canceled, or the failure: not_found, unavailable, denied, invalid, no_room, failed).", "result")
+	rt.cacheHits = poolCounter("hpp_pool_clone_cache_hits_total", "Clones and restores whose source is on another node filled from the pool's clone cache, with no data sent.")
+	rt.cacheMisses = poolCounter("hpp_pool_clone_cache_misses_total", "Clones and restores whose source is on another node fetched over the network by a pool with a clone cache.")
+	rt.cacheEvictions = poolCounter("hpp_pool_clone_cache_evictions_total", "Clone cache entries removed to stay within the limit or to make room for a volume.")
 	for _, c := range []prometheus.Collector{rt.reflink, rt.remoteBytes, rt.remoteResults, rt.cacheHits, rt.cacheMisses, rt.cacheEvictions, &poolCollector{rt: rt}} {
 		if err := reg.Register(c); err != nil {
 			return err
 		}
 	}
 	return nil
+}
+
+// poolCounter is a counter by pool and by the further labels, as the
+// pools' copy figures are.
+func poolCounter(name, help string, labels ...string) *prometheus.CounterVec {
+	return prometheus.NewCounterVec(prometheus.CounterOpts{Name: name, Help: help}, append([]string{"pool"}, labels...))
 }
 
 func (rt *Runtime) setCopyMode(pool string, mode treecopy.Mode) {
