@@ -2,6 +2,7 @@ package peer
 
 import (
 	"context"
+	"fmt"
 
 	"github.com/hostpath-provisioner/hpp/cmd/hpp-csi/kubeapi"
 	"github.com/hostpath-provisioner/hpp/internal/contract"
@@ -35,11 +36,8 @@ func NewClaimCheck(api *kubeapi.Sources, driver string) Authorizer {
 
 func (c *claimCheck) Authorize(ctx context.Context, r Request) error {
 	claim, err := c.api.Claim(ctx, r.Namespace, r.Claim)
-	if kubeapi.IsNotFound(err) {
-		return refuse("claim %s/%s does not exist", r.Namespace, r.Claim)
-	}
 	if err != nil {
-		return err
+		return refuseMissing(err, "claim %s/%s does not exist", r.Namespace, r.Claim)
 	}
 	if claim.VolumeName != "" {
 		return refuse("claim %s/%s is already bound to %s: there is nothing left to provision for it", r.Namespace, r.Claim, claim.VolumeName)
@@ -77,61 +75,72 @@ func (c *claimCheck) Authorize(ctx context.Context, r Request) error {
 // volume: the source claim is bound, both ways, to a PV of this driver
 // whose handle is r.ID.
 func (c *claimCheck) volume(ctx context.Context, r Request, name string) error {
+	source := fmt.Sprintf("data source claim %s/%s", r.Namespace, name)
 	src, err := c.api.Claim(ctx, r.Namespace, name)
-	if kubeapi.IsNotFound(err) {
-		return refuse("data source claim %s/%s does not exist", r.Namespace, name)
-	}
 	if err != nil {
-		return err
+		return refuseMissing(err, "%s does not exist", source)
 	}
 	if src.VolumeName == "" {
-		return refuse("data source claim %s/%s is not bound", r.Namespace, name)
+		return refuse("%s is not bound", source)
 	}
 	pv, err := c.api.Volume(ctx, src.VolumeName)
-	if kubeapi.IsNotFound(err) {
-		return refuse("PersistentVolume %s of data source claim %s/%s does not exist", src.VolumeName, r.Namespace, name)
-	}
 	if err != nil {
-		return err
+		return refuseMissing(err, "PersistentVolume %s of %s does not exist", src.VolumeName, source)
 	}
-	switch {
-	case pv.ClaimNamespace != r.Namespace || pv.ClaimName != name || pv.ClaimUID != src.UID:
-		return refuse("PersistentVolume %s is not bound to data source claim %s/%s", pv.Name, r.Namespace, name)
-	case pv.Driver != c.driver:
-		return refuse("PersistentVolume %s of data source claim %s/%s is not a volume of %s", pv.Name, r.Namespace, name, c.driver)
-	case pv.Handle != r.ID:
-		return refuse("data source claim %s/%s is volume %q, not %q", r.Namespace, name, pv.Handle, r.ID)
-	}
-	return nil
+	return c.checkBound(r, source, binding{kind: "PersistentVolume", name: pv.Name, made: "volume", driver: pv.Driver, handle: pv.Handle,
+		bindsBack: pv.ClaimNamespace == r.Namespace && pv.ClaimName == name && pv.ClaimUID == src.UID})
 }
 
 // snapshot: the VolumeSnapshot is bound, both ways, to a content of this
 // driver whose handle is r.ID.
 func (c *claimCheck) snapshot(ctx context.Context, r Request, name string) error {
+	source := fmt.Sprintf("data source VolumeSnapshot %s/%s", r.Namespace, name)
 	vs, err := c.api.Snapshot(ctx, r.Namespace, name)
-	if kubeapi.IsNotFound(err) {
-		return refuse("data source VolumeSnapshot %s/%s does not exist", r.Namespace, name)
-	}
 	if err != nil {
-		return err
+		return refuseMissing(err, "%s does not exist", source)
 	}
 	if vs.ContentName == "" {
-		return refuse("data source VolumeSnapshot %s/%s is not bound to a content", r.Namespace, name)
+		return refuse("%s is not bound to a content", source)
 	}
 	content, err := c.api.SnapshotContent(ctx, vs.ContentName)
-	if kubeapi.IsNotFound(err) {
-		return refuse("VolumeSnapshotContent %s of data source VolumeSnapshot %s/%s does not exist", vs.ContentName, r.Namespace, name)
-	}
 	if err != nil {
-		return err
+		return refuseMissing(err, "VolumeSnapshotContent %s of %s does not exist", vs.ContentName, source)
 	}
+	return c.checkBound(r, source, binding{kind: "VolumeSnapshotContent", name: content.Name, made: "snapshot", driver: content.Driver, handle: content.Handle,
+		bindsBack: content.SnapshotNamespace == r.Namespace && content.SnapshotName == name && content.SnapshotUID == vs.UID})
+}
+
+// refuseMissing is err, or a refusal saying what is missing when the API
+// server answered NotFound: a missing object is a decision, not a failure.
+func refuseMissing(err error, format string, args ...any) error {
+	if kubeapi.IsNotFound(err) {
+		return refuse(format, args...)
+	}
+	return err
+}
+
+// binding is the cluster object a data source is bound to (a claim's
+// PersistentVolume, a VolumeSnapshot's content), as checkBound reads it.
+type binding struct {
+	kind, name string
+	// made is what this driver made that the object stands for: "volume"
+	// or "snapshot".
+	made string
+	// bindsBack: the object names the source, uid included, in return.
+	bindsBack      bool
+	driver, handle string
+}
+
+// checkBound: b binds source in return, is this driver's, and its handle
+// is the one asked for; both source kinds say so in the same words.
+func (c *claimCheck) checkBound(r Request, source string, b binding) error {
 	switch {
-	case content.SnapshotNamespace != r.Namespace || content.SnapshotName != name || content.SnapshotUID != vs.UID:
-		return refuse("VolumeSnapshotContent %s is not bound to data source VolumeSnapshot %s/%s", content.Name, r.Namespace, name)
-	case content.Driver != c.driver:
-		return refuse("VolumeSnapshotContent %s of data source VolumeSnapshot %s/%s is not a snapshot of %s", content.Name, r.Namespace, name, c.driver)
-	case content.Handle != r.ID:
-		return refuse("data source VolumeSnapshot %s/%s is snapshot %q, not %q", r.Namespace, name, content.Handle, r.ID)
+	case !b.bindsBack:
+		return refuse("%s %s is not bound to %s", b.kind, b.name, source)
+	case b.driver != c.driver:
+		return refuse("%s %s of %s is not a %s of %s", b.kind, b.name, source, b.made, c.driver)
+	case b.handle != r.ID:
+		return refuse("%s is %s %q, not %q", source, b.made, b.handle, r.ID)
 	}
 	return nil
 }
