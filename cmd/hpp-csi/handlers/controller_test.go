@@ -171,9 +171,7 @@ func TestDefaultPoolSelection(t *testing.T) {
 func TestDeleteVolume(t *testing.T) {
 	h := newHarness(t)
 	ctx := context.Background()
-	if _, err := h.d.CreateVolume(ctx, createReq("pvc-1", "slow", 1)); err != nil {
-		t.Fatal(err)
-	}
+	h.mustCreate(t, createReq("pvc-1", "slow", 1))
 	for i := 0; i < 2; i++ {
 		if _, err := h.d.DeleteVolume(ctx, &csi.DeleteVolumeRequest{VolumeId: "pvc-1"}); err != nil {
 			t.Fatalf("delete #%d: %v", i+1, err)
@@ -197,9 +195,7 @@ func TestListVolumesPaginationRoundTrips(t *testing.T) {
 		if i >= 3 {
 			p = "slow"
 		}
-		if _, err := h.d.CreateVolume(ctx, createReq(id, p, 1)); err != nil {
-			t.Fatal(err)
-		}
+		h.mustCreate(t, createReq(id, p, 1))
 	}
 	var got []string
 	token := ""
@@ -267,9 +263,7 @@ func TestGetCapacityHeadroomAndReservations(t *testing.T) {
 		})
 	})
 	ctx := context.Background()
-	if _, err := h.d.CreateVolume(ctx, createReq("pvc-1", "fast", 50<<20)); err != nil {
-		t.Fatal(err)
-	}
+	h.mustCreate(t, createReq("pvc-1", "fast", 50<<20))
 	// 512 MiB free - 100 MiB headroom - 50 MiB requested but unwritten.
 	if got := h.offered(t, "fast"); got != 362<<20 {
 		t.Fatalf("available = %d MiB, want 362 MiB", got>>20)

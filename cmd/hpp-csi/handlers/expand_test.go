@@ -35,9 +35,7 @@ func recordedCapacity(t *testing.T, poolPath, id string) int64 {
 func TestControllerExpandVolume(t *testing.T) {
 	h := newHarness(t, func(c *Config) { c.ReservationAware = true })
 	ctx := context.Background()
-	if _, err := h.d.CreateVolume(ctx, createReq("pvc-1", "fast", 64<<20)); err != nil {
-		t.Fatal(err)
-	}
+	h.mustCreate(t, createReq("pvc-1", "fast", 64<<20))
 	resp, err := h.d.ControllerExpandVolume(ctx, expandReq("pvc-1", 128<<20))
 	if err != nil {
 		t.Fatal(err)
@@ -67,9 +65,7 @@ func TestControllerExpandVolume(t *testing.T) {
 func TestControllerExpandVolumeRefusals(t *testing.T) {
 	h := newHarness(t)
 	ctx := context.Background()
-	if _, err := h.d.CreateVolume(ctx, createReq("pvc-1", "fast", 64<<20)); err != nil {
-		t.Fatal(err)
-	}
+	h.mustCreate(t, createReq("pvc-1", "fast", 64<<20))
 	_, err := h.d.ControllerExpandVolume(ctx, &csi.ControllerExpandVolumeRequest{VolumeId: "pvc-1"})
 	grpctest.WantCode(t, err, codes.InvalidArgument, "capacity_range: required")
 	_, err = h.d.ControllerExpandVolume(ctx, expandReq("", 1))

@@ -103,6 +103,15 @@ func (h *harness) newDriver(t testing.TB) (*Driver, *pools.Runtime) {
 	return d, rt
 }
 
+// mustCreate creates the volume req asks for; a test cannot go on without
+// it.
+func (h *harness) mustCreate(t testing.TB, req *csi.CreateVolumeRequest) {
+	t.Helper()
+	if _, err := h.d.CreateVolume(context.Background(), req); err != nil {
+		t.Fatal(err)
+	}
+}
+
 // offered is the capacity GetCapacity offers in pool poolName; a failed
 // call fails the test.
 func (h *harness) offered(t testing.TB, poolName string) int64 {

@@ -141,9 +141,7 @@ func TestLegacyPublish(t *testing.T) {
 	grpctest.WantCode(t, err, codes.NotFound, `volume "pvc-old" does not exist on node node-a`)
 
 	// A volume hpp-csi made keeps refusing multi-node modes.
-	if _, err := h.d.CreateVolume(ctx, createReq("pvc-new", "fast", 1)); err != nil {
-		t.Fatal(err)
-	}
+	h.mustCreate(t, createReq("pvc-new", "fast", 1))
 	req := publishReq("pvc-new", target)
 	req.VolumeCapability.AccessMode.Mode = csi.VolumeCapability_AccessMode_MULTI_NODE_MULTI_WRITER
 	_, err = h.d.NodePublishVolume(ctx, req)

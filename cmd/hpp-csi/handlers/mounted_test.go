@@ -69,9 +69,7 @@ func TestMountedPoolNeedsTheMarker(t *testing.T) {
 	if err := h.rt.OpenPools(ctx); err != nil {
 		t.Fatal(err)
 	}
-	if _, err := h.d.CreateVolume(ctx, createReq("pvc-1", "fast", 1<<20)); err != nil {
-		t.Fatal(err)
-	}
+	h.mustCreate(t, createReq("pvc-1", "fast", 1<<20))
 	if err := os.Remove(filepath.Join(fast, ".hpp-pool")); err != nil {
 		t.Fatal(err)
 	}

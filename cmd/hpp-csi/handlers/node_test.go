@@ -26,9 +26,7 @@ func TestNodePublishAndUnpublish(t *testing.T) {
 	h := newHarness(t)
 	ctx := context.Background()
 	for _, id := range []string{"pvc-1", "pvc-2"} {
-		if _, err := h.d.CreateVolume(ctx, createReq(id, "fast", 1)); err != nil {
-			t.Fatal(err)
-		}
+		h.mustCreate(t, createReq(id, "fast", 1))
 	}
 	target := filepath.Join(h.dir, "pods", "uid", "mount")
 	req := publishReq("pvc-1", target)
@@ -65,9 +63,7 @@ func TestNodePublishAndUnpublish(t *testing.T) {
 func TestNodePublishIgnoresUpstreamFsType(t *testing.T) {
 	h := newHarness(t)
 	ctx := context.Background()
-	if _, err := h.d.CreateVolume(ctx, createReq("pvc-1", "fast", 1)); err != nil {
-		t.Fatal(err)
-	}
+	h.mustCreate(t, createReq("pvc-1", "fast", 1))
 	target := filepath.Join(h.dir, "pods", "uid", "mount")
 	req := publishReq("pvc-1", target)
 	req.VolumeCapability.GetMount().FsType = "xfs"
@@ -130,9 +126,7 @@ func TestNodePublishRefusals(t *testing.T) {
 func TestSingleWriterRefusesSecondTarget(t *testing.T) {
 	h := newHarness(t)
 	ctx := context.Background()
-	if _, err := h.d.CreateVolume(ctx, createReq("pvc-1", "fast", 1)); err != nil {
-		t.Fatal(err)
-	}
+	h.mustCreate(t, createReq("pvc-1", "fast", 1))
 	req := publishReq("pvc-1", filepath.Join(h.dir, "t1"))
 	req.VolumeCapability.AccessMode.Mode = csi.VolumeCapability_AccessMode_SINGLE_NODE_SINGLE_WRITER
 	if _, err := h.d.NodePublishVolume(ctx, req); err != nil {
@@ -167,9 +161,7 @@ func TestEphemeralVolumeLivesWithItsPod(t *testing.T) {
 func TestPersistentVolumeWithEphemeralLookingIDSurvivesUnpublish(t *testing.T) {
 	h := newHarness(t)
 	ctx := context.Background()
-	if _, err := h.d.CreateVolume(ctx, createReq("csi-0123abcd", "fast", 1)); err != nil {
-		t.Fatal(err)
-	}
+	h.mustCreate(t, createReq("csi-0123abcd", "fast", 1))
 	target := filepath.Join(h.dir, "t")
 	if _, err := h.d.NodePublishVolume(ctx, publishReq("csi-0123abcd", target)); err != nil {
 		t.Fatal(err)
@@ -190,9 +182,7 @@ func TestPersistentVolumeWithEphemeralLookingIDSurvivesUnpublish(t *testing.T) {
 func TestNodeGetVolumeStatsMeasuresTheVolumeAndCaches(t *testing.T) {
 	h := newHarness(t)
 	ctx := context.Background()
-	if _, err := h.d.CreateVolume(ctx, createReq("pvc-1", "fast", 1)); err != nil {
-		t.Fatal(err)
-	}
+	h.mustCreate(t, createReq("pvc-1", "fast", 1))
 	dir := filepath.Join(h.pools["fast"], "pvc-1")
 	for _, name := range []string{"a", "b"} {
 		if err := os.WriteFile(filepath.Join(dir, name), make([]byte, 1<<20), 0o644); err != nil {
@@ -221,9 +211,7 @@ func TestHealthReportsEachProblemWithAReason(t *testing.T) {
 	h := newHarness(t)
 	ctx := context.Background()
 	for _, id := range []string{"pvc-1", "pvc-2"} {
-		if _, err := h.d.CreateVolume(ctx, createReq(id, "fast", 1)); err != nil {
-			t.Fatal(err)
-		}
+		h.mustCreate(t, createReq(id, "fast", 1))
 	}
 	health := func(id string) []*csi.VolumeHealth_VolumeHealthEntry {
 		t.Helper()

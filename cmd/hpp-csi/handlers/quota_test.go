@@ -41,9 +41,7 @@ func TestEnforcedCreateStatsExpandDelete(t *testing.T) {
 	fake := prjquota.NewFake()
 	h := newQuotaHarness(t, fake, pool.IDRange{First: 7, Last: 9})
 	ctx := context.Background()
-	if _, err := h.d.CreateVolume(ctx, createReq("pvc-1", "fast", 100*MiB)); err != nil {
-		t.Fatal(err)
-	}
+	h.mustCreate(t, createReq("pvc-1", "fast", 100*MiB))
 	dir := filepath.Join(h.pools["fast"], "pvc-1")
 	id := fake.ProjectOf(dir)
 	if id < 7 || id > 9 || fake.Limit(id) != 100*MiB {
@@ -105,17 +103,12 @@ func TestEnforcedCreateStatsExpandDelete(t *testing.T) {
 func TestEnforcedCloneGetsItsOwnID(t *testing.T) {
 	fake := prjquota.NewFake()
 	h := newQuotaHarness(t, fake, pool.IDRange{First: 1, Last: 10})
-	ctx := context.Background()
-	if _, err := h.d.CreateVolume(ctx, createReq("pvc-src", "fast", 10*MiB)); err != nil {
-		t.Fatal(err)
-	}
+	h.mustCreate(t, createReq("pvc-src", "fast", 10*MiB))
 	writeFile(t, filepath.Join(h.pools["fast"], "pvc-src", "f"), "data")
 	clone := createReq("pvc-copy", "fast", 20*MiB)
 	clone.VolumeContentSource = &csi.VolumeContentSource{Type: &csi.VolumeContentSource_Volume{
 		Volume: &csi.VolumeContentSource_VolumeSource{VolumeId: "pvc-src"}}}
-	if _, err := h.d.CreateVolume(ctx, clone); err != nil {
-		t.Fatal(err)
-	}
+	h.mustCreate(t, clone)
 	src, cp := fake.ProjectOf(filepath.Join(h.pools["fast"], "pvc-src")), fake.ProjectOf(filepath.Join(h.pools["fast"], "pvc-copy"))
 	if src == 0 || cp == 0 || src == cp || fake.Limit(cp) != 20*MiB {
 		t.Fatalf("source project %d, clone project %d (limit %d); want two IDs, the clone's limited to 20 MiB", src, cp, fake.Limit(cp))
@@ -128,9 +121,7 @@ func TestEnforcingPoolRefusals(t *testing.T) {
 	ctx := context.Background()
 	_, err := h.d.CreateVolume(ctx, createReq("pvc-0", "fast", 0))
 	grpctest.WantCode(t, err, codes.InvalidArgument, `storage pool "fast" enforces volume sizes (enforceSize): capacity_range: required_bytes or limit_bytes must be set`)
-	if _, err := h.d.CreateVolume(ctx, createReq("pvc-1", "fast", MiB)); err != nil {
-		t.Fatal(err)
-	}
+	h.mustCreate(t, createReq("pvc-1", "fast", MiB))
 	_, err = h.d.CreateVolume(ctx, createReq("pvc-2", "fast", MiB))
 	grpctest.WantCode(t, err, codes.ResourceExhausted, "all 1 project IDs of the pool's range 1-1 are held or in use on the filesystem; widen projectIDs in --datadir")
 	if _, err := os.Stat(filepath.Join(h.pools["fast"], "pvc-2")); !os.IsNotExist(err) {
@@ -195,9 +186,7 @@ func TestEnforcedIDsSurviveRestart(t *testing.T) {
 	fake := prjquota.NewFake()
 	h := newQuotaHarness(t, fake, pool.IDRange{First: 1, Last: 10})
 	ctx := context.Background()
-	if _, err := h.d.CreateVolume(ctx, createReq("pvc-1", "fast", 10*MiB)); err != nil {
-		t.Fatal(err)
-	}
+	h.mustCreate(t, createReq("pvc-1", "fast", 10*MiB))
 	id := fake.ProjectOf(filepath.Join(h.pools["fast"], "pvc-1"))
 	d2, rt2 := h.newDriver(t)
 	if err := rt2.OpenPools(ctx); err != nil {

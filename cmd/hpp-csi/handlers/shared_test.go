@@ -75,9 +75,7 @@ func TestSharedPoolPublishMultiNode(t *testing.T) {
 	h := newHarness(t, sharedSlow)
 	ctx := context.Background()
 	for _, p := range []string{"slow", "fast"} {
-		if _, err := h.d.CreateVolume(ctx, createReq("pvc-"+p, p, 1)); err != nil {
-			t.Fatal(err)
-		}
+		h.mustCreate(t, createReq("pvc-"+p, p, 1))
 	}
 	publish := func(id, target string) error {
 		c := mountCap()

@@ -51,9 +51,7 @@ func writeFile(t *testing.T, p, content string) {
 func TestSnapshotRestoreAndClone(t *testing.T) {
 	h := newHarness(t, withSnapshots(false))
 	ctx := context.Background()
-	if _, err := h.d.CreateVolume(ctx, createReq("pvc-1", "fast", 8<<20)); err != nil {
-		t.Fatal(err)
-	}
+	h.mustCreate(t, createReq("pvc-1", "fast", 8<<20))
 	writeFile(t, filepath.Join(h.pools["fast"], "pvc-1", "f"), "at snapshot time")
 	snap, err := h.d.CreateSnapshot(ctx, snapReq("snap-1", "pvc-1"))
 	if err != nil {
@@ -89,9 +87,7 @@ func TestSnapshotRestoreAndClone(t *testing.T) {
 	grpctest.WantCode(t, err, codes.AlreadyExists, `volume "pvc-2" already exists with content source "snapshot:snap-1", not "volume:pvc-1"`)
 
 	clone.Name = "pvc-3"
-	if _, err := h.d.CreateVolume(ctx, clone); err != nil {
-		t.Fatal(err)
-	}
+	h.mustCreate(t, clone)
 	if data, _ := os.ReadFile(filepath.Join(h.pools["slow"], "pvc-3", "f")); string(data) != "later" {
 		t.Fatalf("cloned content = %q", data)
 	}
@@ -118,9 +114,7 @@ func TestSnapshotRestoreAndClone(t *testing.T) {
 func TestSnapshotRefusals(t *testing.T) {
 	h := newHarness(t, withSnapshots(false))
 	ctx := context.Background()
-	if _, err := h.d.CreateVolume(ctx, createReq("pvc-slow", "slow", 1<<20)); err != nil {
-		t.Fatal(err)
-	}
+	h.mustCreate(t, createReq("pvc-slow", "slow", 1<<20))
 	_, err := h.d.CreateSnapshot(ctx, snapReq("snap-1", "pvc-elsewhere"))
 	grpctest.WantCode(t, err, codes.NotFound, `volume "pvc-elsewhere" is not on node node-a: snapshots are node-local`, "--node-deployment")
 	_, err = h.d.CreateSnapshot(ctx, snapReq("snap-1", "pvc-slow"))
@@ -140,9 +134,7 @@ func TestListSnapshotsPages(t *testing.T) {
 	h := newHarness(t, withSnapshots(true))
 	ctx := context.Background()
 	for _, v := range []struct{ id, pool string }{{"pvc-a", "fast"}, {"pvc-b", "slow"}} {
-		if _, err := h.d.CreateVolume(ctx, createReq(v.id, v.pool, 1<<20)); err != nil {
-			t.Fatal(err)
-		}
+		h.mustCreate(t, createReq(v.id, v.pool, 1<<20))
 	}
 	for _, s := range []struct{ id, vol string }{{"snap-1", "pvc-a"}, {"snap-2", "pvc-a"}, {"snap-3", "pvc-b"}} {
 		if _, err := h.d.CreateSnapshot(ctx, snapReq(s.id, s.vol)); err != nil {
