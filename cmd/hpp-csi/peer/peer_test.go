@@ -195,15 +195,22 @@ func fetchAll(t *testing.T, c *Client, p Peer, kind Kind, id, claim string) ([]b
 	return io.ReadAll(rc)
 }
 
-func TestVolumeClone(t *testing.T) {
-	e := start(t)
-	got, err := fetchAll(t, e.client(t, "node-b"), e.nodeA(), KindVolume, "vol-1", "clone-b")
+// wantFetched: node-b fetches the source from node-a for claim and reads
+// want.
+func (e *env) wantFetched(t *testing.T, kind Kind, id, claim string, want []byte) {
+	t.Helper()
+	got, err := fetchAll(t, e.client(t, "node-b"), e.nodeA(), kind, id, claim)
 	if err != nil {
 		t.Fatal(err)
 	}
-	if !bytes.Equal(got, volumeData) {
-		t.Fatalf("got %d bytes, want the source's %d", len(got), len(volumeData))
+	if !bytes.Equal(got, want) {
+		t.Fatalf("got %d bytes, want the source's %d", len(got), len(want))
 	}
+}
+
+func TestVolumeClone(t *testing.T) {
+	e := start(t)
+	e.wantFetched(t, KindVolume, "vol-1", "clone-b", volumeData)
 	streamed := e.logs.FilterMessage("streaming source to peer").All()
 	if len(streamed) != 1 || streamed[0].ContextMap()["requester"] != "node-b" || streamed[0].ContextMap()["protocol"] != "HTTP/2.0" {
 		t.Errorf("log: %+v, want one stream to node-b over HTTP/2", streamed)
@@ -211,14 +218,7 @@ func TestVolumeClone(t *testing.T) {
 }
 
 func TestSnapshotRestore(t *testing.T) {
-	e := start(t)
-	got, err := fetchAll(t, e.client(t, "node-b"), e.nodeA(), KindSnapshot, "snap-1", "restore-b")
-	if err != nil {
-		t.Fatal(err)
-	}
-	if !bytes.Equal(got, snapshotData) {
-		t.Fatalf("got %q, want %q", got, snapshotData)
-	}
+	start(t).wantFetched(t, KindSnapshot, "snap-1", "restore-b", snapshotData)
 }
 
 // Each refusal: the error the client gets, the reason in it, and a log
