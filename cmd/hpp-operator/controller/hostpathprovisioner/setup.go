@@ -42,28 +42,24 @@ const releaseRequest = "-release-csidriver"
 func CacheOptions(cfg render.Config) cache.Options {
 	mine := labels.SelectorFromSet(labels.Set{render.ManagedByLabel: cfg.ManagedBy})
 	ns := map[string]cache.Config{cfg.Namespace: {}}
-	byObject := map[client.Object]cache.ByObject{
-		&appsv1.DaemonSet{}:             {Namespaces: ns},
-		&appsv1.Deployment{}:            {Namespaces: ns},
-		&batchv1.Job{}:                  {Namespaces: ns},
-		&corev1.PersistentVolumeClaim{}: {Namespaces: ns},
-		&corev1.ServiceAccount{}:        {Namespaces: ns},
-		&corev1.Service{}:               {Namespaces: ns},
-		&rbacv1.Role{}:                  {Namespaces: ns},
-		&rbacv1.RoleBinding{}:           {Namespaces: ns},
-		&rbacv1.ClusterRole{}:           {Label: mine},
-		&rbacv1.ClusterRoleBinding{}:    {Label: mine},
-		&storagev1.CSIDriver{}:          {Label: mine},
+	namespaced := []client.Object{&appsv1.DaemonSet{}, &appsv1.Deployment{}, &batchv1.Job{},
+		&corev1.PersistentVolumeClaim{}, &corev1.ServiceAccount{}, &corev1.Service{}, &rbacv1.Role{}, &rbacv1.RoleBinding{},
 		// The finalizer waits for the node DaemonSets' pods; a mounter
 		// pod's state explains a pool's status.
-		&corev1.Pod{}: {Namespaces: ns},
-	}
+		&corev1.Pod{}}
+	labeled := []client.Object{&rbacv1.ClusterRole{}, &rbacv1.ClusterRoleBinding{}, &storagev1.CSIDriver{}}
 	if cfg.PrometheusOperator {
-		byObject[&promv1.ServiceMonitor{}] = cache.ByObject{Namespaces: ns}
-		byObject[&promv1.PrometheusRule{}] = cache.ByObject{Namespaces: ns}
+		namespaced = append(namespaced, &promv1.ServiceMonitor{}, &promv1.PrometheusRule{})
 	}
 	if cfg.OpenShift {
-		byObject[&secv1.SecurityContextConstraints{}] = cache.ByObject{Label: mine}
+		labeled = append(labeled, &secv1.SecurityContextConstraints{})
+	}
+	byObject := map[client.Object]cache.ByObject{}
+	for _, obj := range namespaced {
+		byObject[obj] = cache.ByObject{Namespaces: ns}
+	}
+	for _, obj := range labeled {
+		byObject[obj] = cache.ByObject{Label: mine}
 	}
 	return cache.Options{ByObject: byObject}
 }
