@@ -85,12 +85,7 @@ func parseParams(params map[string]string) (volumeParams, error) {
 }
 
 func hasIgnoredPrefix(k string) bool {
-	for _, prefix := range ignoredParamPrefixes {
-		if strings.HasPrefix(k, prefix) {
-			return true
-		}
-	}
-	return false
+	return slices.ContainsFunc(ignoredParamPrefixes, func(prefix string) bool { return strings.HasPrefix(k, prefix) })
 }
 
 func parseID(v string) (int, error) {
