@@ -108,6 +108,9 @@ commit_tmp() {
 
 # go_build NAME MODDIR TMP LDFLAGS OUT=PKG... — one `go build` for all the
 # packages of a set, so shared dependencies compile once, into TMP.
+# CGO_ENABLED=0 without -trimpath: make test's one build configuration (the
+# Makefile), so the packages hpp's own build compiled (client-go, gRPC: the
+# same versions, hack/check-shared-versions.sh) are not compiled again.
 go_build() {
   local name=$1 moddir=$2 tmp=$3 ldflags=$4; shift 4
   local pkgs=() outs=() spec
@@ -116,7 +119,7 @@ go_build() {
   # `go build -v` prints one line per compiled package ("go: ..." lines are
   # downloads).
   with_progress "$name" "$log" '^[^g]|^g[^o]|^go[^:]' \
-    env -C "$moddir" CGO_ENABLED=0 go build -v -trimpath -ldflags "$ldflags" -o "$tmp/" "${pkgs[@]}" || return 1
+    env -C "$moddir" CGO_ENABLED=0 go build -v -ldflags "$ldflags" -o "$tmp/" "${pkgs[@]}" || return 1
   local i
   for i in "${!pkgs[@]}"; do
     local built=$tmp/$(basename "${pkgs[$i]}")
@@ -255,7 +258,7 @@ conformance() {
   # package it compiles. -vet=off: by default it vets the test package,
   # which computes vet facts for all ~2,800 dependencies (many minutes).
   with_progress "$name: e2e.test" "$tmp/build.log" '/compile -o' \
-    env -C "$moddir" CGO_ENABLED=0 go test -c -x -vet=off -trimpath -ldflags "$ld" -o "$tmp/e2e.test" k8s.io/kubernetes/test/e2e \
+    env -C "$moddir" CGO_ENABLED=0 go test -c -x -vet=off -ldflags "$ld" -o "$tmp/e2e.test" k8s.io/kubernetes/test/e2e \
     || { rm -rf "$tmp"; return 1; }
   rm -f "$tmp/build.log"
   complete "$tmp" "${CONFORMANCE_BINS[@]}" || { echo "==> $name: a binary is missing after the build" >&2; rm -rf "$tmp"; return 1; }

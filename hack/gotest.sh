@@ -15,6 +15,11 @@ if [[ ! -x $gotestsum || $root/tools/go.mod -nt $gotestsum ]]; then
   mkdir -p "$(dirname "$gotestsum")"
   (cd "$root/tools" && go build -o "$gotestsum" gotest.tools/gotestsum)
 fi
+# -race needs cgo; make test's other go commands run with CGO_ENABLED=0
+# (the Makefile says why).
+for a in "$@"; do
+  [[ $a == -race ]] && export CGO_ENABLED=1
+done
 json=$(mktemp)
 trap 'rm -f "$json"' EXIT
 rc=0

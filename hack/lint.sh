@@ -7,6 +7,7 @@ root=$(cd "$(dirname "$0")/.." && pwd)
 "$root/hack/check-files.sh"
 "$root/hack/check-skips.sh"
 "$root/hack/tiermap.sh" check
+"$root/hack/check-shared-versions.sh"
 
 echo "==> gofmt"
 unformatted=$(cd "$root" && gofmt -l internal cmd test tools 2>/dev/null || true)

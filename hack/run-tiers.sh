@@ -32,7 +32,7 @@ flags=${flags%% *}
 dry=
 [[ $flags != -* && $flags == *n* ]] && dry=yes
 
-names=() lanes=() secs=() states=()
+names=() lanes=() nices=() secs=() states=()
 total_start=$SECONDS
 
 fmt() { printf '%dm%02ds' $(($1 / 60)) $(($1 % 60)); }
@@ -53,9 +53,10 @@ summary() {
 }
 
 for t in "$@"; do
-  lane=
+  lane= nice=
   [[ -n $dry ]] || lane=$("$root/hack/tiermap.sh" get "$t" lane)
-  names+=("$t") lanes+=("$lane") secs+=("") states+=("not run")
+  [[ -n $dry ]] || nice=$("$root/hack/tiermap.sh" get "$t" nice)
+  names+=("$t") lanes+=("$lane") nices+=("${nice:-0}") secs+=("") states+=("not run")
 done
 [[ -n $dry ]] || mkdir -p "$logs"
 
@@ -64,6 +65,18 @@ done
 # got even when it was stopped.
 declare -A lane_pid=() lane_state=()
 
+# run_tier INDEX: the tier's make target, at its niceness from the map
+# (`nice N`: a lane's compiles then take only the CPU the tiers beside it
+# leave; idle I/O class too, as the cluster tiers' etcd syncs to disk).
+run_tier() {
+  local i=$1
+  if ((nices[i] != 0)); then
+    nice -n "${nices[$i]}" ionice -c 3 "$make" --no-print-directory "${names[$i]}"
+  else
+    "$make" --no-print-directory "${names[$i]}"
+  fi
+}
+
 run_lane() { # NAME INDEX...: the lane's tiers in order, stopping at a failure
   local name=$1 i start rc
   shift
@@ -71,7 +84,7 @@ run_lane() { # NAME INDEX...: the lane's tiers in order, stopping at a failure
     start=$SECONDS
     echo "$i 0 running" >>"${lane_state[$name]}"
     echo "==> lane $name: tier ${names[$i]}"
-    "$make" --no-print-directory "${names[$i]}"
+    run_tier "$i"
     rc=$?
     if ((rc != 0)); then
       echo "$i $((SECONDS - start)) FAILED (exit $rc)" >>"${lane_state[$name]}"
@@ -155,7 +168,7 @@ for i in "${!names[@]}"; do
   fi
   current=$i start=$SECONDS
   states[i]="running"
-  "$make" --no-print-directory "${names[$i]}"
+  run_tier "$i"
   rc=$?
   secs[i]=$((SECONDS - start))
   if ((rc != 0)); then

@@ -87,15 +87,15 @@ endif
 .PHONY: hpp-csi-bin
 hpp-csi-bin:
 	@echo "==> building hpp-csi into $(BIN)"
-	@mkdir -p $(BIN) && cd $(ROOT)/cmd/hpp-csi && CGO_ENABLED=0 go build -trimpath -ldflags "$(LDFLAGS)" -o $(BIN)/hpp-csi .
+	@mkdir -p $(BIN) && cd $(ROOT)/cmd/hpp-csi && go build -ldflags "$(LDFLAGS)" -o $(BIN)/hpp-csi .
 
 .PHONY: hpp-legacy-bin
 hpp-legacy-bin:
 	@echo "==> building hpp-legacy into $(BIN)"
-	@mkdir -p $(BIN) && cd $(ROOT)/cmd/hpp-legacy && CGO_ENABLED=0 go build -trimpath -ldflags "$(LDFLAGS)" -o $(BIN)/hpp-legacy .
+	@mkdir -p $(BIN) && cd $(ROOT)/cmd/hpp-legacy && go build -ldflags "$(LDFLAGS)" -o $(BIN)/hpp-legacy .
 
 # hpp-operator, for the node-loss scenario (test/e2e/nodeloss_test.go).
 .PHONY: hpp-operator-bin
 hpp-operator-bin:
 	@echo "==> building hpp-operator into $(BIN)"
-	@mkdir -p $(BIN) && cd $(ROOT)/cmd/hpp-operator && CGO_ENABLED=0 go build -trimpath -ldflags "$(LDFLAGS)" -o $(BIN)/hpp-operator .
+	@mkdir -p $(BIN) && cd $(ROOT)/cmd/hpp-operator && go build -ldflags "$(LDFLAGS)" -o $(BIN)/hpp-operator .

@@ -22,10 +22,6 @@ operator-envtest: ## hpp-operator on envtest (real kube-apiserver + etcd) and ev
 	  $(ROOT)/hack/tier-count.sh $@ $(ROOT)/_output/operator-envtest.log || { [ $$rc != 0 ] || rc=1; }; \
 	  exit $$rc
 
-# Part of CI: stale generated files fail lint. (The envtest tier is one of
-# make test's tiers in test/tiers.txt.)
-lint: generate-check
-
 .PHONY: operator-on-node
 operator-on-node: ## deploy/ overlays (csi-only, legacy, operator + CRs) applied for real on the local cluster's node, as pods (root)
 ifeq ($(IS_ROOT),yes)

@@ -87,7 +87,7 @@ ifeq ($(IS_ROOT),yes)
 	@echo "==> quota VM cluster: building hpp-csi, pause and the e2e scenarios (static)"
 	@mkdir -p $(QUOTAVM_CLUSTER_OUT)
 	@cd $(ROOT)/cmd/hpp-csi && CGO_ENABLED=0 go build -o $(QUOTAVM_CLUSTER_OUT)/hpp-csi .
-	@cd $(ROOT)/test/images/pause && CGO_ENABLED=0 go build -trimpath -o $(QUOTAVM_CLUSTER_OUT)/pause .
+	@cd $(ROOT)/test/images/pause && CGO_ENABLED=0 go build -o $(QUOTAVM_CLUSTER_OUT)/pause .
 	@cd $(ROOT)/test && CGO_ENABLED=0 go test -c -o $(QUOTAVM_CLUSTER_OUT)/e2e.test $(call tier_pkgs,$@)
 	@echo "==> quota VM cluster: running them in the VM (hack/quotavm-cluster.sh)"
 	@HPP_TIER_NAME=$(if $(filter file,$(origin QUOTAVM_CLUSTER_RUN)),$@) $(ROOT)/hack/quotavm-cluster.sh $(QUOTAVM_CLUSTER_OUT)/e2e.test $(QUOTAVM_CLUSTER_OUT)/hpp-csi $(QUOTAVM_CLUSTER_OUT)/pause \
