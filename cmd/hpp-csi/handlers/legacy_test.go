@@ -33,18 +33,11 @@ func withSeparateLegacy(name string) func(*Config) {
 
 func withLegacyPath(legacyPath func(pool.Pool) string, names ...string) func(*Config) {
 	return func(c *Config) {
-		var pools []pool.Pool
-		for _, p := range c.Pools.All() {
+		editPools(c, func(p *pool.Pool) {
 			if slices.Contains(names, p.Name) {
-				p.LegacyPath = legacyPath(p)
+				p.LegacyPath = legacyPath(*p)
 			}
-			pools = append(pools, p)
-		}
-		set, err := pool.NewSet(pools)
-		if err != nil {
-			panic(err)
-		}
-		c.Pools = set
+		})
 	}
 }
 

@@ -11,27 +11,8 @@ import (
 
 	"github.com/hostpath-provisioner/hpp/internal/contract"
 	"github.com/hostpath-provisioner/hpp/internal/grpctest"
-	"github.com/hostpath-provisioner/hpp/internal/pool"
 	"github.com/hostpath-provisioner/hpp/internal/poolmarker"
 )
-
-// mountedFast marks the harness's "fast" pool as one hpp-mounter mounts.
-func mountedFast(c *Config) {
-	editPools(c, func(p *pool.Pool) { p.Mounted = p.Name == "fast" })
-}
-
-// editPools applies edit to every configured pool.
-func editPools(c *Config, edit func(*pool.Pool)) {
-	pools := c.Pools.All()
-	for i := range pools {
-		edit(&pools[i])
-	}
-	set, err := pool.NewSet(pools)
-	if err != nil {
-		panic(err)
-	}
-	c.Pools = set
-}
 
 // Without hpp-mounter's marker a mounted pool is not opened (nothing is
 // written to the bare directory), offers no capacity and creates say why;

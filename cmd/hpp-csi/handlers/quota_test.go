@@ -22,15 +22,7 @@ const MiB = 1 << 20
 // fake quota backend (1 GiB, 512 MiB free).
 func newQuotaHarness(t testing.TB, fake *prjquota.Fake, rng pool.IDRange, mutate ...func(*Config)) *harness {
 	t.Helper()
-	h := newUnopenedHarnessOver(t, fake, append([]func(*Config){func(c *Config) {
-		pools := c.Pools.All()
-		pools[0].EnforceSize, pools[0].ProjectIDs = true, rng
-		set, err := pool.NewSet(pools)
-		if err != nil {
-			t.Fatal(err)
-		}
-		c.Pools = set
-	}}, mutate...)...)
+	h := newUnopenedHarnessOver(t, fake, append([]func(*Config){enforcingFast(rng)}, mutate...)...)
 	if err := h.rt.OpenPools(context.Background()); err != nil {
 		t.Fatal(err)
 	}
@@ -132,11 +124,7 @@ func TestEnforcingPoolRefusals(t *testing.T) {
 func TestEnforcingPoolNotReadyOnPlainFilesystem(t *testing.T) {
 	fake := prjquota.NewFake()
 	fake.SetProbe(prjquota.Probe{FSType: "xfs"})
-	h := newUnopenedHarnessOver(t, fake, func(c *Config) {
-		pools := c.Pools.All()
-		pools[0].EnforceSize = true
-		c.Pools, _ = pool.NewSet(pools)
-	})
+	h := newUnopenedHarnessOver(t, fake, enforcingFast(pool.IDRange{}))
 	err := h.rt.OpenPools(context.Background())
 	want := `storage pool "fast" is not ready: enforceSize: ` + h.pools["fast"] + ` is XFS without project quotas enforced; mount it with the prjquota option`
 	if err == nil || !strings.Contains(err.Error(), want) {

@@ -12,13 +12,7 @@ import (
 
 	"github.com/hostpath-provisioner/hpp/internal/contract"
 	"github.com/hostpath-provisioner/hpp/internal/grpctest"
-	"github.com/hostpath-provisioner/hpp/internal/pool"
 )
-
-// sharedSlow makes the harness's "slow" pool a shared one.
-func sharedSlow(c *Config) {
-	editPools(c, func(p *pool.Pool) { p.Shared = p.Name == "slow" })
-}
 
 func withMode(req *csi.CreateVolumeRequest, m csi.VolumeCapability_AccessMode_Mode) *csi.CreateVolumeRequest {
 	req.VolumeCapabilities[0].AccessMode.Mode = m

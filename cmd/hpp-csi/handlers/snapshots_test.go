@@ -18,8 +18,7 @@ import (
 // area directly in the volumes directory.
 func withSnapshots(inPool bool) func(*Config) {
 	return func(c *Config) {
-		var pools []pool.Pool
-		for _, p := range c.Pools.All() {
+		editPools(c, func(p *pool.Pool) {
 			switch {
 			case p.Name == "fast":
 				p.SnapshotProvider = pool.SnapshotProviderReflink
@@ -27,13 +26,7 @@ func withSnapshots(inPool bool) func(*Config) {
 				p.SnapshotProvider = pool.SnapshotProviderReflink
 				p.SnapshotPath = filepath.Join(p.Path, "snapshots")
 			}
-			pools = append(pools, p)
-		}
-		set, err := pool.NewSet(pools)
-		if err != nil {
-			panic(err)
-		}
-		c.Pools = set
+		})
 	}
 }
 
