@@ -69,12 +69,9 @@ declare -A lane_pid=() lane_state=()
 # (`nice N`: a lane's compiles then take only the CPU the tiers beside it
 # leave; idle I/O class too, as the cluster tiers' etcd syncs to disk).
 run_tier() {
-  local i=$1
-  if ((nices[i] != 0)); then
-    nice -n "${nices[$i]}" ionice -c 3 "$make" --no-print-directory "${names[$i]}"
-  else
-    "$make" --no-print-directory "${names[$i]}"
-  fi
+  local i=$1 niced=()
+  ((nices[i] == 0)) || niced=(nice -n "${nices[$i]}" ionice -c 3)
+  "${niced[@]}" "$make" --no-print-directory "${names[$i]}"
 }
 
 run_lane() { # NAME INDEX...: the lane's tiers in order, stopping at a failure
