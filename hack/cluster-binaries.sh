@@ -1,8 +1,8 @@
 #!/usr/bin/env bash
 # Builds the binaries the local cluster harness (test/cluster) runs, from the
-# pinned Go modules test/k8s-tools (Kubernetes, csi-resizer, the snapshotter
-# and the conformance programs: one module, so their shared dependencies
-# compile once), test/provisioner-tools and test/etcd-tools, into
+# pinned Go modules test/k8s-tools (Kubernetes, csi-provisioner, csi-resizer,
+# the snapshotter and the conformance programs: one module, so their shared
+# dependencies compile once) and test/etcd-tools, into
 # $HPP_CACHE/<set>/<version>/ — outside the repository, so a fresh clone (CI)
 # reuses them. A set already complete in the cache is skipped; a cold build
 # prints what it builds and the elapsed time, because it takes minutes.
@@ -27,7 +27,7 @@ ROOT=$(cd "$(dirname "$0")/.." && pwd)
 HPP_CACHE=${HPP_CACHE:-$HOME/.cache/hpp}
 
 K8S_VERSION=v1.37.1
-PROVISIONER_VERSION=v6.3.0
+PROVISIONER_VERSION=v6.4.0
 ETCD_VERSION=v3.6.16
 SNAPSHOTTER_VERSION=v8.7.0
 RESIZER_VERSION=v2.3.0
@@ -187,7 +187,7 @@ provisioner() {
   if complete "$PROVISIONER_DIR" csi-provisioner; then
     echo "==> csi-provisioner $PROVISIONER_VERSION cached in $PROVISIONER_DIR"; return
   fi
-  build "csi-provisioner $PROVISIONER_VERSION" "$ROOT/test/provisioner-tools" "$PROVISIONER_DIR" \
+  build "csi-provisioner $PROVISIONER_VERSION" "$ROOT/test/k8s-tools" "$PROVISIONER_DIR" \
     "-s -w -X main.version=$PROVISIONER_VERSION" \
     "csi-provisioner=github.com/kubernetes-csi/external-provisioner/v6/cmd/csi-provisioner"
 }

@@ -13,7 +13,7 @@ import (
 // the two agree).
 const (
 	K8sVersion            = "v1.37.1"
-	CSIProvisionerVersion = "v6.3.0"
+	CSIProvisionerVersion = "v6.4.0"
 	EtcdVersion           = "v3.6.16"
 )
 

@@ -236,7 +236,7 @@ func (n *Node) StartCSIProvisioner(extraArgs ...string) error {
 		// Capacity seen by the scheduler within seconds of a change.
 		"--capacity-poll-interval=10s",
 		// Immediate claims: in node-deployment mode csi-provisioner
-		// v6.3.0 takes one by setting the selected-node annotation to its
+		// v6.4.0 takes one by setting the selected-node annotation to its
 		// own node, so its CreateVolume looks like a WaitForFirstConsumer
 		// one; hpp-csi (--check-binding-mode) looks up the StorageClass
 		// and refuses it, which puts a ProvisioningFailed event saying

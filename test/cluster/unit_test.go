@@ -30,7 +30,7 @@ func TestVersionsMatchBuildScriptAndModules(t *testing.T) {
 	}
 	for _, v := range []struct{ name, want, module, dir string }{
 		{"K8S_VERSION", K8sVersion, "k8s.io/kubernetes", "k8s-tools"},
-		{"PROVISIONER_VERSION", CSIProvisionerVersion, "github.com/kubernetes-csi/external-provisioner/v6", "provisioner-tools"},
+		{"PROVISIONER_VERSION", CSIProvisionerVersion, "github.com/kubernetes-csi/external-provisioner/v6", "k8s-tools"},
 		{"ETCD_VERSION", EtcdVersion, "go.etcd.io/etcd/server/v3", "etcd-tools"},
 		{"SNAPSHOTTER_VERSION", SnapshotterVersion, "github.com/kubernetes-csi/external-snapshotter/v8", "k8s-tools"},
 		// The snapshot CRDs come from the client module of the same release.

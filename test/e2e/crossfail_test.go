@@ -481,7 +481,7 @@ func (c *peerCut) dropped(ctx context.Context) (int64, error) {
 }
 
 // The finalizers csi-provisioner puts on a copy's source while it
-// provisions the copy (external-provisioner v6.3.0 pkg/controller:
+// provisions the copy (external-provisioner v6.4.0 pkg/controller:
 // pvcCloneFinalizer, snapshotSourceProtectionFinalizer), and what its
 // refusals to provision from a source being deleted say (getPVCSource:
 // "the PVC DataSource <name> is currently being deleted"; getSnapshotSource,

@@ -1,6 +1,7 @@
 // Pins the programs of the Kubernetes release that the local cluster
 // harness (test/cluster) and the conformance tier (test/conformance) run:
-// the Kubernetes binaries, csi-resizer (external-resizer/v2; the path
+// the Kubernetes binaries, csi-provisioner (v6.4.0: v6.3.0 does not
+// compile against v0.37), csi-resizer (external-resizer/v2; the path
 // without /v2 is not served), csi-snapshotter and snapshot-controller
 // (external-snapshotter v8; the snapshot CRDs come from its client module of
 // the same release), and e2e.test, agnhost and the ginkgo CLI. hack/
@@ -12,10 +13,8 @@
 // staging modules (v0.37.2) rather than their own pins (v0.37.0, v0.37.1),
 // and the Kubernetes binaries with the sidecars' newer gRPC (v1.84) and
 // CSI spec (v1.13): the tiers that run them (e2e, conformance, chaos) are
-// the proof that this is harmless. csi-provisioner v6.3.0 does not compile
-// against v0.37 and keeps test/provisioner-tools. A module
-// apart from hpp's: building k8s.io/kubernetes as a dependency needs a
-// replace line for each staging module that its go.mod lists at v0.0.0.
+// the proof that this is harmless. A module apart from hpp's: building
+// k8s.io/kubernetes as a dependency needs a replace line for each staging module that its go.mod lists at v0.0.0.
 // test/cluster checks that the versions required here are the ones
 // hack/cluster-binaries.sh names its cache directories after. The modules
 // of client-go, gRPC and Prometheus's client are at hpp's versions
@@ -29,16 +28,17 @@ go 1.26.0
 godebug default=go1.26
 
 require (
+	github.com/kubernetes-csi/external-provisioner/v6 v6.4.0
 	github.com/kubernetes-csi/external-resizer/v2 v2.3.0
 	github.com/kubernetes-csi/external-snapshotter/v8 v8.7.0
-	github.com/onsi/ginkgo/v2 v2.32.0
+	github.com/onsi/ginkgo/v2 v2.33.0
 	go.yaml.in/yaml/v2 v2.4.4
 	k8s.io/kubernetes v1.37.1
 )
 
 require (
 	cel.dev/expr v0.25.3 // indirect
-	cyphar.com/go-pathrs v0.2.5 // indirect
+	cyphar.com/go-pathrs v0.2.6 // indirect
 	github.com/Azure/go-ansiterm v0.0.0-20250102033503-faa5f7b0171c // indirect
 	github.com/JeffAshton/win_pdh v0.0.0-20161109143554-76bb4ee9f0ab // indirect
 	github.com/MakeNowJust/heredoc v1.0.0 // indirect
@@ -64,6 +64,7 @@ require (
 	github.com/distribution/reference v0.6.0 // indirect
 	github.com/docker/go-units v0.5.0 // indirect
 	github.com/emicklei/go-restful/v3 v3.13.0 // indirect
+	github.com/evanphx/json-patch/v5 v5.9.11 // indirect
 	github.com/exponent-io/jsonpath v0.0.0-20210407135951-1de76d718b3f // indirect
 	github.com/fatih/camelcase v1.0.0 // indirect
 	github.com/felixge/httpsnoop v1.1.0 // indirect
@@ -113,6 +114,7 @@ require (
 	github.com/lithammer/dedent v1.1.0 // indirect
 	github.com/mdlayher/netlink v1.11.2 // indirect
 	github.com/mdlayher/socket v0.6.1 // indirect
+	github.com/miekg/dns v1.1.73 // indirect
 	github.com/mitchellh/go-wordwrap v1.0.1 // indirect
 	github.com/moby/ipvs v1.1.0 // indirect
 	github.com/moby/spdystream v0.5.1 // indirect
@@ -124,7 +126,7 @@ require (
 	github.com/monochromegane/go-gitignore v0.0.0-20200626010858-205db1a8cc00 // indirect
 	github.com/munnerz/goautoneg v0.0.0-20191010083416-a7dc8b61c822 // indirect
 	github.com/mxk/go-flowrate v0.0.0-20140419014527-cca7078d478f // indirect
-	github.com/onsi/gomega v1.41.0 // indirect
+	github.com/onsi/gomega v1.44.0 // indirect
 	github.com/opencontainers/cgroups v0.0.7 // indirect
 	github.com/opencontainers/go-digest v1.0.0 // indirect
 	github.com/opencontainers/image-spec v1.1.1 // indirect
@@ -162,7 +164,7 @@ require (
 	go.opentelemetry.io/otel/metric v1.47.0 // indirect
 	go.opentelemetry.io/otel/sdk v1.47.0 // indirect
 	go.opentelemetry.io/otel/trace v1.47.0 // indirect
-	go.opentelemetry.io/proto/otlp v1.11.0 // indirect
+	go.opentelemetry.io/proto/otlp v1.11.1 // indirect
 	go.uber.org/automaxprocs v1.6.0 // indirect
 	go.uber.org/goleak v1.3.0 // indirect
 	go.uber.org/multierr v1.11.0 // indirect
@@ -220,13 +222,16 @@ require (
 	k8s.io/sample-apiserver v0.0.0 // indirect
 	k8s.io/streaming v0.37.2 // indirect
 	k8s.io/utils v0.0.0-20261023123148-ca04ba58ecab // indirect
-	sigs.k8s.io/apiserver-network-proxy/konnectivity-client v0.36.0 // indirect
+	sigs.k8s.io/apiserver-network-proxy/konnectivity-client v0.37.0 // indirect
+	sigs.k8s.io/controller-runtime v0.25.2 // indirect
+	sigs.k8s.io/gateway-api v1.6.2 // indirect
 	sigs.k8s.io/json v0.0.0-20250730193827-2d320260d730 // indirect
 	sigs.k8s.io/knftables v0.0.22 // indirect
 	sigs.k8s.io/kustomize/api v0.21.1 // indirect
 	sigs.k8s.io/kustomize/kustomize/v5 v5.8.1 // indirect
 	sigs.k8s.io/kustomize/kyaml v0.21.1 // indirect
 	sigs.k8s.io/randfill v1.0.0 // indirect
+	sigs.k8s.io/sig-storage-lib-external-provisioner/v13 v13.1.0 // indirect
 	sigs.k8s.io/structured-merge-diff/v6 v6.4.2 // indirect
 	sigs.k8s.io/yaml v1.6.0 // indirect
 	tags.cncf.io/container-device-interface/specs-go v1.1.0 // indirect

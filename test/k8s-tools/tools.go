@@ -2,14 +2,15 @@
 
 // Package tools imports what hack/cluster-binaries.sh builds from this
 // module, so that `go mod tidy` records every go.sum entry: the Kubernetes
-// binaries, csi-resizer, csi-snapshotter and snapshot-controller, agnhost
-// and the ginkgo CLI (`go build`), and e2e.test (`go test -c
-// k8s.io/kubernetes/test/e2e`). Tidy does not follow the tests of a
+// binaries, csi-provisioner, csi-resizer, csi-snapshotter and
+// snapshot-controller, agnhost and the ginkgo CLI (`go build`), and e2e.test
+// (`go test -c k8s.io/kubernetes/test/e2e`). Tidy does not follow the tests of a
 // dependency, so the packages that only e2e's own e2e_test.go imports are
 // listed here too.
 package tools
 
 import (
+	_ "github.com/kubernetes-csi/external-provisioner/v6/cmd/csi-provisioner"
 	_ "github.com/kubernetes-csi/external-resizer/v2/cmd/csi-resizer"
 	_ "github.com/kubernetes-csi/external-snapshotter/v8/cmd/csi-snapshotter"
 	_ "github.com/kubernetes-csi/external-snapshotter/v8/cmd/snapshot-controller"

@@ -90,7 +90,7 @@ const (
 // (run by name from PATH, as its Deployment's command says) and the
 // mounter, with the XFS tools and lsblk, and runs as a non-root user (the Deployment
 // asks for runAsNonRoot and sets no user). csi-provisioner is the
-// harness's v6.3.0 under the tag upstream's operator deploys (the one
+// harness's v6.4.0 under the tag upstream's operator deploys (the one
 // sidecar not built from upstream's tree). Also hpp's csi-provisioner
 // under the name hpp's operator overlay gives it, so the README's commands
 // apply that overlay as written.

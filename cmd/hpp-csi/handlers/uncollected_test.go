@@ -18,7 +18,7 @@ import (
 )
 
 // The sweep of copies from other nodes that no CreateVolume collected
-// (pools/uncollected.go): csi-provisioner v6.3.0 stops calling CreateVolume
+// (pools/uncollected.go): csi-provisioner v6.4.0 stops calling CreateVolume
 // for a clone whose source claim is being deleted, so a copy that outlasted
 // the first call is left in the pool, named by no PV. These tests make
 // that volume (uncollectedCopy) and sweep it with the API server faked.

@@ -21,7 +21,7 @@ import (
 // to csi-provisioner, which then makes its PV. When no such call comes
 // the volume would stay in the pool for ever, named by no PV: a volume
 // only a PV's DeleteVolume removes. It happens for real: csi-provisioner
-// v6.3.0 calls CreateVolume for a clone only while the source claim is not
+// v6.4.0 calls CreateVolume for a clone only while the source claim is not
 // being deleted (getPVCSource), so a clone whose copy outlasts the first
 // call and whose source is deleted meanwhile stays Pending; its copy ends
 // here, and deleting the clone claim calls nothing, since it has no PV.

@@ -87,7 +87,7 @@ func csiOnlyOperatorDaemonSet(t *testing.T, peer bool) *appsv1.DaemonSet {
 	cfg.ManagedBy = "kustomize"
 	cfg.PeerTransport = peer
 	cfg.Images.CSI = "localhost/hpp/hpp-csi:latest"
-	cfg.Images.Provisioner = "registry.k8s.io/sig-storage/csi-provisioner:v6.3.0"
+	cfg.Images.Provisioner = "registry.k8s.io/sig-storage/csi-provisioner:v6.4.0"
 	ds, err := cfg.CSIDaemonSet(&hppv1.HostPathProvisionerSpec{StoragePools: []hppv1.StoragePool{{Name: "local", Path: "/var/hpvolumes"}}})
 	if err != nil {
 		t.Fatal(err)

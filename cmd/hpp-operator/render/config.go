@@ -173,7 +173,7 @@ func DefaultConfig() Config {
 		Images: Images{
 			CSI:         "hpp-csi",
 			Legacy:      "hpp-legacy",
-			Provisioner: "registry.k8s.io/sig-storage/csi-provisioner:v6.3.0",
+			Provisioner: "registry.k8s.io/sig-storage/csi-provisioner:v6.4.0",
 			Snapshotter: "registry.k8s.io/sig-storage/csi-snapshotter:v8.7.0",
 			Resizer:     "registry.k8s.io/sig-storage/csi-resizer:v2.3.0",
 			Mounter:     "hpp-mounter",
