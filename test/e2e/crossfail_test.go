@@ -826,12 +826,16 @@ func uncollectedCopyRemoved(t *testing.T, env *kit.Env, ns, claim, class, poolPa
 		t.Fatal(err)
 	}
 	swept := time.Since(claimGone)
-	logged, err := os.ReadFile(proc.LogPath())
-	if err != nil {
-		t.Fatal(err)
-	}
-	if int64(len(logged)) < logFrom || !strings.Contains(string(logged[logFrom:]), sweptLogLine) {
-		t.Errorf("hpp-csi on %s did not log %q", receiver.Name, sweptLogLine)
+	// The sweeper logs right after it removes the directory, so the line
+	// may land a moment after the test saw the directory gone.
+	if err := kit.Poll(ctx, 10*time.Second, "the sweep logged", func(context.Context) (bool, string, error) {
+		logged, err := os.ReadFile(proc.LogPath())
+		if err != nil {
+			return false, "", err
+		}
+		return int64(len(logged)) >= logFrom && strings.Contains(string(logged[logFrom:]), sweptLogLine), "not logged yet", nil
+	}); err != nil {
+		t.Errorf("hpp-csi on %s did not log %q: %v", receiver.Name, sweptLogLine, err)
 	}
 	// Nothing holds the source any more: csi-provisioner drops its
 	// cloning-protection finalizer, and the source's PV and directory go.
