@@ -1,5 +1,8 @@
 // controller-gen (CRD and deepcopy generation), pinned apart from tools/go.mod
-// so its Kubernetes dependencies never move golangci-lint's pins.
+// so its Kubernetes dependencies never move golangci-lint's pins. The modules
+// of apimachinery, the core API and apiextensions are at hpp's versions
+// (hack/check-shared-versions.sh): controller-gen is the first thing make
+// test compiles, and what it compiles of them then serves hpp's build.
 // Run with: cd tools/codegen && go tool controller-gen ...
 module github.com/hostpath-provisioner/hpp/tools/codegen
 
