@@ -297,6 +297,23 @@ func waitSent(ctx context.Context, golden *cluster.Node, base, threshold int64) 
 // (cmd/hpp-csi/pools/remotecopy.go).
 const copiedLogLine = "volume content copied from another node"
 
+// waitLogged waits until proc's log, read from byte from on (where it
+// ended before the step under test), holds line.
+func waitLogged(ctx context.Context, proc *cluster.Process, from int64, line string, timeout, every time.Duration) error {
+	return kit.PollEvery(ctx, timeout, every, proc.Name()+" logging "+strconv.Quote(line), func(context.Context) (bool, string, error) {
+		f, err := os.Open(proc.LogPath())
+		if err != nil {
+			return false, "", err
+		}
+		defer func() { _ = f.Close() }()
+		b, err := io.ReadAll(io.NewSectionReader(f, from, 1<<30))
+		if err != nil {
+			return false, "", err
+		}
+		return strings.Contains(string(b), line), "not yet", nil
+	})
+}
+
 // cloneKilledAfterStream starts a clone of src onto receiver and SIGKILLs
 // the receiver's hpp-csi as soon as it logs that the whole stream arrived:
 // the volume is then staged or just published, and CreateVolume has not
@@ -312,18 +329,7 @@ func cloneKilledAfterStream(t *testing.T, env *kit.Env, ns, claim, class, poolPa
 	}
 	from := fi.Size()
 	startClone(t, env, ns, claim, class, src.claim, receiver.Name)
-	if err := kit.PollEvery(ctx, 2*time.Minute, 5*time.Millisecond, "hpp-csi on "+receiver.Name+" logging "+strconv.Quote(copiedLogLine), func(context.Context) (bool, string, error) {
-		f, err := os.Open(proc.LogPath())
-		if err != nil {
-			return false, "", err
-		}
-		defer func() { _ = f.Close() }()
-		b, err := io.ReadAll(io.NewSectionReader(f, from, 1<<30))
-		if err != nil {
-			return false, "", err
-		}
-		return strings.Contains(string(b), copiedLogLine), "not yet", nil
-	}); err != nil {
+	if err := waitLogged(ctx, proc, from, copiedLogLine, 2*time.Minute, 5*time.Millisecond); err != nil {
 		t.Fatal(err)
 	}
 	if err := proc.Kill(ctx); err != nil {
@@ -828,13 +834,7 @@ func uncollectedCopyRemoved(t *testing.T, env *kit.Env, ns, claim, class, poolPa
 	swept := time.Since(claimGone)
 	// The sweeper logs right after it removes the directory, so the line
 	// may land a moment after the test saw the directory gone.
-	if err := kit.Poll(ctx, 10*time.Second, "the sweep logged", func(context.Context) (bool, string, error) {
-		logged, err := os.ReadFile(proc.LogPath())
-		if err != nil {
-			return false, "", err
-		}
-		return int64(len(logged)) >= logFrom && strings.Contains(string(logged[logFrom:]), sweptLogLine), "not logged yet", nil
-	}); err != nil {
+	if err := waitLogged(ctx, proc, logFrom, sweptLogLine, 10*time.Second, 250*time.Millisecond); err != nil {
 		t.Errorf("hpp-csi on %s did not log %q: %v", receiver.Name, sweptLogLine, err)
 	}
 	// Nothing holds the source any more: csi-provisioner drops its
