@@ -4,7 +4,6 @@ import (
 	"bytes"
 	"encoding/json"
 	"os"
-	"os/exec"
 	"path/filepath"
 	"slices"
 	"strings"
@@ -15,6 +14,7 @@ import (
 	"k8s.io/apimachinery/pkg/api/equality"
 	"k8s.io/apimachinery/pkg/runtime"
 
+	"github.com/hostpath-provisioner/hpp/cmd/hpp-operator/internal/testenv"
 	"github.com/hostpath-provisioner/hpp/cmd/hpp-operator/render"
 	hppv1 "github.com/hostpath-provisioner/hpp/internal/api/v1beta1"
 )
@@ -23,8 +23,7 @@ import (
 // from package render are what it renders now (make generate writes them).
 func TestGeneratedManifestsAreCurrent(t *testing.T) {
 	out := t.TempDir()
-	cmd := exec.CommandContext(t.Context(), "go", "run", "./gendeploy", out)
-	cmd.Dir = filepath.Join(testenvRoot(), "cmd", "hpp-operator")
+	cmd := testenv.GoCommand(t.Context(), filepath.Join(testenvRoot(), "cmd", "hpp-operator"), "run", "./gendeploy", out)
 	if b, err := cmd.CombinedOutput(); err != nil {
 		t.Fatalf("go run ./gendeploy: %v\n%s", err, b)
 	}

@@ -9,6 +9,7 @@ import (
 	corev1 "k8s.io/api/core/v1"
 	"k8s.io/utils/ptr"
 
+	"github.com/hostpath-provisioner/hpp/cmd/hpp-operator/internal/testenv"
 	"github.com/hostpath-provisioner/hpp/cmd/hpp-operator/render"
 	hppv1 "github.com/hostpath-provisioner/hpp/internal/api/v1beta1"
 )
@@ -20,8 +21,7 @@ import (
 // either side breaks this test, not a cluster.
 func TestMounterAcceptsTheOperatorsArguments(t *testing.T) {
 	bin := filepath.Join(t.TempDir(), "hpp-mounter")
-	build := exec.CommandContext(t.Context(), "go", "build", "-o", bin, ".")
-	build.Dir = filepath.Join(testenvRoot(), "cmd", "hpp-mounter")
+	build := testenv.GoCommand(t.Context(), filepath.Join(testenvRoot(), "cmd", "hpp-mounter"), "build", "-o", bin, ".")
 	if b, err := build.CombinedOutput(); err != nil {
 		t.Fatalf("build hpp-mounter: %v\n%s", err, b)
 	}

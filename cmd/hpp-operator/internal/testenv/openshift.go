@@ -5,7 +5,6 @@ import (
 	"context"
 	"encoding/json"
 	"fmt"
-	"os/exec"
 	"path/filepath"
 	"strings"
 	"time"
@@ -22,8 +21,7 @@ func OpenShiftCRDPaths() ([]string, error) {
 	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
 	defer cancel()
 	// `go mod download -json` prints the module's directory in the cache.
-	cmd := exec.CommandContext(ctx, "go", "mod", "download", "-json", openShiftAPIModule)
-	cmd.Dir = filepath.Join(RepoRoot(), "cmd", "hpp-operator")
+	cmd := GoCommand(ctx, filepath.Join(RepoRoot(), "cmd", "hpp-operator"), "mod", "download", "-json", openShiftAPIModule)
 	var stderr bytes.Buffer
 	cmd.Stderr = &stderr
 	out, err := cmd.Output()
